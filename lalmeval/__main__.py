@@ -1,0 +1,3 @@
+from lalmeval.cli import main
+
+raise SystemExit(main())

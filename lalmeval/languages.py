@@ -1,0 +1,41 @@
+"""Language names and ISO 639 codes, and which languages are scored by characters."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from lalmeval.errors import UserError, closest
+
+NAMES = {
+    "english": "en", "chinese": "zh", "mandarin": "zh", "cantonese": "yue", "japanese": "ja",
+    "korean": "ko", "thai": "th", "lao": "lo", "burmese": "my", "myanmar": "my", "khmer": "km",
+    "french": "fr", "german": "de", "spanish": "es", "italian": "it", "portuguese": "pt",
+    "russian": "ru", "arabic": "ar", "hindi": "hi", "dutch": "nl", "vietnamese": "vi",
+    "indonesian": "id", "malay": "ms", "turkish": "tr", "polish": "pl", "swedish": "sv",
+    "persian": "fa", "welsh": "cy", "catalan": "ca", "estonian": "et", "latvian": "lv",
+    "slovenian": "sl", "tamil": "ta", "mongolian": "mn", "ukrainian": "uk", "czech": "cs",
+    "greek": "el", "hebrew": "he", "danish": "da", "finnish": "fi", "norwegian": "no",
+    "hungarian": "hu", "romanian": "ro", "bengali": "bn", "urdu": "ur", "tagalog": "tl",
+    "filipino": "fil", "swahili": "sw", "multilingual": "mul",
+}
+
+# Scripts written without spaces between words: error rates are counted in characters.
+CHARACTER_LANGUAGES = frozenset({"zh", "ja", "ko", "th", "yue", "lo", "my", "km"})
+
+_CODE = re.compile(r"^[a-z]{2,3}([-_][a-z0-9]{2,8})*$")
+
+
+def iso_code(language: str, where: Optional[str] = None) -> str:
+    """'English' → 'en', 'zh-CN' → 'zh'; an unknown name is a UserError naming `where`."""
+    text = language.strip().lower()
+    if text in NAMES:
+        return NAMES[text]
+    if _CODE.match(text):
+        return re.split(r"[-_]", text)[0]
+    raise UserError(f"{where or 'language'}: unknown language '{language}'{closest(text, NAMES)}")
+
+
+def uses_characters(code: str) -> bool:
+    """Whether error rates for this language are character error rates."""
+    return code in CHARACTER_LANGUAGES

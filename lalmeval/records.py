@@ -1,0 +1,71 @@
+"""The typed records that flow between stages."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One dataset row, as loaded."""
+
+    id: str
+    audio_bytes: Optional[bytes] = None
+    audio_path: Optional[str] = None
+    reference: Optional[str] = None
+    instruction: Optional[str] = None
+    text_input: Optional[str] = None
+    language: Optional[str] = None
+    duration: Optional[float] = None
+
+    @property
+    def has_audio(self) -> bool:
+        return self.audio_bytes is not None or self.audio_path is not None
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """What a preprocessor makes of a sample: the text to send and whether audio goes with it."""
+
+    text: str
+    system: Optional[str] = None
+    with_audio: bool = True
+
+
+@dataclass
+class Record:
+    """The outcome of one sample on one model: a prediction, or an error with its reason."""
+
+    id: str
+    prompt: str
+    system: Optional[str]
+    params: dict[str, Any]
+    reference: Optional[str]
+    reply: Optional[str] = None
+    prediction: Optional[str] = None
+    latency: float = 0.0
+    attempts: int = 0
+    error: Optional[str] = None
+    chunks: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Score:
+    """A metric's result for one (model, dataset, metric)."""
+
+    model: str
+    dataset: str
+    metric: str
+    score: Optional[float]
+    num_samples: int
+    num_failed: int
+    details: dict[str, Any]

@@ -1,0 +1,40 @@
+"""Name → implementation registries for metrics, processors, inference types and loaders."""
+
+from __future__ import annotations
+
+from typing import Callable, Generic, Optional, TypeVar
+
+from lalmeval.errors import UserError, closest
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """A named table of implementations filled by a decorator."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._items: dict[str, T] = {}
+
+    def register(self, name: str) -> Callable[[T], T]:
+        """Decorator: make the decorated object available under `name`."""
+
+        def add(item: T) -> T:
+            if name in self._items:
+                raise ValueError(f"{self.kind} '{name}' registered twice")
+            self._items[name] = item
+            return item
+
+        return add
+
+    def get(self, name: str, where: Optional[str] = None) -> T:
+        """The item called `name`; an unknown name is a UserError naming `where`."""
+        try:
+            return self._items[name]
+        except KeyError:
+            prefix = f"{where}: " if where else ""
+            raise UserError(f"{prefix}unknown {self.kind} '{name}'{closest(name, self._items)}") from None
+
+    def names(self) -> list[str]:
+        """All registered names, sorted."""
+        return sorted(self._items)

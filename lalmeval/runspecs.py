@@ -1,0 +1,130 @@
+"""Runspec files: runspecs/<category>/<task_type>.json, each key one dataset."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from lalmeval.errors import UserError, closest
+from lalmeval.languages import iso_code
+
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "runspecs"
+
+
+class DatasetSpec(BaseModel):
+    """One dataset entry of a runspec file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hf_repo: str = Field(description="Hub dataset id, or a path (relative to the runspec file) to parquet/jsonl/csv/tsv or a save_to_disk folder.")
+    subset: Optional[str] = Field(None, description="Hub configuration name.")
+    split: str = Field("test", description="Split to evaluate.")
+    language: str = Field(description="Language of the dataset: ISO code or English name.")
+    modality: Literal["audio", "text", "audio_text"] = Field("audio", description="audio: send the clip; text: send textual_input_column instead; audio_text: send both.")
+    audio_column: Optional[str] = Field("audio", description="Column holding the audio (HF audio struct or a file path).")
+    target_column: Optional[str] = Field("reference", description="Column holding the reference answer.")
+    additional_instruction_column: Optional[str] = Field(None, description="Column holding a per-row instruction (replaces `instruction`).")
+    textual_input_column: Optional[str] = Field(None, description="Column holding text input (the question, or a transcript of the audio).")
+    id_column: Optional[str] = Field(None, description="Column holding a stable sample id (row number when unset).")
+    language_column: Optional[str] = Field(None, description="Column holding a per-row language, for filters.language.")
+    accented: bool = Field(False, description="Whether this dataset is accented speech (for filters.accented).")
+    preprocessor: str = Field("GeneralPreprocessor", description="Registered preprocessor name.")
+    postprocessor: str = Field("GeneralPostprocessor", description="Registered postprocessor name.")
+    metrics: list[str] = Field(default_factory=list, description="Metrics that 'all' expands to.")
+    instruction: Optional[str] = Field(None, description="Default instruction when the row has none.")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A named dataset with where it was declared."""
+
+    name: str
+    category: str
+    task_type: str
+    spec: DatasetSpec
+    source: Path
+
+    @property
+    def iso_language(self) -> str:
+        return iso_code(self.spec.language)
+
+    def resolve_path(self, value: str) -> Path:
+        """A path from the runspec, relative to the runspec file."""
+        return (self.source.parent / value).resolve()
+
+    def matches(self, name: str) -> bool:
+        """Whether `name` denotes this dataset, its task type or its category."""
+        return name in (self.name, self.task_type, self.category)
+
+
+def _read_file(path: Path, category: str) -> list[Dataset]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    if not isinstance(raw, dict):
+        raise UserError(f"{path}: a runspec must be a JSON object of dataset name → settings")
+    datasets = []
+    for name, entry in raw.items():
+        try:
+            spec = DatasetSpec.model_validate(entry)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"])
+            if err["type"] == "extra_forbidden":
+                raise UserError(f"{path}: dataset '{name}': unknown field '{field}'{closest(field, DatasetSpec.model_fields)}") from None
+            raise UserError(f"{path}: dataset '{name}': {field or 'entry'}: {err['msg']}") from None
+        iso_code(spec.language, where=f"{path}: dataset '{name}': language")
+        datasets.append(Dataset(name, category, path.stem, spec, path))
+    return datasets
+
+
+class Catalog:
+    """Every dataset of the runspec directories, addressable by dataset, task type or category."""
+
+    def __init__(self, datasets: list[Dataset]):
+        self.datasets = {d.name: d for d in datasets}
+
+    @classmethod
+    def load(cls, dirs: list[Path]) -> "Catalog":
+        """Read every runspec under `dirs`; a duplicate dataset name is an error naming both files."""
+        found: dict[str, Dataset] = {}
+        for root in dirs:
+            if not root.is_dir():
+                raise UserError(f"{root}: runspec directory not found")
+            # <dir>/<category>/<task_type>.json (or <dir>/<task_type>.json): data folders below stay out.
+            for path in sorted([*root.glob("*.json"), *root.glob("*/*.json")]):
+                category = path.parent.name if path.parent != root else path.stem
+                for dataset in _read_file(path, category):
+                    if dataset.name in found:
+                        raise UserError(f"dataset '{dataset.name}' is defined twice: {found[dataset.name].source} and {path}")
+                    found[dataset.name] = dataset
+        return cls(list(found.values()))
+
+    def resolve(self, name: str) -> list[Dataset]:
+        """Datasets named by a dataset name, else a task type, else a category."""
+        if name in self.datasets:
+            return [self.datasets[name]]
+        for level in ("task_type", "category"):
+            hits = [d for d in self.datasets.values() if getattr(d, level) == name]
+            if hits:
+                return sorted(hits, key=lambda d: d.name)
+        choices = set(self.datasets) | {d.task_type for d in self.datasets.values()} | {d.category for d in self.datasets.values()}
+        raise UserError(f"unknown dataset, task type or category '{name}'{closest(name, choices)}")
+
+    def tree(self) -> dict[str, dict[str, list[str]]]:
+        """category → task type → dataset names."""
+        out: dict[str, dict[str, list[str]]] = {}
+        for d in sorted(self.datasets.values(), key=lambda d: (d.category, d.task_type, d.name)):
+            out.setdefault(d.category, {}).setdefault(d.task_type, []).append(d.name)
+        return out
+
+
+def runspec_dirs(extra: list[str], base: Path) -> list[Path]:
+    """The built-in runspec directory plus the config's extra ones (relative to the config)."""
+    dirs = [BUILTIN_DIR] if BUILTIN_DIR.is_dir() else []
+    return dirs + [(base / d).resolve() for d in extra]
