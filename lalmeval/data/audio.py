@@ -1,0 +1,105 @@
+"""Audio decoding, resampling to 16 kHz mono, WAV encoding and chunking (CPU work: call off the loop)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import struct
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+import numpy as np
+import soundfile as sf
+import soxr
+
+TARGET_RATE = 16000
+
+
+class AudioError(Exception):
+    """A clip that cannot be used; the message is the recorded reason."""
+
+
+def decode(source: Union[bytes, str], target_rate: int = TARGET_RATE) -> np.ndarray:
+    """Decode any soundfile-readable clip to float32 mono at `target_rate`."""
+    try:
+        data, rate = sf.read(io.BytesIO(source) if isinstance(source, bytes) else source, dtype="float32", always_2d=True)
+    except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
+        raise AudioError(f"unreadable audio: {str(exc).strip() or type(exc).__name__}") from None
+    except OSError as exc:
+        raise AudioError(f"audio file not readable: {exc.strerror or exc}") from None
+    if rate <= 0:
+        raise AudioError(f"invalid sample rate {rate}")
+    if data.shape[0] == 0:
+        raise AudioError("audio has no samples")
+    mono = data.mean(axis=1) if data.shape[1] > 1 else data[:, 0]
+    if not np.isfinite(mono).all():
+        raise AudioError("audio contains NaN or infinite samples")
+    if rate != target_rate:
+        mono = soxr.resample(mono, rate, target_rate).astype(np.float32, copy=False)
+    return mono
+
+
+def duration(source: Union[bytes, str]) -> Optional[float]:
+    """Clip duration in seconds from the header alone; None when the header cannot be read."""
+    try:
+        info = sf.info(io.BytesIO(source) if isinstance(source, bytes) else source)
+    except Exception:  # a corrupt clip fails later, at decode, with its reason recorded
+        return None
+    return info.frames / info.samplerate if info.samplerate else None
+
+
+def to_pcm16(samples: np.ndarray) -> np.ndarray:
+    """float32 in [-1, 1] → int16, rounding and clipping (16-bit sources round-trip exactly)."""
+    return np.clip(np.rint(samples * 32768.0), -32768, 32767).astype("<i2")
+
+
+def wav_bytes(pcm: np.ndarray, rate: int = TARGET_RATE) -> bytes:
+    """A 16-bit mono PCM WAV file holding `pcm`."""
+    payload = pcm.tobytes()
+    header = struct.pack(
+        "<4sI4s4sIHHIIHH4sI",
+        b"RIFF", 36 + len(payload), b"WAVE", b"fmt ", 16, 1, 1, rate, rate * 2, 2, 16, b"data", len(payload),
+    )
+    return header + payload
+
+
+@dataclass
+class PreparedAudio:
+    """A clip ready to send: 16-bit 16 kHz mono PCM, with its WAV and base64 forms made once."""
+
+    pcm: np.ndarray
+    _wav: Optional[bytes] = field(default=None, repr=False)
+    _b64: Optional[bytes] = field(default=None, repr=False)
+
+    @property
+    def seconds(self) -> float:
+        return len(self.pcm) / TARGET_RATE
+
+    @property
+    def wav(self) -> bytes:
+        if self._wav is None:
+            self._wav = wav_bytes(self.pcm)
+        return self._wav
+
+    @property
+    def b64(self) -> bytes:
+        if self._b64 is None:
+            self._b64 = base64.b64encode(self.wav)
+        return self._b64
+
+    def chunks(self, max_seconds: Optional[float]) -> list["PreparedAudio"]:
+        """Split into pieces of at most `max_seconds` (the clip itself when it fits)."""
+        if not max_seconds or self.seconds <= max_seconds:
+            return [self]
+        step = max(1, int(max_seconds * TARGET_RATE))
+        return [PreparedAudio(self.pcm[i : i + step]) for i in range(0, len(self.pcm), step)]
+
+    def encoded(self) -> "PreparedAudio":
+        """Compute the WAV and base64 forms now (call in a worker thread)."""
+        _ = self.b64
+        return self
+
+
+def prepare(source: Union[bytes, str]) -> PreparedAudio:
+    """Decode, resample and encode a clip for sending."""
+    return PreparedAudio(to_pcm16(decode(source))).encoded()

@@ -1,0 +1,39 @@
+"""Label normalization for exact match: case, punctuation and option-letter answers."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_LETTER_PATTERNS = [
+    re.compile(r"\\boxed\{\s*\(?([a-j])\)?\s*\}"),
+    re.compile(r"\\box\{\s*\(?([a-j])\)?\s*\}"),
+    re.compile(r"\b(?:final answer|answer|option|choice)\s*(?:is|:)?\s*[:\-]?\s*\(?\**([a-j])\**\)?(?![a-z])"),
+    re.compile(r"^\s*\(?\**([a-j])\**\)?\s*(?:[.):\-]|$)"),
+    re.compile(r"^\s*\(([a-j])\)"),
+]
+
+
+def _plain(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = "".join(" " if unicodedata.category(ch).startswith(("P", "S")) else ch for ch in text)
+    return " ".join(text.split())
+
+
+def option_letter(text: str) -> str | None:
+    """The option letter an answer states ('(B)', 'B.', 'Answer: B', '\\boxed{B}'), if any."""
+    lowered = unicodedata.normalize("NFKC", text).strip().lower()
+    for pattern in _LETTER_PATTERNS:
+        match = pattern.search(lowered)
+        if match:
+            return match.group(1)
+    return None
+
+
+def normalize_label(text: str, letters: bool) -> str:
+    """Lowercase, strip punctuation and spacing; for letter answers, the stated letter."""
+    if letters:
+        letter = option_letter(text)
+        if letter:
+            return letter
+    return _plain(text)

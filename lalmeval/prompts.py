@@ -1,0 +1,49 @@
+"""Named system prompts and user prompt add-ons: the shipped file plus a user's file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import yaml
+
+from lalmeval.errors import UserError, closest
+
+SHIPPED = Path(__file__).with_name("prompts.yaml")
+SECTIONS = ("system_prompts", "user_prompt_add_ons")
+
+
+def _read(path: Path) -> dict[str, dict[str, str]]:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise UserError(f"{path}: prompts file not found") from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"{path}: invalid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise UserError(f"{path}: expected sections {', '.join(SECTIONS)}")
+    for key, section in raw.items():
+        if key not in SECTIONS:
+            raise UserError(f"{path}: unknown section '{key}'{closest(str(key), SECTIONS)}")
+        if not isinstance(section, dict) or not all(isinstance(v, str) for v in section.values()):
+            raise UserError(f"{path}: section '{key}' must map names to texts")
+    return raw
+
+
+def load_prompts(user_file: Optional[Path] = None) -> dict[str, dict[str, str]]:
+    """The shipped prompts, extended and overridden by `user_file`."""
+    prompts = {section: dict(_read(SHIPPED).get(section, {})) for section in SECTIONS}
+    if user_file is not None:
+        for section, entries in _read(user_file).items():
+            prompts[section].update(entries)
+    return prompts
+
+
+def pick(prompts: dict[str, dict[str, str]], section: str, names: list[str]) -> list[str]:
+    """The texts for `names` in `section`; an unknown name is an error naming the filter."""
+    texts = []
+    for name in names:
+        if name not in prompts[section]:
+            raise UserError(f"filters.{section}: unknown prompt '{name}'{closest(name, prompts[section])}")
+        texts.append(prompts[section][name])
+    return texts
