@@ -1,0 +1,39 @@
+"""The metric interface and its registry."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Optional
+
+from lalmeval.postprocess.base import Postprocessor
+from lalmeval.records import Record
+from lalmeval.registry import Registry
+from lalmeval.runspecs import Dataset
+
+SampleScore = dict[str, Any]
+
+
+class Metric:
+    """Scores successful records one by one, then aggregates; failed records never reach it."""
+
+    name = ""
+
+    def __init__(self, dataset: Dataset, postprocessor: Postprocessor):
+        self.dataset = dataset
+        self.postprocessor = postprocessor
+
+    def score_record(self, record: Record) -> SampleScore:
+        """Per-sample result; must hold 'score' (None when the sample cannot be scored)."""
+        raise NotImplementedError
+
+    def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
+        """The overall score (None when nothing could be scored) and its details."""
+        raise NotImplementedError
+
+    async def score_records(self, records: list[Record]) -> list[SampleScore]:
+        """Score a batch off the event loop; metrics that call services override this."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, lambda: [self.score_record(r) for r in records])
+
+
+METRICS: Registry[type[Metric]] = Registry("metric")
