@@ -1,0 +1,105 @@
+"""Command line: lalmeval run | validate | list."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from lalmeval import __version__
+from lalmeval.errors import UserError
+
+EXIT_USER_ERROR = 2
+
+
+def _add_config(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", "-c", default="config.yaml", help="config file (default: config.yaml)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lalmeval", description="Evaluate audio language models behind OpenAI-compatible endpoints.")
+    parser.add_argument("--version", action="version", version=f"lalmeval {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", parents=[common], help="run an evaluation", description="Run every dataset–metric pair of the config against every model.")
+    _add_config(run)
+    run.add_argument("--output-dir", "-o", help="parent of the run directory (default: the config's output_dir, run_logs/)")
+    run.add_argument("--run-id", help="name of the run directory (default: a timestamp); an existing run is resumed")
+
+    validate = sub.add_parser("validate", parents=[common], help="check config and runspecs without sending a request")
+    _add_config(validate)
+
+    listing = sub.add_parser("list", parents=[common], help="print categories, task types and datasets")
+    listing.add_argument("--config", "-c", help="also include the config's runspec_dirs")
+    return parser
+
+
+def _plan(config_path: str):
+    from lalmeval.config import load_config
+    from lalmeval.plan import build_plan
+
+    path = Path(config_path)
+    return build_plan(load_config(path), path)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from lalmeval.runner import default_run_id, run
+
+    plan = _plan(args.config)
+    output_dir = Path(args.output_dir or plan.config.output_dir)
+    run(plan, output_dir, args.run_id or default_run_id())
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    plan = _plan(args.config)
+    print(f"{args.config}: OK — {len(plan.config.models)} model(s), {len(plan.pairs)} dataset–metric pair(s)")
+    for dataset, metric in plan.pairs:
+        print(f"  {dataset.name} × {metric}  ({dataset.category}/{dataset.task_type}, {dataset.source})")
+    for name, reason in plan.skipped.items():
+        print(f"  skipped {name}: {reason}")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from lalmeval.runspecs import Catalog, runspec_dirs
+
+    extra: list[str] = []
+    base = Path.cwd()
+    if args.config:
+        from lalmeval.config import load_config
+
+        extra, base = load_config(args.config).runspec_dirs, Path(args.config).resolve().parent
+    catalog = Catalog.load(runspec_dirs(extra, base))
+    for category, task_types in catalog.tree().items():
+        print(category)
+        for task_type, names in task_types.items():
+            print(f"  {task_type}")
+            for name in names:
+                spec = catalog.datasets[name].spec
+                print(f"    {name}  [{spec.language}; metrics: {', '.join(spec.metrics) or '-'}]")
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point; user errors print one line and return 2."""
+    args = _parser().parse_args(argv)
+    handlers = {"run": cmd_run, "validate": cmd_validate, "list": cmd_list}
+    try:
+        return handlers[args.command](args)
+    except UserError as exc:
+        if args.debug:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug, not bad input: say so without a wall of traceback
+        if args.debug:
+            raise
+        print(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", file=sys.stderr)
+        return 1

@@ -1,0 +1,54 @@
+"""Engine: one dataset–metric pair, scoring every model's records as they arrive."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from lalmeval.inference.job import InferenceJob
+from lalmeval.metrics.base import Metric, SampleScore
+from lalmeval.records import Score
+from lalmeval.store import JsonlWriter, RunStore
+
+
+def failure_kind(reason: str) -> str:
+    """A short, countable form of a failure reason: 'HTTP 429', 'timeout', 'audio', ..."""
+    head = reason.split(":", 1)[0].strip()
+    return "timeout" if head.startswith("timeout") else head
+
+
+class Engine:
+    """Holds a dataset, its preprocessor and postprocessor (through the shared jobs), a metric and the models."""
+
+    def __init__(self, dataset: str, metric: Metric, jobs: dict[str, InferenceJob], store: RunStore):
+        self.dataset = dataset
+        self.metric = metric
+        self.jobs = jobs
+        self.store = store
+
+    async def run(self) -> list[Score]:
+        """Score every model concurrently; each waits on the shared inference pass, not on the others."""
+        return list(await asyncio.gather(*(self._score(model, job) for model, job in self.jobs.items())))
+
+    async def _score(self, model: str, job: InferenceJob) -> Score:
+        writer = JsonlWriter(self.store.scores_path(self.dataset, self.metric.name, model), mode="w")
+        items: list[SampleScore] = []
+        failures: Counter[str] = Counter()
+        total = 0
+        try:
+            async for batch in job.stream.batches():
+                total += len(batch)
+                ok = [r for r in batch if not r.failed]
+                for record in batch:
+                    if record.failed:
+                        failures[failure_kind(record.error or "")] += 1
+                        writer.write({"id": record.id, "score": None, "error": record.error})
+                for record, item in zip(ok, await self.metric.score_records(ok) if ok else []):
+                    writer.write({"id": record.id, **item})
+                    items.append(item)
+        finally:
+            writer.close()
+        value, details = self.metric.aggregate(items)
+        if failures:
+            details["failures"] = dict(failures)
+        return Score(model, self.dataset, self.metric.name, value, total, sum(failures.values()), details)
+

@@ -1,0 +1,146 @@
+"""One pooled HTTP session per endpoint, one in-flight limit, start spacing and retries."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import aiohttp
+
+from lalmeval.config import ModelInfo
+
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504}) | frozenset(range(520, 530))
+MAX_BACKOFF = 30.0
+MAX_RETRY_AFTER = 300.0
+
+
+class RequestFailed(Exception):
+    """A request that ended without a usable reply; `reason` is what gets recorded."""
+
+    def __init__(self, reason: str, attempts: int):
+        super().__init__(reason)
+        self.reason = reason
+        self.attempts = attempts
+
+
+@dataclass(frozen=True)
+class Reply:
+    payload: Any
+    attempts: int
+    latency: float
+
+
+def retry_after(value: Optional[str]) -> Optional[float]:
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    try:
+        return min(MAX_RETRY_AFTER, max(0.0, float(value)))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        if parsed is None:
+            return None
+        return min(MAX_RETRY_AFTER, max(0.0, parsed.timestamp() - time.time()))
+
+
+def backoff(attempt: int, base: float = 0.5) -> float:
+    """Exponential backoff with full jitter in its upper half."""
+    ceiling = min(MAX_BACKOFF, base * 2 ** (attempt - 1))
+    return random.uniform(ceiling / 2, ceiling)
+
+
+def _server_message(body: bytes) -> str:
+    try:
+        data = json.loads(body)
+        message = data.get("error", data) if isinstance(data, dict) else data
+        if isinstance(message, dict):
+            message = message.get("message") or message.get("detail") or json.dumps(message)
+        text = str(message)
+    except (ValueError, UnicodeDecodeError):
+        text = body.decode("utf-8", "replace")
+    text = " ".join(text.split())
+    return text[:300] or "(empty body)"
+
+
+class Endpoint:
+    """The shared client of one model entry: every Engine's requests to it pass through here."""
+
+    def __init__(self, info: ModelInfo):
+        self.info = info
+        self.base_url = info.url.rstrip("/")
+        self._limit = asyncio.Semaphore(info.batch_size)
+        self._session: Optional[aiohttp.ClientSession] = None
+        self._next_start = 0.0
+        self.requests_sent = 0
+
+    def _headers(self) -> dict[str, str]:
+        token = self.info.auth_token.get_secret_value() if self.info.auth_token else None
+        if not token:
+            return {}
+        return {"api-key": token} if self.info.api_version else {"Authorization": f"Bearer {token}"}
+
+    async def open(self) -> None:
+        """Create the pooled session (inside the running loop)."""
+        connector = aiohttp.TCPConnector(limit=self.info.batch_size + 4, ttl_dns_cache=300, enable_cleanup_closed=True)
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            headers=self._headers(),
+            timeout=aiohttp.ClientTimeout(total=self.info.timeout),
+            skip_auto_headers=("User-Agent",),
+        )
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def _pace(self) -> None:
+        """Keep `delay` ms between request starts without polling: each start reserves a slot."""
+        if not self.info.delay:
+            return
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        start = max(now, self._next_start)
+        self._next_start = start + self.info.delay / 1000.0
+        if start > now:
+            await asyncio.sleep(start - now)
+
+    async def _attempt(self, path: str, body: bytes, content_type: str) -> tuple[Optional[Any], str, Optional[float], bool]:
+        """One try: (payload, error, wait hint, retryable)."""
+        assert self._session is not None, "Endpoint.open() was not called"
+        params = {"api-version": self.info.api_version} if self.info.api_version else None
+        self.requests_sent += 1
+        try:
+            async with self._session.post(self.base_url + path, data=body, params=params, headers={"Content-Type": content_type}) as resp:
+                raw = await resp.read()
+                if resp.status == 200:
+                    try:
+                        return json.loads(raw), "", None, False
+                    except ValueError:
+                        return None, f"malformed JSON reply: {raw[:120]!r}", None, True
+                reason = f"HTTP {resp.status}: {_server_message(raw)}"
+                return None, reason, retry_after(resp.headers.get("Retry-After")), resp.status in RETRYABLE_STATUS
+        except asyncio.TimeoutError:
+            return None, f"timeout after {self.info.timeout:g}s", None, True
+        except aiohttp.ClientError as exc:
+            return None, f"connection error: {type(exc).__name__}: {exc}".rstrip(": "), None, True
+
+    async def post(self, path: str, body: bytes, content_type: str = "application/json") -> Reply:
+        """POST with retries on transient failures; raises RequestFailed with the last reason."""
+        attempts_allowed = self.info.retry_attempts + 1
+        started = time.perf_counter()
+        for attempt in range(1, attempts_allowed + 1):
+            async with self._limit:
+                await self._pace()
+                payload, reason, wait, retryable = await self._attempt(path, body, content_type)
+            if not reason:
+                return Reply(payload, attempt, time.perf_counter() - started)
+            if not retryable or attempt == attempts_allowed:
+                raise RequestFailed(reason, attempt)
+            await asyncio.sleep(wait if wait is not None else backoff(attempt))
+        raise AssertionError("unreachable")

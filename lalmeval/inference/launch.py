@@ -1,0 +1,90 @@
+"""Start the servers named by `launch`, wait until they answer, stop them at the end."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+import aiohttp
+
+from lalmeval.config import ModelInfo
+from lalmeval.errors import UserError
+
+
+async def _answers(session: aiohttp.ClientSession, url: str) -> bool:
+    try:
+        async with session.get(url.rstrip("/") + "/models") as resp:
+            return resp.status < 500
+    except (aiohttp.ClientError, asyncio.TimeoutError):
+        return False
+
+
+class Launcher:
+    """Async context manager owning the processes of every model with a `launch` command."""
+
+    def __init__(self, models: list[ModelInfo], workdir: Path, logdir: Path):
+        self.models = [m for m in models if m.launch]
+        self.workdir = workdir
+        self.logdir = logdir
+        self.processes: dict[str, asyncio.subprocess.Process] = {}
+
+    async def __aenter__(self) -> "Launcher":
+        started: dict[str, ModelInfo] = {}
+        for model in self.models:
+            if model.launch not in started:  # two entries may share one server
+                started[model.launch] = model
+                await self._start(model)
+        try:
+            await asyncio.gather(*(self._wait(m) for m in self.models))
+        except BaseException:
+            await self.stop()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def _start(self, model: ModelInfo) -> None:
+        self.logdir.mkdir(parents=True, exist_ok=True)
+        log = (self.logdir / f"launch_{model.name.replace('/', '_')}.log").open("ab")
+        self.processes[model.launch] = await asyncio.create_subprocess_shell(
+            model.launch, cwd=self.workdir, stdout=log, stderr=asyncio.subprocess.STDOUT,
+            stdin=asyncio.subprocess.DEVNULL, start_new_session=True,
+        )
+        log.close()
+
+    async def _wait(self, model: ModelInfo) -> None:
+        process = self.processes[model.launch]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + model.launch_timeout
+        log = self.logdir / f"launch_{model.name.replace('/', '_')}.log"
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session:
+            while loop.time() < deadline:
+                if process.returncode is not None:
+                    raise UserError(f"model '{model.name}': launch command exited with code {process.returncode} before {model.url} answered (log: {log})")
+                if await _answers(session, model.url):
+                    return
+                await asyncio.sleep(0.3)
+        raise UserError(f"model '{model.name}': {model.url} did not answer within {model.launch_timeout:g}s of launch (log: {log})")
+
+    async def stop(self, grace: float = 10.0) -> None:
+        """SIGTERM each process group, then SIGKILL what is still alive after `grace` seconds."""
+        for process in self.processes.values():
+            _signal(process, signal.SIGTERM)
+        for process in self.processes.values():
+            try:
+                await asyncio.wait_for(process.wait(), grace)
+            except asyncio.TimeoutError:
+                _signal(process, signal.SIGKILL)
+                await process.wait()
+        self.processes.clear()
+
+
+def _signal(process: asyncio.subprocess.Process, sig: int) -> None:
+    if process.returncode is None:
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            pass
+

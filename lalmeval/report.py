@@ -1,0 +1,77 @@
+"""Aggregates, final_scores.json and the console table."""
+
+from __future__ import annotations
+
+import platform
+import time
+from dataclasses import asdict
+from importlib import metadata
+from typing import Any, Optional
+
+from lalmeval import __version__
+from lalmeval.records import Score
+from lalmeval.runspecs import Catalog
+
+_PACKAGES = ("aiohttp", "datasets", "jiwer", "numpy", "pydantic", "soundfile", "soxr")
+
+
+def versions() -> dict[str, str]:
+    """Versions that can change a score: ours, Python's and the scoring libraries'."""
+    found = {"lalmeval": __version__, "python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def aggregates(specs: list[tuple[str, list[str]]], scores: list[Score], catalog: Catalog) -> list[dict[str, Any]]:
+    """Per aggregate entry and model: the sample-weighted and the unweighted mean of the scores."""
+    out = []
+    for metric, names in specs:
+        members = {d.name for name in names for d in catalog.resolve(name)}
+        for model in sorted({s.model for s in scores}):
+            picked = [s for s in scores if s.metric == metric and s.model == model and s.dataset in members and s.score is not None]
+            weights = [s.num_samples - s.num_failed for s in picked]
+            total = sum(weights)
+            out.append({
+                "metric": metric, "names": names, "model": model,
+                "datasets": sorted(s.dataset for s in picked),
+                "weighted_mean": sum(s.score * w for s, w in zip(picked, weights)) / total if total else None,
+                "unweighted_mean": sum(s.score for s in picked) / len(picked) if picked else None,
+                "num_samples": total,
+            })
+    return out
+
+
+def final_scores(run_id: str, scores: list[Score], aggregate_rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The content of final_scores.json."""
+    return {
+        "run_id": run_id,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "versions": versions(),
+        "scores": [asdict(s) for s in scores],
+        "aggregates": aggregate_rows,
+    }
+
+
+def _fmt(value: Optional[float]) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+    render = lambda row: "| " + " | ".join(str(x).ljust(w) for x, w in zip(row, widths)) + " |"  # noqa: E731
+    return "\n".join([line, render(header), line, *map(render, rows), line])
+
+
+def score_table(scores: list[Score], aggregate_rows: list[dict[str, Any]]) -> str:
+    """The console summary: one row per (model, dataset, metric), then the aggregates."""
+    rows = [[s.model, s.dataset, s.metric, str(s.num_samples), str(s.num_failed), _fmt(s.score)] for s in scores]
+    text = _table(["Model", "Dataset", "Metric", "Num", "Failed", "Score"], rows)
+    if aggregate_rows:
+        agg = [[a["model"], ",".join(a["names"]), a["metric"], str(a["num_samples"]), _fmt(a["weighted_mean"]), _fmt(a["unweighted_mean"])] for a in aggregate_rows]
+        text += "\n" + _table(["Model", "Aggregate", "Metric", "Num", "Weighted", "Unweighted"], agg)
+    return text
