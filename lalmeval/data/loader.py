@@ -93,7 +93,8 @@ def _hub(path: Path, dataset: Dataset, streaming: bool) -> Rows:
 
     spec = dataset.spec
     try:
-        ds = load_dataset(spec.hf_repo, spec.subset, split=spec.split, streaming=streaming)
+        repo = str(path) if path.is_dir() else spec.hf_repo
+        ds = load_dataset(repo, spec.subset, split=spec.split, streaming=streaming)
     except Exception as exc:  # the hub client raises many types; the message is what matters
         raise UserError(f"{dataset.source}: dataset '{dataset.name}': cannot load '{spec.hf_repo}': {str(exc).splitlines()[0]}") from None
     ds = _undecoded(ds, spec.audio_column)
@@ -106,7 +107,9 @@ def _locate(dataset: Dataset) -> tuple[str, Path]:
     local = dataset.resolve_path(repo)
     looks_local = repo.startswith((".", "/", "~")) or Path(repo).suffix.lower() in _LOCAL_SUFFIXES
     if local.is_dir():
-        return "disk", local
+        # A save_to_disk folder has its own metadata; any other folder of data files goes through load_dataset.
+        saved = any((local / marker).exists() for marker in ("dataset_info.json", "dataset_dict.json", "state.json"))
+        return ("disk", local) if saved else ("hub", local)
     if local.is_file():
         kind = _LOCAL_SUFFIXES.get(local.suffix.lower())
         if kind is None:

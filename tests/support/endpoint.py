@@ -1,0 +1,153 @@
+"""A scripted OpenAI-compatible endpoint on 127.0.0.1, run in a background thread.
+
+It stands in for an endpoint's behaviour (replies, latency, faults) and records every request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Union
+
+import soundfile as sf
+from aiohttp import web
+
+
+@dataclass
+class Seen:
+    """One request as the endpoint received it."""
+
+    path: str
+    headers: dict[str, str]
+    query: dict[str, str]
+    body: Optional[dict[str, Any]] = None
+    form: Optional[dict[str, Any]] = None
+    started: float = 0.0
+    audio_seconds: list[float] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """The user text parts of a chat request."""
+        if self.body is None:
+            return self.form.get("prompt", "") if self.form else ""
+        parts = [p for m in self.body["messages"] if m["role"] == "user" for p in m["content"] if p["type"] == "text"]
+        return "\n".join(p["text"] for p in parts)
+
+    @property
+    def system(self) -> Optional[str]:
+        msgs = [m for m in (self.body or {}).get("messages", []) if m["role"] == "system"]
+        return msgs[0]["content"] if msgs else None
+
+
+@dataclass
+class Reply:
+    """What the endpoint answers: a status, a JSON payload (or raw bytes), headers, a delay."""
+
+    status: int = 200
+    payload: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    raw: Optional[bytes] = None
+
+
+Handler = Callable[[Seen, int], Union[str, Reply]]
+
+
+def chat_payload(text: Optional[str]) -> dict[str, Any]:
+    return {"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
+
+
+def _audio_seconds(data: bytes) -> float:
+    info = sf.info(io.BytesIO(data))
+    return info.frames / info.samplerate
+
+
+class ScriptedEndpoint:
+    """Start with `with ScriptedEndpoint(handler) as ep:`; `ep.url` is the /v1 base URL."""
+
+    def __init__(self, handler: Optional[Handler] = None, latency: float = 0.0):
+        self.handler = handler or (lambda seen, n: "ok")
+        self.latency = latency
+        self.requests: list[Seen] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._ready = threading.Event()
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    async def _parse(self, request: web.Request) -> Seen:
+        seen = Seen(request.path, dict(request.headers), dict(request.query), started=time.monotonic())
+        if request.content_type == "multipart/form-data":
+            form = await request.post()
+            seen.form = {k: (v if isinstance(v, str) else v.file.read()) for k, v in form.items()}
+            if isinstance(seen.form.get("file"), bytes):
+                seen.audio_seconds.append(_audio_seconds(seen.form["file"]))
+        else:
+            seen.body = await request.json()
+            for message in seen.body.get("messages", []):
+                for part in message["content"] if isinstance(message["content"], list) else []:
+                    data = (part.get("input_audio") or {}).get("data") or (part.get("audio_url") or {}).get("url", "").partition(",")[2]
+                    if data:
+                        seen.audio_seconds.append(_audio_seconds(base64.b64decode(data)))
+        return seen
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        seen = await self._parse(request)
+        with self._lock:
+            index = len(self.requests)
+            self.requests.append(seen)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            reply = self.handler(seen, index)
+            if isinstance(reply, str):
+                payload = {"text": reply} if seen.form is not None else chat_payload(reply)
+                reply = Reply(payload=payload)
+            await asyncio.sleep(self.latency + reply.delay)
+            if reply.raw is not None:
+                return web.Response(status=reply.status, body=reply.raw, headers=reply.headers, content_type="application/json")
+            return web.json_response(reply.payload, status=reply.status, headers=reply.headers)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    async def _models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "scripted"}]})
+
+    def _serve(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        app = web.Application(client_max_size=512 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self._handle)
+        app.router.add_post("/v1/audio/transcriptions", self._handle)
+        app.router.add_get("/v1/models", self._models)
+        runner = web.AppRunner(app, access_log=None)
+        self._loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        self._loop.run_until_complete(site.start())
+        self.port = site._server.sockets[0].getsockname()[1]
+        self._runner = runner
+        self._ready.set()
+        self._loop.run_forever()
+        self._loop.run_until_complete(runner.cleanup())
+        self._loop.close()
+
+    def __enter__(self) -> "ScriptedEndpoint":
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)

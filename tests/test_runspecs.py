@@ -1,0 +1,74 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from lalmeval.errors import UserError
+from lalmeval.runspecs import Catalog
+from tests.support.workspace import REPO
+
+
+def write(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data) if not isinstance(data, str) else data)
+
+
+def entry(**extra):
+    return {"hf_repo": "org/x", "language": "en", **extra}
+
+
+def test_names_resolve_as_dataset_then_task_type_then_category(tmp_path):
+    write(tmp_path / "paralinguistics" / "emotion.json", {"meld": entry(), "iemocap": entry()})
+    write(tmp_path / "paralinguistics" / "accent.json", {"edacc": entry()})
+    catalog = Catalog.load([tmp_path])
+    assert [d.name for d in catalog.resolve("meld")] == ["meld"]
+    assert [d.name for d in catalog.resolve("emotion")] == ["iemocap", "meld"]
+    assert [d.name for d in catalog.resolve("paralinguistics")] == ["edacc", "iemocap", "meld"]
+
+
+def test_unknown_name_suggests_closest(tmp_path):
+    write(tmp_path / "asr" / "librispeech.json", {"librispeech_test_clean": entry()})
+    with pytest.raises(UserError, match="did you mean 'librispeech_test_clean'"):
+        Catalog.load([tmp_path]).resolve("librispeech_test_clen")
+
+
+def test_duplicate_dataset_names_error_names_both_files(tmp_path):
+    write(tmp_path / "a" / "one.json", {"same": entry()})
+    write(tmp_path / "b" / "two.json", {"same": entry()})
+    with pytest.raises(UserError) as err:
+        Catalog.load([tmp_path])
+    assert "one.json" in str(err.value) and "two.json" in str(err.value)
+
+
+def test_bad_json_names_file_and_line(tmp_path):
+    write(tmp_path / "a" / "broken.json", '{"x": {"hf_repo": "a",\n "language": }')
+    with pytest.raises(UserError, match=r"broken.json: invalid JSON at line 2"):
+        Catalog.load([tmp_path])
+
+
+def test_unknown_runspec_field_suggests_closest(tmp_path):
+    write(tmp_path / "a" / "t.json", {"x": entry(target_colum="text")})
+    with pytest.raises(UserError, match=r"dataset 'x': unknown field 'target_colum' \(did you mean 'target_column'\?\)"):
+        Catalog.load([tmp_path])
+
+
+def test_unknown_language_is_rejected(tmp_path):
+    write(tmp_path / "a" / "t.json", {"x": entry(language="Klingonese")})
+    with pytest.raises(UserError, match="unknown language 'Klingonese'"):
+        Catalog.load([tmp_path])
+
+
+def test_builtin_runspecs_load_and_use_known_processors_and_metrics():
+    from lalmeval.plan import _check_processors
+
+    catalog = Catalog.load([REPO / "runspecs"])
+    assert "demo_commands" in catalog.datasets and "librispeech_test_clean" in catalog.datasets
+    for dataset in catalog.datasets.values():
+        _check_processors(dataset)
+
+
+def test_list_command_prints_categories_task_types_and_datasets():
+    out = subprocess.run([sys.executable, "-m", "lalmeval", "list"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert "speech_recognition\n  demo_commands\n    demo_commands" in out
+    assert "librispeech_test_other" in out
