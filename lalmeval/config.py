@@ -161,7 +161,9 @@ def parse_config(raw: Any, source: str = "config") -> Config:
     try:
         return Config.model_validate(raw)
     except ValidationError as exc:
-        raise UserError(_describe(exc.errors()[0], source)) from None
+        # A misspelt key also makes its correct spelling "missing": report the misspelling.
+        errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+        raise UserError(_describe(errors[0], source)) from None
 
 
 def load_config(path: str | Path) -> Config:

@@ -1,0 +1,86 @@
+"""The user's entry points: bash evaluate.sh, lalmeval run | validate, and their errors."""
+
+import json
+import socket
+import subprocess
+import sys
+
+import yaml
+
+from tests.support.workspace import REPO
+
+
+def cli(*args, cwd=REPO, timeout=240):
+    return subprocess.run([sys.executable, "-m", "lalmeval", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_evaluate_sh_runs_the_shipped_demo_end_to_end(tmp_path):
+    out = subprocess.run(["bash", "evaluate.sh", "--output-dir", str(tmp_path), "--run-id", "demo"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "| Model" in out.stdout and "| pocketsphinx-demo | demo_commands | word_error_rate | 40  | 0      |" in out.stdout
+    final = json.loads((tmp_path / "demo" / "final_scores.json").read_text())
+    score = final["scores"][0]
+    assert score["num_samples"] == 40 and score["num_failed"] == 0
+    assert 0 <= score["score"] < 40  # the real recognizer gets most commands right
+    assert (tmp_path / "demo" / "records" / "demo_commands__pocketsphinx-demo.jsonl").exists()
+    assert (tmp_path / "demo" / "config.yaml").exists()
+    assert port_is_free(8011), "the launched demo server was not stopped"
+
+
+def test_help_documents_every_flag():
+    out = subprocess.run(["bash", "evaluate.sh", "--help"], cwd=REPO, capture_output=True, text=True, timeout=60).stdout
+    for flag in ("--config", "--output-dir", "--run-id", "--debug"):
+        assert flag in out
+
+
+def write_config(tmp_path, **model_settings):
+    model = {"name": "m", "url": "http://127.0.0.1:9/v1", "model": "m", **model_settings}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"dataset_metric": [["demo_commands", "word_error_rate"]], "models": [{"info": model}], "output_dir": str(tmp_path / "runs")}))
+    return path
+
+
+def test_validate_checks_without_sending_requests(tmp_path):
+    out = cli("validate", "--config", str(write_config(tmp_path)))
+    assert out.returncode == 0 and "demo_commands × word_error_rate" in out.stdout
+
+
+def assert_one_line_error(out, *fragments):
+    assert out.returncode == 2, out.stdout + out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_bad_config_is_one_line_and_exit_2(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("dataset_metric: [[demo_commands, word_error_rate]]\nmodel: []\n")
+    assert_one_line_error(cli("run", "--config", str(path)), "bad.yaml", "unknown key 'model'", "did you mean 'models'")
+
+
+def test_missing_config_file(tmp_path):
+    assert_one_line_error(cli("run", "--config", str(tmp_path / "nope.yaml")), "nope.yaml: config file not found")
+
+
+def test_unknown_metric_names_the_entry(tmp_path):
+    path = write_config(tmp_path)
+    data = yaml.safe_load(path.read_text())
+    data["dataset_metric"] = [["demo_commands", "word_eror_rate"]]
+    path.write_text(yaml.safe_dump(data))
+    assert_one_line_error(cli("run", "--config", str(path)), "dataset_metric[0]", "unknown metric 'word_eror_rate'", "word_error_rate")
+
+
+def test_launch_that_exits_is_one_line_naming_the_url(tmp_path):
+    path = write_config(tmp_path, launch="exit 3")
+    assert_one_line_error(cli("run", "--config", str(path)), "model 'm'", "exited with code 3", "http://127.0.0.1:9/v1")
+
+
+def test_endpoint_that_never_comes_up_is_one_line_naming_the_url(tmp_path):
+    path = write_config(tmp_path, launch="sleep 30", launch_timeout=1)
+    assert_one_line_error(cli("run", "--config", str(path)), "http://127.0.0.1:9/v1 did not answer within 1s")

@@ -1,0 +1,188 @@
+"""Data layouts (parquet, jsonl, csv, tsv, save_to_disk, local folder via load_dataset) and filters."""
+
+import csv
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import soundfile as sf
+
+from lalmeval.config import Filters
+from lalmeval.data.audio import AudioError, decode, prepare
+from lalmeval.data.filters import select
+from lalmeval.data.loader import iter_samples
+from lalmeval.errors import UserError
+from tests.support.endpoint import ScriptedEndpoint
+from tests.support.workspace import DEMO, demo_rows, model
+
+ROWS = demo_rows(4)
+
+
+def struct_rows():
+    return [{"audio": {"bytes": (DEMO / r["audio"]).read_bytes(), "path": r["audio"]}, "text": r["reference"], "uid": r["id"]} for r in ROWS]
+
+
+def load(ws, spec):
+    ws.runspec("asr", "layout", {"layout_set": spec})
+    plan_ds = ws.plan().catalog.datasets["layout_set"]
+    return list(iter_samples(plan_ds))
+
+
+def assert_real_speech(samples):
+    assert [s.reference for s in samples] == [r["reference"] for r in ROWS]
+    for sample in samples:
+        audio = decode(sample.audio_bytes if sample.audio_bytes is not None else sample.audio_path)
+        assert 0.5 < len(audio) / 16000 < 6
+
+
+@pytest.fixture
+def cfg(ws):
+    ws.config([model("http://127.0.0.1:9/v1")], [["layout_set", "word_error_rate"]])
+    return ws
+
+
+def test_parquet_with_hf_audio_structs(cfg):
+    (cfg.root / "data").mkdir()
+    pq.write_table(pa.Table.from_pylist(struct_rows()), cfg.root / "data" / "set.parquet")
+    samples = load(cfg, {"hf_repo": "data/set.parquet", "target_column": "text", "id_column": "uid"})
+    assert_real_speech(samples)
+    assert samples[0].id == ROWS[0]["id"] and samples[0].audio_bytes is not None
+
+
+def test_jsonl_with_paths_relative_to_the_data_file(cfg):
+    rows = cfg.copy_demo_audio(ROWS)
+    assert_real_speech(load(cfg, {"hf_repo": cfg.jsonl(rows)}))
+
+
+@pytest.mark.parametrize("suffix,delimiter", [("csv", ","), ("tsv", "\t")])
+def test_csv_and_tsv_with_audio_paths(cfg, suffix, delimiter):
+    rows = cfg.copy_demo_audio(ROWS)
+    with (cfg.root / "data" / f"set.{suffix}").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["audio", "reference"], delimiter=delimiter, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    assert_real_speech(load(cfg, {"hf_repo": f"data/set.{suffix}"}))
+
+
+def test_save_to_disk_folder_with_audio_feature(cfg):
+    from datasets import Audio, Dataset
+
+    ds = Dataset.from_list(struct_rows()).cast_column("audio", Audio(decode=False))
+    ds.save_to_disk(str(cfg.root / "data" / "saved"))
+    assert_real_speech(load(cfg, {"hf_repo": "data/saved", "target_column": "text"}))
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_local_folder_goes_through_load_dataset_like_the_hub(cfg, streaming):
+    folder = cfg.root / "data" / "hubstyle"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(struct_rows()), folder / "test-00000.parquet")
+    cfg.runspec("asr", "layout", {"layout_set": {"hf_repo": "data/hubstyle", "target_column": "text"}})
+    dataset = cfg.plan().catalog.datasets["layout_set"]
+    assert_real_speech(list(iter_samples(dataset, streaming=streaming)))
+
+
+def test_missing_column_names_the_field_and_the_columns(cfg):
+    rows = cfg.copy_demo_audio(ROWS)
+    with pytest.raises(UserError, match=r"target_column 'transcript' not found \(columns: audio, id, noise, rate, reference, voice\)"):
+        load(cfg, {"hf_repo": cfg.jsonl(rows), "target_column": "transcript"})
+
+
+def test_missing_data_file_and_empty_file_are_clear_errors(cfg):
+    with pytest.raises(UserError, match=r"data file not found: .*nothing.jsonl"):
+        load(cfg, {"hf_repo": "data/nothing.jsonl"})
+    cfg.jsonl([], "data/empty.jsonl")
+    with pytest.raises(UserError, match="the data has no rows"):
+        load(cfg, {"hf_repo": "data/empty.jsonl"})
+
+
+def test_corrupt_clip_fails_only_its_sample_with_the_reason(ws):
+    rows = ws.copy_demo_audio(demo_rows(3))
+    clip = ws.root / "data" / rows[1]["audio"]
+    clip.write_bytes(clip.read_bytes()[:200])  # truncated FLAC
+    ws.runspec("asr", "layout", {"layout_set": {"hf_repo": ws.jsonl(rows), "id_column": "id"}})
+    with ScriptedEndpoint(lambda s, n: "hello") as ep:
+        ws.config([model(ep.url)], [["layout_set", "word_error_rate"]])
+        score = ws.run().scores[0]
+    assert len(ep.requests) == 2
+    assert (score.num_samples, score.num_failed) == (3, 1)
+    failed = [r for r in ws.records("layout_set", "m") if r["error"]]
+    assert failed[0]["id"] == rows[1]["id"] and failed[0]["error"].startswith("audio: ")
+
+
+def test_decode_resamples_and_downmixes_and_rejects_bad_audio(tmp_path):
+    stereo = np.stack([np.linspace(-0.5, 0.5, 44100), np.zeros(44100)], axis=1).astype("float32")
+    sf.write(tmp_path / "s.wav", stereo, 44100)
+    mono = decode(str(tmp_path / "s.wav"))
+    assert mono.ndim == 1 and abs(len(mono) - 16000) <= 1
+    sf.write(tmp_path / "nan.wav", np.array([0.0, np.nan, 0.1], dtype="float32"), 16000, subtype="FLOAT")
+    with pytest.raises(AudioError, match="NaN"):
+        decode(str(tmp_path / "nan.wav"))
+    sf.write(tmp_path / "empty.wav", np.zeros(0, dtype="float32"), 16000)
+    with pytest.raises(AudioError, match="no samples"):
+        decode(str(tmp_path / "empty.wav"))
+    with pytest.raises(AudioError, match="not readable|unreadable"):
+        decode(str(tmp_path / "missing.wav"))
+
+
+def test_prepared_audio_round_trips_16_bit_sources_exactly():
+    path = DEMO / ROWS[0]["audio"]
+    original, _ = sf.read(path, dtype="int16")
+    assert np.array_equal(prepare(str(path)).pcm, original)
+
+
+# --- filters -------------------------------------------------------------------------------
+
+
+def filtered(ws, filters, seed=0, **spec):
+    rows = ws.copy_demo_audio(demo_rows(12))
+    ws.runspec("asr", "layout", {"layout_set": {"hf_repo": ws.jsonl(rows), "id_column": "id", **spec}})
+    ws.config([model("http://127.0.0.1:9/v1")], [["layout_set", "word_error_rate"]])
+    dataset = ws.plan().catalog.datasets["layout_set"]
+    return [s.id for s in select(iter_samples(dataset), dataset, Filters(**filters), seed)], rows
+
+
+def test_num_samples_takes_the_first_n(ws):
+    ids, rows = filtered(ws, {"num_samples": 3})
+    assert ids == [r["id"] for r in rows[:3]]
+
+
+def test_shuffle_draws_n_with_the_seed_reproducibly(ws):
+    first, rows = filtered(ws, {"num_samples": 4, "shuffle": True}, seed=1)
+    again, _ = filtered(ws, {"num_samples": 4, "shuffle": True}, seed=1)
+    other, _ = filtered(ws, {"num_samples": 4, "shuffle": True}, seed=2)
+    assert first == again and first != other and len(first) == 4
+    assert first != [r["id"] for r in rows[:4]]
+
+
+def test_length_filter_drops_clips_outside_range(ws):
+    ids, rows = filtered(ws, {"length_filter": [1.8, 2.5]})
+    lengths = {r["id"]: sf.info(str(ws.root / "data" / r["audio"])).duration for r in rows}
+    assert ids and all(1.8 <= lengths[i] <= 2.5 for i in ids)
+    assert len(ids) < len(rows)
+
+
+def test_language_filter_by_row_column(ws):
+    rows = ws.copy_demo_audio(demo_rows(4))
+    for row, lang in zip(rows, ["en", "English", "fr", "de"]):
+        row["lang"] = lang
+    ws.runspec("asr", "layout", {"layout_set": {"hf_repo": ws.jsonl(rows), "language": "multilingual", "language_column": "lang"}})
+    ws.config([model("http://127.0.0.1:9/v1")], [["layout_set", "word_error_rate"]])
+    dataset = ws.plan().catalog.datasets["layout_set"]
+    kept = select(iter_samples(dataset), dataset, Filters(language="en"), 0)
+    assert [s.language for s in kept] == ["en", "English"]
+
+
+def test_language_and_accent_filters_skip_whole_datasets(ws):
+    rows = ws.copy_demo_audio(demo_rows(1))
+    ws.runspec("asr", "mixed", {
+        "english_plain": {"hf_repo": ws.jsonl(rows)},
+        "english_accented": {"hf_repo": ws.jsonl(rows), "accented": True},
+        "french_plain": {"hf_repo": ws.jsonl(rows), "language": "french"},
+    })
+    ws.config([model("http://127.0.0.1:9/v1")], [["mixed", "word_error_rate"]], filters={"language": "en", "accented": False})
+    plan = ws.plan()
+    assert [d.name for d in plan.datasets] == ["english_plain"]
+    assert set(plan.skipped) == {"english_accented", "french_plain"}

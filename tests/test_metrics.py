@@ -1,0 +1,86 @@
+import pytest
+
+from lalmeval.metrics.accuracy import Accuracy
+from lalmeval.metrics.normalize import normalize_basic, normalize_english
+from lalmeval.metrics.wer import WordErrorRate
+from lalmeval.postprocess.general import GeneralPostprocessor
+from lalmeval.records import Record
+from lalmeval.runspecs import Dataset, DatasetSpec
+
+
+def dataset(language="en"):
+    from pathlib import Path
+
+    return Dataset("d", "c", "t", DatasetSpec(hf_repo="x", language=language), Path("x.json"))
+
+
+def rec(reference, prediction):
+    return Record(id="i", prompt="", system=None, params={}, reference=reference, prediction=prediction)
+
+
+def score(metric_cls, pairs, language="en"):
+    metric = metric_cls(dataset(language), GeneralPostprocessor())
+    items = [metric.score_record(rec(r, p)) for r, p in pairs]
+    return metric.aggregate(items), items
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("Twenty-one apples.", "21 apples"),
+    ("I won't go, Mr. Smith!", "i will not go mister smith"),
+    ("[noise] um, the colour grey", "the color gray"),
+    ("two thousand and five", "2005"),
+    ("ninety nine percent", "99%"),
+    ("three point one four", "3.14"),
+    ("the twenty third of May", "the 23rd of may"),
+    ("one two three", "1 2 3"),
+    ("1,000 people", "1000 people"),
+])
+def test_english_normalizer(text, expected):
+    assert normalize_english(text) == expected
+
+
+def test_basic_normalizer_strips_punctuation_in_any_script():
+    assert normalize_basic("Bonjour, le Monde ! (rire)") == "bonjour le monde"
+    assert normalize_basic("你好，世界！") == "你好 世界"
+
+
+def test_corpus_wer_sums_edits_over_reference_words():
+    (value, details), items = score(WordErrorRate, [("the cat sat", "the cat sat"), ("a b c d", "a x c")])
+    assert details["corpus_wer"] == pytest.approx(2 / 7)  # 1 substitution + 1 deletion over 7 words
+    assert value == pytest.approx(100 * 2 / 7)
+    assert details["mean_sample_wer"] == pytest.approx((0 + 0.5) / 2)
+
+
+def test_normalization_makes_formatting_differences_free():
+    (value, _), _ = score(WordErrorRate, [("Set a timer for twenty-five minutes.", "set a timer for 25 minutes")])
+    assert value == 0.0
+
+
+def test_empty_reference_adds_insertions_but_no_ratio():
+    (value, details), items = score(WordErrorRate, [("", "noise words"), ("one word", "one word")])
+    assert items[0]["score"] is None and details["empty_references"] == 1
+    assert details["corpus_wer"] == pytest.approx(2 / 2)
+    (value, details), _ = score(WordErrorRate, [("", "")])
+    assert value is None and details["corpus_wer"] is None
+
+
+@pytest.mark.parametrize("language", ["zh", "ja", "ko", "th", "yue"])
+def test_character_error_rate_for_unspaced_scripts(language):
+    (value, details), _ = score(WordErrorRate, [("今天 天气", "今天天汽")], language=language)
+    assert details["unit"] == "character" and details["corpus_wer"] == pytest.approx(1 / 4)
+
+
+@pytest.mark.parametrize("reference,prediction,correct", [
+    ("B", "(B)", True), ("B", "B.", True), ("B", "Answer: B", True), ("B", "The answer is (b).", True),
+    ("B", "\\boxed{B}", True), ("B", "B) happy", True), ("B", "C", False), ("(C)", "c", True),
+    ("Happy", "happy!", True), ("Happy", "sad", False), ("neutral", "Neutral.", True),
+])
+def test_accuracy_label_normalization(reference, prediction, correct):
+    (value, _), _ = score(Accuracy, [(reference, prediction)])
+    assert value == (100.0 if correct else 0.0)
+
+
+def test_postprocessor_strips_reasoning_and_quotes():
+    post = GeneralPostprocessor()
+    assert post.process("<think>hmm, maybe B</think>\n  \"B\" ") == "B"
+    assert post.process("reasoning without opening tag</think>final") == "final"
