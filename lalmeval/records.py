@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Optional
 
 
@@ -55,7 +55,8 @@ class Record:
         return self.error is not None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        # Shallow on purpose: dataclasses.asdict deep-copies every field and is hot here.
+        return {name: getattr(self, name) for name in _RECORD_FIELDS}
 
 
 @dataclass(frozen=True)
@@ -69,3 +70,6 @@ class Score:
     num_samples: int
     num_failed: int
     details: dict[str, Any]
+
+
+_RECORD_FIELDS = tuple(f.name for f in fields(Record))

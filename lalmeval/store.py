@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import threading
 import re
 from pathlib import Path
-from typing import Any, Iterable, Optional, TextIO
+from typing import Any, BinaryIO, Iterable, Optional
 
 import yaml
 
@@ -29,12 +31,46 @@ def _read_jsonl(path: Path) -> Iterable[dict[str, Any]]:
                 continue
 
 
+class _WriterThread:
+    """One background thread doing every record write, so the event loop never waits on disk or the GIL."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: Optional[threading.Thread] = None
+        self._lock = threading.Lock()
+
+    def submit(self, file: BinaryIO, line: Optional[bytes], done: Optional[threading.Event] = None) -> None:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="lalmeval-writer", daemon=True)
+                self._thread.start()
+        self._queue.put((file, line, done))
+
+    def _run(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            while not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            chunks: dict[BinaryIO, list[bytes]] = {}
+            for file, line, _ in batch:
+                if line is not None:
+                    chunks.setdefault(file, []).append(line)
+            for file, lines in chunks.items():
+                file.write(b"".join(lines))  # each line is whole in the file once written
+            for _, _, done in batch:
+                if done is not None:
+                    done.set()
+
+
+_WRITER = _WriterThread()
+
+
 class JsonlWriter:
-    """Appends one JSON object per line and flushes it, so a crash loses at most the line in progress."""
+    """Appends JSON lines through the writer thread: written within moments, never torn by a crash."""
 
     def __init__(self, path: Path, mode: str = "a"):
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle: Optional[TextIO] = path.open(mode, encoding="utf-8")
+        self._file: Optional[BinaryIO] = path.open(mode + "b", buffering=0)
         if mode == "a" and path.stat().st_size:
             self._ensure_newline(path)
 
@@ -42,17 +78,20 @@ class JsonlWriter:
         with path.open("rb") as handle:
             handle.seek(-1, os.SEEK_END)
             if handle.read(1) != b"\n":
-                self._handle.write("\n")
+                self._file.write(b"\n")  # a line cut short by a crash: start on a fresh line
 
     def write(self, item: dict[str, Any]) -> None:
-        assert self._handle is not None
-        self._handle.write(json.dumps(item, ensure_ascii=False) + "\n")
-        self._handle.flush()
+        assert self._file is not None, "write after close"
+        _WRITER.submit(self._file, (json.dumps(item, ensure_ascii=False) + "\n").encode())
 
     def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+        """Wait until every queued line is written, then close the file."""
+        if self._file is not None:
+            done = threading.Event()
+            _WRITER.submit(self._file, None, done)
+            done.wait()
+            self._file.close()
+            self._file = None
 
 
 class RunStore:

@@ -19,24 +19,37 @@ class AudioError(Exception):
     """A clip that cannot be used; the message is the recorded reason."""
 
 
-def decode(source: Union[bytes, str], target_rate: int = TARGET_RATE) -> np.ndarray:
-    """Decode any soundfile-readable clip to float32 mono at `target_rate`."""
+def _read(source: Union[bytes, str], as_pcm16_if_ready: bool) -> tuple[np.ndarray, int]:
+    """Samples and rate; int16 when `as_pcm16_if_ready` and the clip is already 16-bit 16 kHz mono."""
     try:
-        data, rate = sf.read(io.BytesIO(source) if isinstance(source, bytes) else source, dtype="float32", always_2d=True)
+        with sf.SoundFile(io.BytesIO(source) if isinstance(source, bytes) else source) as clip:
+            rate = clip.samplerate
+            if rate <= 0:
+                raise AudioError(f"invalid sample rate {rate}")
+            ready = as_pcm16_if_ready and rate == TARGET_RATE and clip.channels == 1 and clip.subtype in ("PCM_16", "PCM_S8", "PCM_U8")
+            data = clip.read(dtype="int16" if ready else "float32", always_2d=not ready)
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
         raise AudioError(f"unreadable audio: {str(exc).strip() or type(exc).__name__}") from None
     except OSError as exc:
         raise AudioError(f"audio file not readable: {exc.strerror or exc}") from None
-    if rate <= 0:
-        raise AudioError(f"invalid sample rate {rate}")
     if data.shape[0] == 0:
         raise AudioError("audio has no samples")
+    return data, rate
+
+
+def _to_mono_16k(data: np.ndarray, rate: int, target_rate: int) -> np.ndarray:
     mono = data.mean(axis=1) if data.shape[1] > 1 else data[:, 0]
     if not np.isfinite(mono).all():
         raise AudioError("audio contains NaN or infinite samples")
     if rate != target_rate:
         mono = soxr.resample(mono, rate, target_rate).astype(np.float32, copy=False)
     return mono
+
+
+def decode(source: Union[bytes, str], target_rate: int = TARGET_RATE) -> np.ndarray:
+    """Decode any soundfile-readable clip to float32 mono at `target_rate`."""
+    data, rate = _read(source, as_pcm16_if_ready=False)
+    return _to_mono_16k(data, rate, target_rate)
 
 
 def duration(source: Union[bytes, str]) -> Optional[float]:
@@ -101,5 +114,8 @@ class PreparedAudio:
 
 
 def prepare(source: Union[bytes, str]) -> PreparedAudio:
-    """Decode, resample and encode a clip for sending."""
-    return PreparedAudio(to_pcm16(decode(source))).encoded()
+    """Decode, resample and encode a clip for sending (16-bit 16 kHz mono is taken as is)."""
+    data, rate = _read(source, as_pcm16_if_ready=True)
+    if data.dtype == np.int16:
+        return PreparedAudio(data).encoded()
+    return PreparedAudio(to_pcm16(_to_mono_16k(data, rate, TARGET_RATE))).encoded()
