@@ -28,6 +28,12 @@ def _parser() -> argparse.ArgumentParser:
     _add_config(run)
     run.add_argument("--output-dir", "-o", help="parent of the run directory (default: the config's output_dir, run_logs/)")
     run.add_argument("--run-id", help="name of the run directory (default: a timestamp); an existing run is resumed")
+    run.add_argument("--resume", metavar="RUN_ID", help="continue an existing run: only missing or failed samples are requested")
+    run.add_argument("--no-cache", action="store_true", help="neither read nor write the inference cache")
+    mode = run.add_mutually_exclusive_group()
+    mode.add_argument("--skip-eval", action="store_true", help="inference only; score later with --reeval")
+    mode.add_argument("--reeval", action="store_true", help="rescore the stored predictions of --run-id/--resume without any request")
+    mode.add_argument("--force-reinfer", action="store_true", help="ignore stored predictions and cached replies; request everything again")
 
     validate = sub.add_parser("validate", parents=[common], help="check config and runspecs without sending a request")
     _add_config(validate)
@@ -45,12 +51,31 @@ def _plan(config_path: str):
     return build_plan(load_config(path), path)
 
 
+EXIT_FAILED_REQUESTS = 3
+EXIT_INTERRUPTED = 130
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    from lalmeval.options import RunOptions
     from lalmeval.runner import default_run_id, run
 
     plan = _plan(args.config)
     output_dir = Path(args.output_dir or plan.config.output_dir)
-    run(plan, output_dir, args.run_id or default_run_id())
+    if args.resume and args.run_id and args.resume != args.run_id:
+        raise UserError("--resume and --run-id name different runs")
+    run_id = args.resume or args.run_id
+    if (args.resume or args.reeval) and not (run_id and (output_dir / run_id).is_dir()):
+        raise UserError(f"no run to {'resume' if args.resume else 're-evaluate'}: {output_dir / (run_id or '<run id>')} does not exist (give --run-id)")
+    run_id = run_id or default_run_id()
+    options = RunOptions(use_cache=not args.no_cache, skip_eval=args.skip_eval, reeval=args.reeval, force_reinfer=args.force_reinfer)
+    result = run(plan, output_dir, run_id, options=options)
+    again = f"lalmeval run --config {args.config} --output-dir {output_dir} --resume {run_id}"
+    if result.interrupted:
+        print(f"Interrupted. Resume with: {again}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if result.endpoint_failures:
+        print(f"{result.endpoint_failures} sample(s) failed at the endpoint. Retry them with: {again}", file=sys.stderr)
+        return EXIT_FAILED_REQUESTS
     return 0
 
 

@@ -46,6 +46,7 @@ class Record:
     prediction: Optional[str] = None
     latency: float = 0.0
     attempts: int = 0
+    retry_wait: float = 0.0
     error: Optional[str] = None
     chunks: int = 1
     extra: dict[str, Any] = field(default_factory=dict)

@@ -75,3 +75,9 @@ def score_table(scores: list[Score], aggregate_rows: list[dict[str, Any]]) -> st
         agg = [[a["model"], ",".join(a["names"]), a["metric"], str(a["num_samples"]), _fmt(a["weighted_mean"]), _fmt(a["unweighted_mean"])] for a in aggregate_rows]
         text += "\n" + _table(["Model", "Aggregate", "Metric", "Num", "Weighted", "Unweighted"], agg)
     return text
+
+
+def failure_table(failures: list[dict[str, Any]]) -> str:
+    """Failed samples by model, dataset and kind, with an example reason."""
+    rows = [[f["model"], f["dataset"], f["kind"], str(f["count"]), f["example"][:80]] for f in failures]
+    return "Failed samples:\n" + _table(["Model", "Dataset", "Kind", "Count", "Example"], rows)

@@ -4,35 +4,51 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, Optional
+
+from lalmeval.cache import InferenceCache
 from lalmeval.config import Config, redacted
 from lalmeval.data.filters import select
 from lalmeval.data.loader import iter_samples
-from lalmeval.engine import Engine
+from lalmeval.engine import Engine, failure_kind
 from lalmeval.inference.client import Endpoint
 from lalmeval.inference.job import AudioCache, InferenceJob
 from lalmeval.inference.launch import Launcher
 from lalmeval.inference.protocols import PROTOCOLS
 from lalmeval.metrics import METRICS
+from lalmeval.options import RunOptions
 from lalmeval.plan import Plan
 from lalmeval.postprocess import POSTPROCESSORS
 from lalmeval.preprocess import PREPROCESSORS
 from lalmeval.records import Sample, Score
-from lalmeval.report import aggregates, final_scores, score_table
+from lalmeval.report import aggregates, failure_table, final_scores, score_table
 from lalmeval.runspecs import Dataset
 from lalmeval.store import RunStore
+
+Jobs = dict[tuple[str, str], InferenceJob]
 
 
 @dataclass
 class RunResult:
     scores: list[Score]
     aggregates: list[dict]
-    final_path: Path
+    final_path: Optional[Path]
     requests_sent: int
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    interrupted: bool = False
+    down: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def endpoint_failures(self) -> int:
+        """Failed samples whose cause was the endpoint (not their own audio or a missing prediction)."""
+        return sum(f["count"] for f in self.failures if f["kind"] not in ("audio", "not inferred"))
 
 
 def load_samples(dataset: Dataset, config: Config) -> list[Sample]:
@@ -40,77 +56,141 @@ def load_samples(dataset: Dataset, config: Config) -> list[Sample]:
     return select(iter_samples(dataset, config.streaming), dataset, config.filters, config.seed)
 
 
-def _jobs(plan: Plan, samples: dict[str, list[Sample]], endpoints: dict[str, Endpoint], store: RunStore) -> dict[tuple[str, str], InferenceJob]:
-    """One inference job per (dataset, model): the pass every metric of that dataset reads."""
-    config = plan.config
-    jobs = {}
-    for dataset in plan.datasets:
-        preprocessor = PREPROCESSORS.get(dataset.spec.preprocessor)(dataset, plan.system_texts, plan.add_on_texts)
-        postprocessor = POSTPROCESSORS.get(dataset.spec.postprocessor)()
-        audio = AudioCache(capacity=max(64, 2 * sum(m.batch_size for m in config.models)))
-        for model in config.models:
-            jobs[(dataset.name, model.name)] = InferenceJob(
-                dataset.name, dataset.iso_language, samples[dataset.name], endpoints[model.name],
-                PROTOCOLS.get(model.inference_type), preprocessor, postprocessor,
-                plan.params(model, dataset), audio, store,
+class _Run:
+    """The state of one run while it executes: endpoints, jobs, engines and the stop signal."""
+
+    def __init__(self, plan: Plan, store: RunStore, options: RunOptions):
+        self.plan, self.store, self.options = plan, store, options
+        self.endpoints = {m.name: Endpoint(m) for m in plan.config.models}
+        self.stop = asyncio.Event()
+        self.interrupts = 0
+
+    def jobs(self, samples: dict[str, list[Sample]]) -> Jobs:
+        """One inference job per (dataset, model): the pass every metric of that dataset reads."""
+        config, plan = self.plan.config, self.plan
+        cache_dir = Path(config.cache_dir) if config.cache_dir else Path(self.store.root.parent) / ".cache"
+        caches = {m.name: InferenceCache(cache_dir, m.name) for m in config.models}
+        jobs: Jobs = {}
+        for dataset in plan.datasets:
+            preprocessor = PREPROCESSORS.get(dataset.spec.preprocessor)(dataset, plan.system_texts, plan.add_on_texts)
+            postprocessor = POSTPROCESSORS.get(dataset.spec.postprocessor)()
+            audio = AudioCache(capacity=max(64, 2 * sum(m.batch_size for m in config.models)))
+            for model in config.models:
+                jobs[(dataset.name, model.name)] = InferenceJob(
+                    dataset.name, dataset.iso_language, samples[dataset.name], self.endpoints[model.name],
+                    PROTOCOLS.get(model.inference_type), preprocessor, postprocessor,
+                    plan.params(model, dataset), audio, self.store, self.options, caches[model.name], self.stop,
+                )
+        return jobs
+
+    def engines(self, jobs: Jobs) -> list[Engine]:
+        models = self.plan.config.models
+        engines = []
+        for dataset, metric in self.plan.pairs:
+            engine_jobs = {m.name: jobs[(dataset.name, m.name)] for m in models}
+            postprocessor = engine_jobs[models[0].name].postprocessor
+            engines.append(Engine(dataset.name, METRICS.get(metric)(dataset, postprocessor), engine_jobs, self.store))
+        return engines
+
+    def on_sigint(self, job_tasks: list[asyncio.Task]) -> None:
+        """First Ctrl-C: stop starting requests, give in-flight ones a grace period. Second: leave now."""
+        self.interrupts += 1
+        if self.interrupts > 1:
+            print("\ninterrupted again: exiting now (finished records are on disk)", file=sys.stderr, flush=True)
+            os._exit(130)
+        print(f"\ninterrupted: no new requests; waiting up to {self.options.grace:g}s for those in flight (Ctrl-C again to quit now)", file=sys.stderr, flush=True)
+        self.stop.set()
+        loop = asyncio.get_running_loop()
+        loop.call_later(self.options.grace, lambda: [t.cancel() for t in job_tasks])
+
+    async def progress(self, jobs: Jobs, interval: float) -> None:
+        total = sum(len(j.samples) for j in jobs.values())
+        started = time.monotonic()
+        while True:
+            await asyncio.sleep(interval)
+            done = sum(len(j.stream.records) for j in jobs.values())
+            failed = sum(1 for j in jobs.values() for r in j.stream.records if r.failed)
+            states = ", ".join(
+                f"{name}: limit {e.limit.limit}/{e.info.batch_size}, {e.retries} retries ({e.retry_wait:.1f}s waited)"
+                + (" DOWN" if e.down_reason else "")
+                for name, e in self.endpoints.items()
             )
-    return jobs
+            print(f"[{time.monotonic() - started:6.0f}s] {done}/{total} samples, {failed} failed | {states}", file=sys.stderr, flush=True)
 
-
-async def _progress(jobs: dict[tuple[str, str], InferenceJob], interval: float) -> None:
-    total = sum(len(j.samples) for j in jobs.values())
-    started = time.monotonic()
-    while True:
-        await asyncio.sleep(interval)
-        done = sum(len(j.stream.records) for j in jobs.values())
-        failed = sum(1 for j in jobs.values() for r in j.stream.records if r.failed)
-        print(f"[{time.monotonic() - started:6.0f}s] {done}/{total} samples, {failed} failed", file=sys.stderr, flush=True)
-
-
-async def execute(plan: Plan, store: RunStore, progress_every: float = 15.0) -> tuple[list[Score], int]:
-    """Load data, launch endpoints, run every inference job and Engine concurrently."""
-    loop = asyncio.get_running_loop()
-    loop.set_default_executor(ThreadPoolExecutor(max_workers=min(8, (os.cpu_count() or 2) + 2)))
-    config = plan.config
-    datasets = plan.datasets
-    loaded = await asyncio.gather(*(loop.run_in_executor(None, load_samples, d, config) for d in datasets))
-    samples = {d.name: s for d, s in zip(datasets, loaded)}
-    endpoints = {m.name: Endpoint(m) for m in config.models}
-    async with Launcher(config.models, plan.base, store.root):
-        for endpoint in endpoints.values():
-            await endpoint.open()
-        try:
-            jobs = _jobs(plan, samples, endpoints, store)
-            engines = []
-            for dataset, metric in plan.pairs:
-                postprocessor = jobs[(dataset.name, config.models[0].name)].postprocessor
-                engine_jobs = {m.name: jobs[(dataset.name, m.name)] for m in config.models}
-                engines.append(Engine(dataset.name, METRICS.get(metric)(dataset, postprocessor), engine_jobs, store))
-            ticker = asyncio.create_task(_progress(jobs, progress_every))
+    async def execute(self, progress_every: float) -> tuple[list[Score], Jobs]:
+        """Load data, launch endpoints (unless only rescoring), run every job and Engine concurrently."""
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(max_workers=min(8, (os.cpu_count() or 2) + 2)))
+        config = self.plan.config
+        datasets = self.plan.datasets
+        loaded = await asyncio.gather(*(loop.run_in_executor(None, load_samples, d, config) for d in datasets))
+        jobs = self.jobs({d.name: s for d, s in zip(datasets, loaded)})
+        engines = [] if self.options.skip_eval else self.engines(jobs)
+        models = [] if self.options.reeval else config.models
+        async with Launcher(models, self.plan.base, self.store.root):
+            for endpoint in self.endpoints.values():
+                await endpoint.open()
+            job_tasks = [asyncio.ensure_future(j.run()) for j in jobs.values()]
+            loop.add_signal_handler(signal.SIGINT, self.on_sigint, job_tasks)
+            ticker = asyncio.ensure_future(self.progress(jobs, progress_every))
             try:
-                results = await asyncio.gather(*(e.run() for e in engines), *(j.run() for j in jobs.values()))
+                scores = await asyncio.gather(*(e.run() for e in engines))
+                await asyncio.gather(*job_tasks, return_exceptions=True)
             finally:
                 ticker.cancel()
-        finally:
-            for endpoint in endpoints.values():
-                await endpoint.close()
-    sent = sum(e.requests_sent for e in endpoints.values())
-    return [score for engine_scores in results[: len(engines)] for score in engine_scores], sent
+                loop.remove_signal_handler(signal.SIGINT)
+                for endpoint in self.endpoints.values():
+                    await endpoint.close()
+                for cache in {id(j.cache): j.cache for j in jobs.values() if j.cache}.values():
+                    cache.close()
+        return [s for engine_scores in scores for s in engine_scores], jobs
 
 
-def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False) -> RunResult:
-    """Run a plan end to end and write DIR/<run_id>/; returns the scores."""
+def failures(jobs: Jobs) -> list[dict[str, Any]]:
+    """Failed samples by (model, dataset, kind), with one example reason each."""
+    counts: Counter[tuple[str, str, str]] = Counter()
+    examples: dict[tuple[str, str, str], str] = {}
+    for (dataset, model), job in jobs.items():
+        for record in job.stream.records:
+            if record.failed:
+                key = (model, dataset, failure_kind(record.error or ""))
+                counts[key] += 1
+                examples.setdefault(key, record.error or "")
+    return [{"model": m, "dataset": d, "kind": k, "count": n, "example": examples[(m, d, k)]} for (m, d, k), n in sorted(counts.items())]
+
+
+def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options: RunOptions = RunOptions(), progress_every: float = 15.0) -> RunResult:
+    """Run a plan end to end and write DIR/<run_id>/."""
+    options = replace(options, cache_sampled=plan.config.cache_sampled)
     store = RunStore(output_dir / run_id)
     store.write_config(redacted(plan.config))
     for name, reason in plan.skipped.items():
         print(f"skipping dataset '{name}': filtered out ({reason})", file=sys.stderr)
-    scores, sent = _event_loop_run(execute(plan, store))
-    rows = aggregates(plan.config.aggregate, scores, plan.catalog)
-    path = store.write_final(final_scores(run_id, scores, rows))
+    state = _Run(plan, store, options)
+    scores, jobs = _event_loop_run(state.execute(progress_every))
+    result = RunResult(scores, [], None, sum(e.requests_sent for e in state.endpoints.values()), failures(jobs),
+                       state.stop.is_set(), {n: e.down_reason for n, e in state.endpoints.items() if e.down_reason})
+    if not options.skip_eval:
+        result.aggregates = aggregates(plan.config.aggregate, scores, plan.catalog)
+        data = final_scores(run_id, scores, result.aggregates)
+        data.update(failures=result.failures, interrupted=result.interrupted, endpoints_down=result.down)
+        result.final_path = store.write_final(data)
     if not quiet:
-        print(score_table(scores, rows))
-        print(f"Results: {path}")
-    return RunResult(scores, rows, path, sent)
+        _print_summary(result, store, options)
+    return result
+
+
+def _print_summary(result: RunResult, store: RunStore, options: RunOptions) -> None:
+    if options.skip_eval:
+        print(f"Inference done (--skip-eval): records in {store.root / 'records'}; score them with --reeval")
+    else:
+        print(score_table(result.scores, result.aggregates))
+    if result.failures:
+        print(failure_table(result.failures))
+    for name, reason in result.down.items():
+        print(f"endpoint of model '{name}' is down: {reason}", file=sys.stderr)
+    if result.final_path:
+        print(f"Results: {result.final_path}")
 
 
 def _event_loop_run(coro):

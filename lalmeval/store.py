@@ -20,7 +20,8 @@ def safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "_"
 
 
-def _read_jsonl(path: Path) -> Iterable[dict[str, Any]]:
+def read_jsonl(path: Path) -> Iterable[dict[str, Any]]:
+    """The JSON objects of a JSONL file, skipping a line cut short by a crash."""
     if not path.exists():
         return
     with path.open(encoding="utf-8") as handle:
@@ -115,19 +116,16 @@ class RunStore:
         self._atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         return path
 
-    def finished_records(self, dataset: str, model: str) -> dict[str, Record]:
-        """Successful records already stored for (dataset, model), by sample id (last one wins)."""
-        done: dict[str, Record] = {}
-        for item in _read_jsonl(self.records_path(dataset, model)):
+    def stored_records(self, dataset: str, model: str) -> dict[str, Record]:
+        """The last record stored for each sample of (dataset, model), failed or not."""
+        stored: dict[str, Record] = {}
+        for item in read_jsonl(self.records_path(dataset, model)):
             try:
                 record = Record(**item)
             except TypeError:
                 continue
-            if record.failed:
-                done.pop(record.id, None)
-            else:
-                done[record.id] = record
-        return done
+            stored[record.id] = record
+        return stored
 
     @staticmethod
     def _atomic(path: Path, text: str) -> None:

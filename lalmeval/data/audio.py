@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import struct
 from dataclasses import dataclass, field
@@ -81,6 +82,7 @@ class PreparedAudio:
     """A clip ready to send: 16-bit 16 kHz mono PCM, with its WAV and base64 forms made once."""
 
     pcm: np.ndarray
+    digest: str = ""
     _wav: Optional[bytes] = field(default=None, repr=False)
     _b64: Optional[bytes] = field(default=None, repr=False)
 
@@ -116,6 +118,6 @@ class PreparedAudio:
 def prepare(source: Union[bytes, str]) -> PreparedAudio:
     """Decode, resample and encode a clip for sending (16-bit 16 kHz mono is taken as is)."""
     data, rate = _read(source, as_pcm16_if_ready=True)
-    if data.dtype == np.int16:
-        return PreparedAudio(data).encoded()
-    return PreparedAudio(to_pcm16(_to_mono_16k(data, rate, TARGET_RATE))).encoded()
+    pcm = data if data.dtype == np.int16 else to_pcm16(_to_mono_16k(data, rate, TARGET_RATE))
+    pcm = np.ascontiguousarray(pcm)
+    return PreparedAudio(pcm, hashlib.sha1(pcm.data).hexdigest()).encoded()

@@ -13,6 +13,7 @@ from typing import Any, Optional
 import aiohttp
 
 from lalmeval.config import ModelInfo
+from lalmeval.inference.limit import AdaptiveLimit
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504}) | frozenset(range(520, 530))
 MAX_BACKOFF = 30.0
@@ -22,10 +23,11 @@ MAX_RETRY_AFTER = 300.0
 class RequestFailed(Exception):
     """A request that ended without a usable reply; `reason` is what gets recorded."""
 
-    def __init__(self, reason: str, attempts: int):
+    def __init__(self, reason: str, attempts: int, retry_wait: float = 0.0):
         super().__init__(reason)
         self.reason = reason
         self.attempts = attempts
+        self.retry_wait = retry_wait
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class Reply:
     payload: Any
     attempts: int
     latency: float
+    retry_wait: float = 0.0
 
 
 def retry_after(value: Optional[str]) -> Optional[float]:
@@ -67,22 +70,35 @@ def _server_message(body: bytes) -> str:
     return text[:300] or "(empty body)"
 
 
+# A request that exhausted its retries on these reasons says nothing came back from the server.
+_UNREACHABLE = ("connection error", "timeout")
+DOWN_AFTER = 3
+
+
 class Endpoint:
     """The shared client of one model entry: every Engine's requests to it pass through here."""
 
     def __init__(self, info: ModelInfo):
         self.info = info
         self.base_url = info.url.rstrip("/")
-        self._limit = asyncio.Semaphore(info.batch_size)
+        self.limit = AdaptiveLimit(info.batch_size)
         self._session: Optional[aiohttp.ClientSession] = None
         self._next_start = 0.0
         self.requests_sent = 0
+        self.retries = 0
+        self.retry_wait = 0.0
+        self._unreachable_streak = 0
+        self.down_reason: Optional[str] = None
+        self._token = info.auth_token.get_secret_value() if info.auth_token else ""
 
     def _headers(self) -> dict[str, str]:
-        token = self.info.auth_token.get_secret_value() if self.info.auth_token else None
-        if not token:
+        if not self._token:
             return {}
-        return {"api-key": token} if self.info.api_version else {"Authorization": f"Bearer {token}"}
+        return {"api-key": self._token} if self.info.api_version else {"Authorization": f"Bearer {self._token}"}
+
+    def scrub(self, text: str) -> str:
+        """`text` with the endpoint's token removed (servers sometimes echo it in errors)."""
+        return text.replace(self._token, "<redacted>") if self._token else text
 
     async def open(self) -> None:
         """Create the pooled session (inside the running loop)."""
@@ -130,17 +146,43 @@ class Endpoint:
         except aiohttp.ClientError as exc:
             return None, f"connection error: {type(exc).__name__}: {exc}".rstrip(": "), None, True
 
+    def _observe(self, reason: str) -> None:
+        """Feed one attempt's outcome to the adaptive limit."""
+        if not reason:
+            self.limit.succeeded()
+        elif reason.startswith(("HTTP 429", "timeout")):
+            self.limit.overloaded()
+
+    def _settle(self, reason: str) -> None:
+        """After a request's last attempt: track whether the endpoint is answering at all."""
+        if not reason or not reason.startswith(_UNREACHABLE):
+            self._unreachable_streak = 0
+            return
+        self._unreachable_streak += 1
+        if self._unreachable_streak >= DOWN_AFTER and self.down_reason is None:
+            self.down_reason = reason
+
     async def post(self, path: str, body: bytes, content_type: str = "application/json") -> Reply:
         """POST with retries on transient failures; raises RequestFailed with the last reason."""
         attempts_allowed = self.info.retry_attempts + 1
         started = time.perf_counter()
+        waited = 0.0
         for attempt in range(1, attempts_allowed + 1):
-            async with self._limit:
+            if self.down_reason is not None:
+                raise RequestFailed(f"endpoint down ({self.down_reason}): {self.base_url}", attempt - 1, waited)
+            async with self.limit:
                 await self._pace()
                 payload, reason, wait, retryable = await self._attempt(path, body, content_type)
+            self._observe(reason)
             if not reason:
-                return Reply(payload, attempt, time.perf_counter() - started)
+                self._settle("")
+                return Reply(payload, attempt, time.perf_counter() - started, waited)
             if not retryable or attempt == attempts_allowed:
-                raise RequestFailed(reason, attempt)
-            await asyncio.sleep(wait if wait is not None else backoff(attempt))
+                self._settle(reason)
+                raise RequestFailed(self.scrub(reason), attempt, waited)
+            pause = wait if wait is not None else backoff(attempt)
+            self.retries += 1
+            self.retry_wait += pause
+            waited += pause
+            await asyncio.sleep(pause)
         raise AssertionError("unreachable")

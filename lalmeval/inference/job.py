@@ -6,10 +6,12 @@ import asyncio
 from collections import OrderedDict
 from typing import Any, AsyncIterator, Optional
 
+from lalmeval.cache import InferenceCache, deterministic, request_key
 from lalmeval.config import ModelInfo
 from lalmeval.data.audio import AudioError, PreparedAudio, prepare
 from lalmeval.inference.client import Endpoint, RequestFailed
 from lalmeval.inference.protocols import Protocol, ReplyError
+from lalmeval.options import RunOptions
 from lalmeval.postprocess.base import Postprocessor
 from lalmeval.preprocess.base import Preprocessor
 from lalmeval.records import Prompt, Record, Sample
@@ -80,12 +82,16 @@ class InferenceJob:
     def __init__(
         self, dataset: str, language: str, samples: list[Sample], endpoint: Endpoint, protocol: Protocol,
         preprocessor: Preprocessor, postprocessor: Postprocessor, params: dict[str, Any],
-        audio: AudioCache, store: RunStore,
+        audio: AudioCache, store: RunStore, options: RunOptions = RunOptions(),
+        cache: Optional[InferenceCache] = None, stop: Optional[asyncio.Event] = None,
     ):
         self.dataset, self.language, self.samples = dataset, language, samples
         self.endpoint, self.protocol = endpoint, protocol
         self.preprocessor, self.postprocessor = preprocessor, postprocessor
         self.params, self.audio, self.store = params, audio, store
+        self.options = options
+        self.cache = cache if options.use_cache else None
+        self.stop = stop or asyncio.Event()
         self.stream = RecordStream()
         self.reused = 0
 
@@ -93,60 +99,98 @@ class InferenceJob:
     def info(self) -> ModelInfo:
         return self.endpoint.info
 
+    def _reusable(self, old: Optional[Record], prompt: Prompt) -> bool:
+        """A stored prediction counts only if the same request would be sent again."""
+        return old is not None and not old.failed and (old.prompt, old.system, old.params) == (prompt.text, prompt.system, self.params)
+
     async def run(self) -> None:
-        """Publish stored records first (resume), then infer the rest."""
-        done = self.store.finished_records(self.dataset, self.info.name)
-        wanted = {s.id for s in self.samples}
+        """Publish stored records that still hold (resume), then infer the rest."""
+        loop = asyncio.get_running_loop()
+        stored = {} if self.options.force_reinfer else await loop.run_in_executor(None, self.store.stored_records, self.dataset, self.info.name)
+        pending: list[tuple[Sample, Prompt]] = []
         for sample in self.samples:
-            if sample.id in done:
-                self.stream.push(done[sample.id])
-        self.reused = len(wanted & done.keys())
+            prompt = self.preprocessor.prompt(sample)
+            old = stored.get(sample.id)
+            if self.options.reeval:
+                self.stream.push(old or self._missing(sample, prompt))
+            elif self._reusable(old, prompt):
+                self.stream.push(old)
+                self.reused += 1
+            else:
+                pending.append((sample, prompt))
+        if not pending:
+            self.stream.close()
+            return
+        if self.cache is not None:
+            await loop.run_in_executor(None, self.cache.load)
         writer = JsonlWriter(self.store.records_path(self.dataset, self.info.name))
         window = asyncio.Semaphore(self.info.batch_size * 2)  # bounds prepared audio held per pass
         try:
-            await asyncio.gather(*(self._one(s, window, writer) for s in self.samples if s.id not in done))
+            await asyncio.gather(*(self._one(s, p, window, writer) for s, p in pending))
         finally:
             writer.close()
             self.stream.close()
 
-    async def _one(self, sample: Sample, window: asyncio.Semaphore, writer: JsonlWriter) -> None:
+    def _missing(self, sample: Sample, prompt: Prompt) -> Record:
+        return Record(id=sample.id, prompt=prompt.text, system=prompt.system, params=self.params,
+                      reference=sample.reference, error="not inferred: no stored prediction to re-evaluate")
+
+    async def _one(self, sample: Sample, prompt: Prompt, window: asyncio.Semaphore, writer: JsonlWriter) -> None:
         async with window:
-            record = await self.infer(sample)
+            if self.stop.is_set():  # interrupted: leave the sample for a resumed run
+                return
+            record = await self.infer(sample, prompt)
         writer.write(record.to_json())
         self.stream.push(record)
 
-    async def infer(self, sample: Sample) -> Record:
+    async def infer(self, sample: Sample, prompt: Prompt) -> Record:
         """The record for one sample: a prediction, or the reason there is none."""
-        prompt = self.preprocessor.prompt(sample)
         record = Record(id=sample.id, prompt=prompt.text, system=prompt.system, params=self.params, reference=sample.reference)
         loop = asyncio.get_running_loop()
         started = loop.time()
         try:
-            pieces = await self._audio_pieces(sample, prompt)
-            replies = await asyncio.gather(*(self._send(prompt, piece) for piece in pieces))
-            record.attempts = sum(r.attempts for r in replies)
-            texts = [self.protocol.text(r.payload).strip() for r in replies]
-            record.reply = " ".join(t for t in texts if t)
+            audio = await self._audio(sample, prompt)
+            key = self._cache_key(prompt, audio)
+            cached = self.cache.get(key) if key and not self.options.force_reinfer else None
+            if cached is not None:
+                record.reply, record.extra = cached, {"cached": True}
+            else:
+                record.reply = await self._request(record, prompt, audio)
+                if key:
+                    self.cache.put(key, record.reply)
             record.prediction = self.postprocessor.process(record.reply)
-            record.chunks = len(pieces)
         except AudioError as exc:
             record.error = f"audio: {exc}"
         except RequestFailed as exc:
-            record.error, record.attempts = exc.reason, exc.attempts
+            record.error, record.attempts, record.retry_wait = exc.reason, exc.attempts, round(exc.retry_wait, 3)
         except ReplyError as exc:
             record.error = f"bad reply: {exc}"
         record.latency = round(loop.time() - started, 4)
         return record
 
-    async def _audio_pieces(self, sample: Sample, prompt: Prompt) -> list[Optional[PreparedAudio]]:
+    def _cache_key(self, prompt: Prompt, audio: Optional[PreparedAudio]) -> Optional[str]:
+        if self.cache is None or not (deterministic(self.params) or self.options.cache_sampled):
+            return None
+        return request_key(self.info, prompt, self.params, audio.digest if audio else None, self.language)
+
+    async def _request(self, record: Record, prompt: Prompt, audio: Optional[PreparedAudio]) -> str:
+        """Send the clip (in chunks when longer than chunk_size) and join the replies in order."""
+        pieces: list[Optional[PreparedAudio]] = [audio]
+        if audio is not None and self.info.chunk_size and audio.seconds > self.info.chunk_size:
+            pieces = await asyncio.get_running_loop().run_in_executor(None, _encode_chunks, audio, self.info.chunk_size)
+        replies = await asyncio.gather(*(self._send(prompt, piece) for piece in pieces))
+        record.attempts = sum(r.attempts for r in replies)
+        record.retry_wait = round(sum(r.retry_wait for r in replies), 3)
+        record.chunks = len(pieces)
+        texts = [self.protocol.text(r.payload).strip() for r in replies]
+        return " ".join(t for t in texts if t)
+
+    async def _audio(self, sample: Sample, prompt: Prompt) -> Optional[PreparedAudio]:
         if not prompt.with_audio:
-            return [None]
+            return None
         if not sample.has_audio:
             raise AudioError("sample has no audio")
-        audio = await self.audio.get(sample)
-        if self.info.chunk_size and audio.seconds > self.info.chunk_size:
-            return await asyncio.get_running_loop().run_in_executor(None, _encode_chunks, audio, self.info.chunk_size)
-        return [audio]
+        return await self.audio.get(sample)
 
     async def _send(self, prompt: Prompt, audio: Optional[PreparedAudio]):
         body, content_type = self.protocol.body(self.info, prompt, audio, self.params, self.language)

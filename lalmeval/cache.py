@@ -1,0 +1,57 @@
+"""Content-addressed inference cache: identical deterministic requests are answered from disk."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+from lalmeval.config import ModelInfo
+from lalmeval.records import Prompt
+from lalmeval.store import JsonlWriter, read_jsonl, safe_name
+
+
+def request_key(info: ModelInfo, prompt: Prompt, params: dict[str, Any], audio_digest: Optional[str], language: str) -> str:
+    """What determines a reply: endpoint and model id, inference type, the whole prompt, the audio and the params."""
+    material = [info.url.rstrip("/"), info.model, info.inference_type, info.audio_format, info.chunk_size,
+                prompt.system, prompt.text, prompt.with_audio, audio_digest, language, sorted(params.items())]
+    return hashlib.sha256(json.dumps(material, ensure_ascii=False, default=str).encode()).hexdigest()
+
+
+def deterministic(params: dict[str, Any]) -> bool:
+    """Whether a reply can be reused: greedy decoding, or a fixed seed."""
+    return params.get("temperature", 0) == 0 or params.get("seed") is not None
+
+
+class InferenceCache:
+    """Replies of one model by request key, in <dir>/<model>.jsonl (append-only)."""
+
+    def __init__(self, folder: Path, model: str):
+        self.path = folder / f"{safe_name(model)}.jsonl"
+        self._replies: Optional[dict[str, str]] = None
+        self._writer: Optional[JsonlWriter] = None
+        self.hits = 0
+
+    def load(self) -> None:
+        """Read the file (blocking: call off the loop)."""
+        if self._replies is None:
+            self._replies = {item["key"]: item["reply"] for item in read_jsonl(self.path) if "key" in item and "reply" in item}
+
+    def get(self, key: str) -> Optional[str]:
+        reply = (self._replies or {}).get(key)
+        if reply is not None:
+            self.hits += 1
+        return reply
+
+    def put(self, key: str, reply: str) -> None:
+        if self._writer is None:
+            self._writer = JsonlWriter(self.path)
+        if self._replies is not None:
+            self._replies[key] = reply
+        self._writer.write({"key": key, "reply": reply})
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
