@@ -84,7 +84,7 @@ class Config(Strict):
     streaming: bool = Field(False, description="Stream hub datasets instead of downloading them whole.")
     seed: int = Field(0, description="Seed for sampling (filters.shuffle).")
     output_dir: str = Field("run_logs", description="Where run directories are written (relative to the working directory).")
-    cache_dir: Optional[str] = Field(None, description="Folder of the inference cache (default: <output_dir>/.cache).")
+    cache_dir: Optional[str] = Field(None, description="Folder of the inference cache, relative to the working directory (default: <output_dir>/.cache).")
     cache_sampled: bool = Field(False, description="Also reuse cached replies of requests sampled at temperature > 0 without a seed.")
 
     @model_validator(mode="after")

@@ -29,6 +29,7 @@ class Seen:
     form: Optional[dict[str, Any]] = None
     started: float = 0.0
     audio_seconds: list[float] = field(default_factory=list)
+    concurrent: int = 0  # requests in flight when this one arrived, itself included
 
     @property
     def text(self) -> str:
@@ -53,6 +54,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     raw: Optional[bytes] = None
+    drop: bool = False  # close the connection without answering
 
 
 Handler = Callable[[Seen, int], Union[str, Reply]]
@@ -107,6 +109,7 @@ class ScriptedEndpoint:
             index = len(self.requests)
             self.requests.append(seen)
             self.in_flight += 1
+            seen.concurrent = self.in_flight
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
             reply = self.handler(seen, index)
@@ -114,6 +117,9 @@ class ScriptedEndpoint:
                 payload = {"text": reply} if seen.form is not None else chat_payload(reply)
                 reply = Reply(payload=payload)
             await asyncio.sleep(self.latency + reply.delay)
+            if reply.drop:
+                request.transport.abort()
+                return web.Response()
             if reply.raw is not None:
                 return web.Response(status=reply.status, body=reply.raw, headers=reply.headers, content_type="application/json")
             return web.json_response(reply.payload, status=reply.status, headers=reply.headers)

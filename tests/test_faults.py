@@ -1,0 +1,153 @@
+"""Faulty endpoints: every sample ends as a prediction or a recorded failure with its reason."""
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import yaml
+
+from lalmeval.inference.limit import AdaptiveLimit
+from tests.support.endpoint import Reply, ScriptedEndpoint, chat_payload
+from tests.support.workspace import REPO, demo_rows, model
+
+COUNT = 16
+
+
+def setup(ws, count=COUNT):
+    rows = ws.copy_demo_audio(demo_rows(count))
+    ws.runspec("asr", "commands", {"cmds": {"hf_repo": ws.jsonl(rows), "id_column": "id"}})
+    return rows
+
+
+def test_every_fault_ends_as_prediction_or_recorded_reason(ws):
+    rows = setup(ws)
+    order = {r["id"]: i for i, r in enumerate(rows)}
+    lengths = {}
+
+    def faulty(seen, n):
+        index = lengths.setdefault(seen.audio_seconds[0], len(lengths))
+        kind = index % 8
+        first_time = sum(1 for r in faults.requests if r.audio_seconds == seen.audio_seconds) == 1
+        if kind == 0:
+            return Reply(status=500, payload={"error": {"message": "internal"}}) if first_time else "recovered"
+        if kind == 1:
+            return Reply(status=429, payload={}, headers={"Retry-After": "0"}) if first_time else "after 429"
+        if kind == 2:
+            return Reply(payload=chat_payload("too late"), delay=5)          # hangs past the timeout, always
+        if kind == 3:
+            return Reply(drop=True)                                          # connection dropped, always
+        if kind == 4:
+            return Reply(raw=b'{"choices": [ broken')                        # malformed JSON, always
+        if kind == 5:
+            return Reply(payload={"choices": []})                            # empty choices
+        if kind == 6:
+            payload = chat_payload(None)
+            payload["choices"][0]["message"]["reasoning_content"] = "answer from reasoning"
+            return Reply(payload=payload)                                    # null content, reasoning fallback
+        return Reply(payload=chat_payload(None))                             # null content, nothing else
+
+    with ScriptedEndpoint(faulty) as faults:
+        ws.config([model(faults.url, timeout=0.5, retry_attempts=1, batch_size=4)], [["cmds", "word_error_rate"]])
+        result = ws.run()
+    records = {r["id"]: r for r in ws.records("cmds", "m")}
+    assert len(records) == COUNT
+    by_kind = {}
+    for record in records.values():
+        by_kind.setdefault(record["error"] or record["prediction"], 0)
+        by_kind[record["error"] or record["prediction"]] += 1
+    assert by_kind["recovered"] == 2 and by_kind["after 429"] == 2 and by_kind["answer from reasoning"] == 2
+    errors = sorted(r["error"] for r in records.values() if r["error"])
+    assert sum(e == "timeout after 0.5s" for e in errors) == 2
+    assert sum(e.startswith("connection error") for e in errors) == 2
+    assert sum(e.startswith("malformed JSON reply") for e in errors) == 2
+    assert sum(e == "bad reply: reply has empty 'choices'" for e in errors) == 2
+    assert sum(e == "bad reply: reply content is null" for e in errors) == 2
+    score = result.scores[0]
+    assert score.num_samples == COUNT and score.num_failed == 10
+    assert sum(score.details["failures"].values()) == 10
+    assert all(r["attempts"] >= 1 for r in records.values() if r["error"] and "reply" not in r["error"])
+
+
+def test_adaptive_limit_halves_on_overload_and_grows_back():
+    async def scenario():
+        limit = AdaptiveLimit(8, cooldown=0)
+        limit.overloaded()
+        limit.overloaded()
+        assert limit.limit == 2
+        for _ in range(2 + 3):
+            limit.succeeded()
+        assert limit.limit == 4
+        for _ in range(100):
+            limit.succeeded()
+        assert limit.limit == 8
+        # waiters beyond the limit wait; releasing wakes exactly one
+        limit.limit = 1
+        await limit.__aenter__()
+        waiter = asyncio.ensure_future(limit.__aenter__())
+        await asyncio.sleep(0)
+        assert not waiter.done()
+        await limit.__aexit__()
+        await asyncio.sleep(0)
+        assert waiter.done() and limit.in_flight == 1
+
+    asyncio.run(scenario())
+
+
+def test_sustained_429s_shrink_requests_in_flight(ws):
+    setup(ws, count=40)
+
+    def overloaded_then_fine(seen, n):
+        if n < 24:
+            return Reply(status=429, payload={}, headers={"Retry-After": "0.2"}, delay=0.05)
+        return Reply(payload=chat_payload("ok"), delay=0.1)
+
+    with ScriptedEndpoint(overloaded_then_fine) as ep:
+        ws.config([model(ep.url, batch_size=8, retry_attempts=6)], [["cmds", "word_error_rate"]])
+        result = ws.run()
+    assert result.scores[0].num_failed == 0
+    assert max(r.concurrent for r in ep.requests[:8]) == 8          # full batch_size at first
+    assert max(r.concurrent for r in ep.requests[24:32]) <= 5       # halved by the 429s, growing back by one
+    assert max(r.concurrent for r in ep.requests[-8:]) > 5          # and recovering
+
+
+def cli_run(config, *extra, timeout=120):
+    return subprocess.run([sys.executable, "-m", "lalmeval", "run", "--config", str(config), *extra], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+
+
+def test_endpoint_that_stays_down_fails_its_samples_fast_and_the_rest_completes(ws):
+    setup(ws, count=12)
+    with ScriptedEndpoint(lambda s, n: "ok") as good:
+        config = ws.config([model(good.url, "alive"), model("http://127.0.0.1:9/v1", "dead", retry_attempts=2, batch_size=2)],
+                           [["cmds", "word_error_rate"]], output_dir=str(ws.root / "runs"))
+        out = cli_run(config, "--run-id", "down")
+    assert out.returncode == 3, out.stderr
+    assert "endpoint of model 'dead' is down" in out.stderr and "127.0.0.1:9" in out.stderr
+    assert "--resume down" in out.stderr
+    final = json.loads((ws.root / "runs" / "down" / "final_scores.json").read_text())
+    scores = {s["model"]: s for s in final["scores"]}
+    assert scores["alive"]["num_failed"] == 0 and scores["dead"]["num_failed"] == 12
+    kinds = {f["kind"] for f in final["failures"] if f["model"] == "dead"}
+    assert kinds <= {"connection error", "endpoint down (connection error"}
+    assert "dead" in final["endpoints_down"]
+    assert "Failed samples:" in out.stdout
+
+
+def test_no_secret_reaches_any_file_or_output(ws):
+    setup(ws, count=4)
+    secret = "sk-TESTSECRET0123456789abcdef"
+    echo = lambda seen, n: Reply(status=401, payload={"error": {"message": f"invalid key {secret}"}}) if n == 0 else "fine"
+    with ScriptedEndpoint(echo) as ep:
+        config = ws.config([model(ep.url, auth_token="${LALM_TEST_KEY}", batch_size=1)], [["cmds", "word_error_rate"]], output_dir=str(ws.root / "runs"))
+        env = {"LALM_TEST_KEY": secret, "PATH": "/usr/bin:/bin", "HOME": str(ws.root)}
+        out = subprocess.run([sys.executable, "-m", "lalmeval", "run", "--config", str(config), "--run-id", "s"], cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+        assert ep.requests[0].headers["Authorization"] == f"Bearer {secret}"
+    assert out.returncode == 3
+    assert secret not in out.stdout + out.stderr
+    written = [p for p in ws.root.rglob("*") if p.is_file()]
+    assert any(p.name == "final_scores.json" for p in written)
+    for path in written:
+        assert secret not in path.read_bytes().decode(errors="ignore"), path
+    records = (ws.root / "runs" / "s" / "records" / "cmds__m.jsonl").read_text()
+    assert "invalid key <redacted>" in records
+    assert yaml.safe_load((ws.root / "runs" / "s" / "config.yaml").read_text())["models"][0]["auth_token"] == "<redacted>"

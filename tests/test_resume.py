@@ -1,0 +1,130 @@
+"""Resume, the inference cache and the run modes (--skip-eval, --reeval, --force-reinfer)."""
+
+import json
+
+from lalmeval.options import RunOptions
+from lalmeval.runner import run
+from tests.support.endpoint import Reply, ScriptedEndpoint
+from tests.support.workspace import demo_rows, model
+
+COUNT = 8
+
+
+def setup(ws, **settings):
+    rows = ws.copy_demo_audio(demo_rows(COUNT))
+    ws.runspec("asr", "commands", {"cmds": {"hf_repo": ws.jsonl(rows), "id_column": "id", "instruction": "Transcribe."}})
+    return rows
+
+
+def answer_by_prompt_and_clip(seen, n):
+    return f"reply {round(seen.audio_seconds[0], 3)}"
+
+
+def go(ws, ep, run_id="r", options=RunOptions(), config=None, **settings):
+    ws.config([model(ep.url, **settings)], [["cmds", "word_error_rate"]], **(config or {}))
+    return run(ws.plan(), ws.root / "runs", run_id, quiet=True, options=options)
+
+
+def test_same_run_id_resumes_without_requesting_finished_samples(ws):
+    setup(ws)
+    with ScriptedEndpoint(answer_by_prompt_and_clip) as ep:
+        first = go(ws, ep, options=RunOptions(use_cache=False))
+        assert len(ep.requests) == COUNT
+        again = go(ws, ep, options=RunOptions(use_cache=False))
+        assert len(ep.requests) == COUNT  # nothing re-requested
+    assert again.scores[0].score == first.scores[0].score and again.scores[0].num_samples == COUNT
+
+
+def test_failed_samples_are_retried_on_resume(ws):
+    setup(ws)
+    flaky = lambda seen, n: Reply(status=400, payload={"error": {"message": "bad"}}) if n < 3 else "ok"
+    with ScriptedEndpoint(flaky) as ep:
+        first = go(ws, ep, options=RunOptions(use_cache=False), retry_attempts=0, batch_size=1)
+        assert first.scores[0].num_failed == 3
+        second = go(ws, ep, options=RunOptions(use_cache=False), retry_attempts=0, batch_size=1)
+    assert len(ep.requests) == COUNT + 3 and second.scores[0].num_failed == 0
+
+
+def test_changed_request_settings_are_not_served_from_stored_records(ws):
+    setup(ws)
+    with ScriptedEndpoint(answer_by_prompt_and_clip) as ep:
+        go(ws, ep, options=RunOptions(use_cache=False))
+        go(ws, ep, options=RunOptions(use_cache=False), max_tokens=32)
+    assert len(ep.requests) == 2 * COUNT
+
+
+def test_cache_serves_identical_requests_in_a_new_run(ws):
+    setup(ws)
+    with ScriptedEndpoint(answer_by_prompt_and_clip) as ep:
+        first = go(ws, ep, run_id="a")
+        second = go(ws, ep, run_id="b")
+        assert len(ep.requests) == COUNT
+        go(ws, ep, run_id="c", options=RunOptions(use_cache=False))
+        assert len(ep.requests) == 2 * COUNT
+    assert second.scores[0].score == first.scores[0].score
+    records = ws.records("cmds", "m", "b")
+    assert all(r["extra"] == {"cached": True} and r["attempts"] == 0 for r in records)
+
+
+def test_cache_dir_key_places_the_cache(ws):
+    setup(ws)
+    with ScriptedEndpoint(answer_by_prompt_and_clip) as ep:
+        go(ws, ep, run_id="a", config={"cache_dir": str(ws.root / "mycache")})
+    assert (ws.root / "mycache" / "m.jsonl").exists()
+
+
+def test_sampled_requests_are_not_cached_unless_asked(ws):
+    setup(ws)
+    with ScriptedEndpoint(answer_by_prompt_and_clip) as ep:
+        go(ws, ep, run_id="a", temperature=0.7)
+        go(ws, ep, run_id="b", temperature=0.7)
+        assert len(ep.requests) == 2 * COUNT
+        go(ws, ep, run_id="c", temperature=0.7, config={"cache_sampled": True})
+        go(ws, ep, run_id="d", temperature=0.7, config={"cache_sampled": True})
+        assert len(ep.requests) == 3 * COUNT
+
+
+def test_cache_key_changes_with_prompt_and_audio(ws):
+    setup(ws)
+    with ScriptedEndpoint(answer_by_prompt_and_clip) as ep:
+        go(ws, ep, run_id="a")
+        go(ws, ep, run_id="b", config={"filters": {"user_prompt_add_ons": ["asr_clean_output"]}})
+    assert len(ep.requests) == 2 * COUNT
+
+
+def test_skip_eval_then_reeval_without_any_endpoint(ws):
+    setup(ws)
+    with ScriptedEndpoint(answer_by_prompt_and_clip) as ep:
+        skipped = go(ws, ep, options=RunOptions(skip_eval=True))
+    assert skipped.scores == [] and skipped.final_path is None
+    assert len(ws.records("cmds", "m", "r")) == COUNT
+    # The endpoint is gone; --reeval must not need it, nor launch anything.
+    ws.config([model("http://127.0.0.1:9/v1", launch="exit 1")], [["cmds", "word_error_rate"]])
+    rescored = run(ws.plan(), ws.root / "runs", "r", quiet=True, options=RunOptions(reeval=True))
+    assert rescored.requests_sent == 0
+    assert rescored.scores[0].num_samples == COUNT and rescored.scores[0].num_failed == 0
+
+
+def test_reeval_counts_samples_without_stored_prediction_as_failed(ws):
+    setup(ws)
+    ws.config([model("http://127.0.0.1:9/v1")], [["cmds", "word_error_rate"]])
+    result = run(ws.plan(), ws.root / "runs", "empty", quiet=True, options=RunOptions(reeval=True))
+    assert result.scores[0].num_failed == COUNT and result.requests_sent == 0
+    assert result.failures[0]["kind"] == "not inferred"
+
+
+def test_force_reinfer_requests_everything_again(ws):
+    setup(ws)
+    with ScriptedEndpoint(answer_by_prompt_and_clip) as ep:
+        go(ws, ep)
+        go(ws, ep, options=RunOptions(force_reinfer=True))
+    assert len(ep.requests) == 2 * COUNT
+
+
+def test_final_scores_list_failures_by_reason(ws):
+    setup(ws)
+    script = lambda seen, n: Reply(status=500, payload={"error": {"message": "boom"}}) if n % 2 else "ok"
+    with ScriptedEndpoint(script) as ep:
+        result = go(ws, ep, retry_attempts=0, batch_size=1)
+    final = json.loads(result.final_path.read_text())
+    assert final["failures"] == [{"model": "m", "dataset": "cmds", "kind": "HTTP 500", "count": 4, "example": "HTTP 500: boom"}]
