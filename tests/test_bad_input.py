@@ -1,0 +1,134 @@
+"""A corpus of malformed inputs: each gives one clear line naming the file / field / sample and
+exit code 2 — or, for a single bad clip, a recorded failure while the run completes."""
+
+import json
+import struct
+
+import numpy as np
+import pytest
+import soundfile as sf
+import yaml
+
+from lalmeval.cli import main
+from tests.support.endpoint import ScriptedEndpoint
+from tests.support.workspace import demo_rows, model
+
+
+def base(ws):
+    rows = ws.copy_demo_audio(demo_rows(2))
+    ws.runspec("asr", "commands", {"cmds": {"hf_repo": ws.jsonl(rows), "id_column": "id", "metrics": ["word_error_rate"]}})
+    ws.config([model("http://127.0.0.1:9/v1", retry_attempts=0)], [["cmds", "word_error_rate"]], output_dir=str(ws.root / "runs"))
+    return rows
+
+
+def edit_config(ws, change):
+    path = ws.root / "config.yaml"
+    data = yaml.safe_load(path.read_text())
+    change(data)
+    path.write_text(yaml.safe_dump(data))
+
+
+def edit_runspec(ws, change):
+    path = ws.root / "runspecs" / "asr" / "commands.json"
+    data = json.loads(path.read_text())
+    change(data["cmds"])
+    path.write_text(json.dumps(data))
+
+
+def write(ws, name, text):
+    path = ws.root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def spec_path(ws, value):
+    edit_runspec(ws, lambda s: s.update(hf_repo=f"../../{value}"))
+
+
+CASES = {
+    # --- configs ---------------------------------------------------------------------------
+    "unknown top-level key": (lambda ws: edit_config(ws, lambda d: d.update(modles=[])), "unknown key 'modles' (did you mean 'models'?)"),
+    "misspelt model key": (lambda ws: edit_config(ws, lambda d: d["models"][0]["info"].update(retry_atempts=2)), "unknown key 'models[0].retry_atempts' (did you mean 'retry_attempts'?)"),
+    "wrong type": (lambda ws: edit_config(ws, lambda d: d["models"][0]["info"].update(batch_size="many")), "models[0].batch_size"),
+    "zero batch size": (lambda ws: edit_config(ws, lambda d: d["models"][0]["info"].update(batch_size=0)), "models[0].batch_size: Input should be greater than or equal to 1"),
+    "missing env var": (lambda ws: edit_config(ws, lambda d: d["models"][0]["info"].update(url="${LALM_UNSET_VAR}")), "environment variable 'LALM_UNSET_VAR' is not set"),
+    "yaml syntax": (lambda ws: write(ws, "config.yaml", "models: [\n  - {name: m\n"), "invalid YAML at line"),
+    "config is a list": (lambda ws: write(ws, "config.yaml", "- a\n- b\n"), "expected a mapping of keys at the top level"),
+    "dataset_metric arity": (lambda ws: edit_config(ws, lambda d: d.update(dataset_metric=[["cmds", "word_error_rate", "x"]])), "dataset_metric[0]"),
+    "unknown metric": (lambda ws: edit_config(ws, lambda d: d.update(dataset_metric=[["cmds", "bleu_score"]])), "unknown metric 'bleu_score'"),
+    "unknown dataset": (lambda ws: edit_config(ws, lambda d: d.update(dataset_metric=[["cmd", "word_error_rate"]])), "unknown dataset, task type or category 'cmd' (did you mean 'cmds'?)"),
+    "unknown inference type": (lambda ws: edit_config(ws, lambda d: d["models"][0]["info"].update(inference_type="grpc")), "models[0].inference_type"),
+    "reversed length filter": (lambda ws: edit_config(ws, lambda d: d.update(filters={"length_filter": [5, 1]})), "length_filter must be [min_s, max_s]"),
+    "duplicate model names": (lambda ws: edit_config(ws, lambda d: d["models"].append(d["models"][0])), "model names must be unique"),
+    "override of unknown task": (lambda ws: edit_config(ws, lambda d: d.update(temperature_overrides=[{"task": "asrr", "temperature": 1}])), "unknown dataset, task type or category 'asrr' (did you mean 'asr'?)"),
+    "aggregate of unknown name": (lambda ws: edit_config(ws, lambda d: d.update(aggregate=[["word_error_rate", ["nothing"]]])), "aggregate[0]: unknown dataset, task type or category 'nothing'"),
+    "unknown prompt": (lambda ws: edit_config(ws, lambda d: d.update(filters={"user_prompt_add_ons": ["asr_clean"]})), "filters.user_prompt_add_ons: unknown prompt 'asr_clean' (did you mean 'asr_clean_output'?)"),
+    "missing prompts file": (lambda ws: edit_config(ws, lambda d: d.update(prompts_file="nope.yaml")), "nope.yaml: prompts file not found"),
+    "missing runspec dir": (lambda ws: edit_config(ws, lambda d: d.update(runspec_dirs=["runspecs", "elsewhere"])), "elsewhere: runspec directory not found"),
+    "negative delay": (lambda ws: edit_config(ws, lambda d: d["models"][0]["info"].update(delay=-5)), "models[0].delay"),
+    # --- runspecs --------------------------------------------------------------------------
+    "runspec bad json": (lambda ws: write(ws, "runspecs/asr/commands.json", '{"cmds": {"hf_repo": }'), "commands.json: invalid JSON at line 1"),
+    "runspec is a list": (lambda ws: write(ws, "runspecs/asr/commands.json", "[1, 2]"), "commands.json: a runspec must be a JSON object"),
+    "unknown preprocessor": (lambda ws: edit_runspec(ws, lambda s: s.update(preprocessor="FancyPreprocessor")), "dataset 'cmds': preprocessor: unknown preprocessor 'FancyPreprocessor'"),
+    "unknown postprocessor": (lambda ws: edit_runspec(ws, lambda s: s.update(postprocessor="GeneralPostprocesor")), "unknown postprocessor 'GeneralPostprocesor' (did you mean 'GeneralPostprocessor'?)"),
+    "unknown runspec field": (lambda ws: edit_runspec(ws, lambda s: s.update(audio_col="audio")), "dataset 'cmds': unknown field 'audio_col'"),
+    "duplicate dataset": (lambda ws: write(ws, "runspecs/other/more.json", json.dumps({"cmds": {"hf_repo": "x", "language": "en"}})), "dataset 'cmds' is defined twice"),
+    "unknown language": (lambda ws: edit_runspec(ws, lambda s: s.update(language="Elvish")), "unknown language 'Elvish'"),
+    "metric all without metrics": (lambda ws: (edit_runspec(ws, lambda s: s.update(metrics=[])), edit_config(ws, lambda d: d.update(dataset_metric=[["cmds", "all"]]))), "metric 'all' but dataset 'cmds' lists no metrics"),
+    "runspec missing language": (lambda ws: edit_runspec(ws, lambda s: s.pop("language")), "dataset 'cmds': language: Field required"),
+    # --- data files ------------------------------------------------------------------------
+    "missing column": (lambda ws: edit_runspec(ws, lambda s: s.update(target_column="text")), "target_column 'text' not found (columns:"),
+    "empty data file": (lambda ws: (write(ws, "data/empty.jsonl", ""), spec_path(ws, "data/empty.jsonl")), "dataset 'cmds': the data has no rows"),
+    "wrong data path": (lambda ws: spec_path(ws, "data/missing.jsonl"), "data file not found:"),
+    "jsonl line not json": (lambda ws: (write(ws, "data/bad.jsonl", '{"audio": "a.wav"}\nnot json\n'), spec_path(ws, "data/bad.jsonl")), "bad.jsonl: line 2: invalid JSON"),
+    "unsupported data type": (lambda ws: (write(ws, "data/set.xlsx", "x"), spec_path(ws, "data/set.xlsx")), "unsupported data file type '.xlsx'"),
+    "duplicate sample ids": (lambda ws: (write(ws, "data/dup.jsonl", '{"id": "a", "audio": "x.wav", "reference": "r"}\n{"id": "a", "audio": "y.wav", "reference": "r"}\n'), spec_path(ws, "data/dup.jsonl")), "duplicate sample id 'a'"),
+    "corrupt parquet": (lambda ws: (write(ws, "data/set.parquet", "PAR1 garbage"), spec_path(ws, "data/set.parquet")), "set.parquet: not a readable parquet file"),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_malformed_input_gives_one_line_and_exit_2(ws, capsys, name):
+    base(ws)
+    corrupt, expected = CASES[name]
+    corrupt(ws)
+    code = main(["run", "--config", str(ws.root / "config.yaml")])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert expected in lines[0], lines[0]
+
+
+def zero_rate_wav(path):
+    pcm = np.zeros(1600, dtype="<i2").tobytes()
+    path.write_bytes(struct.pack("<4sI4s4sIHHIIHH4sI", b"RIFF", 36 + len(pcm), b"WAVE", b"fmt ", 16, 1, 1, 0, 0, 2, 16, b"data", len(pcm)) + pcm)
+
+
+def test_bad_clips_fail_their_samples_and_the_run_completes(ws, capsys):
+    rows = ws.copy_demo_audio(demo_rows(1))
+    audio = ws.root / "data" / "audio"
+    flac = (ws.root / "data" / rows[0]["audio"]).read_bytes()
+    (audio / "truncated.flac").write_bytes(flac[: len(flac) // 3])
+    sf.write(audio / "empty.wav", np.zeros(0, dtype="float32"), 16000)
+    (audio / "notaudio.mp3").write_text("this is not audio")
+    sf.write(audio / "nan.wav", np.array([0.1, np.nan, 0.2] * 100, dtype="float32"), 16000, subtype="FLOAT")
+    zero_rate_wav(audio / "zero_hz.wav")
+    bad = {"truncated": "truncated.flac", "empty": "empty.wav", "unsupported": "notaudio.mp3", "nan": "nan.wav", "zero_hz": "zero_hz.wav", "missing": "missing.wav"}
+    data = [{"id": "good", "audio": rows[0]["audio"], "reference": rows[0]["reference"]}]
+    data += [{"id": k, "audio": f"audio/{v}", "reference": "x"} for k, v in bad.items()]
+    data.append({"id": "no_audio", "audio": None, "reference": "x"})
+    ws.runspec("asr", "commands", {"cmds": {"hf_repo": ws.jsonl(data), "id_column": "id"}})
+    with ScriptedEndpoint(lambda s, n: rows[0]["reference"]) as ep:
+        ws.config([model(ep.url)], [["cmds", "word_error_rate"]], output_dir=str(ws.root / "runs"))
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "bad"])
+    assert code == 0 and len(ep.requests) == 1
+    records = {r["id"]: r for r in ws.records("cmds", "m", "bad")}
+    assert records["good"]["error"] is None
+    for sample in [*bad, "no_audio"]:
+        assert records[sample]["error"].startswith("audio: "), (sample, records[sample]["error"])
+    assert "NaN" in records["nan"]["error"] and "no samples" in records["empty"]["error"]
+    assert "sample rate" in records["zero_hz"]["error"] or "unreadable" in records["zero_hz"]["error"]
+    final = json.loads((ws.root / "runs" / "bad" / "final_scores.json").read_text())
+    assert final["scores"][0]["num_failed"] == 7 and final["scores"][0]["score"] == 0.0
+    assert "Failed samples:" in capsys.readouterr().out
