@@ -73,6 +73,29 @@ class TemperatureOverride(Strict):
         return self
 
 
+class JudgeProperties(Strict):
+    judge_model: str = Field(description="Model id of the judge.")
+    judge_type: Literal["openai", "vllm"] = Field("openai", description="Chat-completions API of the judge endpoint.")
+    judge_api_endpoint: str = Field(description="Base URL of the judge API, e.g. https://api.openai.com/v1.")
+    judge_api_key: Optional[SecretStr] = Field(None, description="Judge API key (Bearer, or Azure api-key with judge_api_version). Never written to any file.")
+    judge_api_version: Optional[str] = Field(None, description="Azure style api-version for the judge endpoint.")
+    judge_concurrency: int = Field(8, ge=1, description="Maximum judge requests in flight.")
+    judge_temperature: float = Field(0.0, ge=0, description="Judge sampling temperature.")
+    judge_prompt_model_override: Optional[str] = Field(None, description="Use the prompt variant tuned for this model instead of judge_model's.")
+    judge_timeout: float = Field(120.0, gt=0, description="Seconds per judge attempt.")
+    judge_retry_attempts: int = Field(5, ge=0, description="Retries of a judge request on transient failures.")
+    judge_max_tokens: Optional[int] = Field(None, gt=0, description="max_tokens for judge replies (omitted when unset).")
+
+    def as_model(self) -> "ModelInfo":
+        """The judge as an endpoint entry, so it shares the model client machinery."""
+        return ModelInfo(
+            name=f"judge:{self.judge_model}", inference_type=self.judge_type, url=self.judge_api_endpoint,
+            model=self.judge_model, auth_token=self.judge_api_key, api_version=self.judge_api_version,
+            batch_size=self.judge_concurrency, retry_attempts=self.judge_retry_attempts,
+            timeout=self.judge_timeout, temperature=self.judge_temperature, max_tokens=self.judge_max_tokens,
+        )
+
+
 class Config(Strict):
     dataset_metric: list[tuple[str, str]] = Field(min_length=1, description="[name, metric] pairs; name is a dataset, task type or category; metric 'all' means the runspec's metrics.")
     filters: Filters = Field(default_factory=Filters, description="Sample selection and prompt additions.")
@@ -86,6 +109,7 @@ class Config(Strict):
     output_dir: str = Field("run_logs", description="Where run directories are written (relative to the working directory).")
     cache_dir: Optional[str] = Field(None, description="Folder of the inference cache, relative to the working directory (default: <output_dir>/.cache).")
     cache_sampled: bool = Field(False, description="Also reuse cached replies of requests sampled at temperature > 0 without a seed.")
+    judge_properties: Optional[JudgeProperties] = Field(None, description="The LLM judge used by llm_judge_* metrics.")
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "Config":
@@ -188,4 +212,6 @@ def redacted(config: Config) -> dict:
     for model in data["models"]:
         if model.get("auth_token"):
             model["auth_token"] = "<redacted>"
+    if data.get("judge_properties") and data["judge_properties"].get("judge_api_key"):
+        data["judge_properties"]["judge_api_key"] = "<redacted>"
     return data

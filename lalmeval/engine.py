@@ -6,7 +6,7 @@ import asyncio
 from collections import Counter
 from lalmeval.inference.job import InferenceJob
 from lalmeval.metrics.base import Metric, SampleScore
-from lalmeval.records import Score
+from lalmeval.records import Record, Score
 from lalmeval.store import JsonlWriter, RunStore
 
 
@@ -34,18 +34,28 @@ class Engine:
         items: list[SampleScore] = []
         failures: Counter[str] = Counter()
         total = 0
+
+        async def score(ok: list[Record]) -> None:
+            for record, item in zip(ok, await self.metric.score_records(ok)):
+                writer.write({"id": record.id, **item})
+                items.append(item)
+
+        # Each batch is scored as soon as it arrives, while inference (and earlier batches) go on.
+        pending: list[asyncio.Task] = []
         try:
             async for batch in job.stream.batches():
                 total += len(batch)
-                ok = [r for r in batch if not r.failed]
                 for record in batch:
                     if record.failed:
                         failures[failure_kind(record.error or "")] += 1
                         writer.write({"id": record.id, "score": None, "error": record.error})
-                for record, item in zip(ok, await self.metric.score_records(ok) if ok else []):
-                    writer.write({"id": record.id, **item})
-                    items.append(item)
+                ok = [r for r in batch if not r.failed]
+                if ok:
+                    pending.append(asyncio.ensure_future(score(ok)))
+            await asyncio.gather(*pending)
         finally:
+            for task in pending:
+                task.cancel()
             writer.close()
         value, details = self.metric.aggregate(items)
         if failures:

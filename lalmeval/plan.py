@@ -10,6 +10,7 @@ from lalmeval.config import Config, ModelInfo, TemperatureOverride
 from lalmeval.data.filters import skip_reason
 from lalmeval.errors import UserError
 from lalmeval.inference.protocols import PROTOCOLS
+from lalmeval.judge import check_templates
 from lalmeval.metrics import METRICS
 from lalmeval.postprocess import POSTPROCESSORS
 from lalmeval.preprocess import PREPROCESSORS
@@ -28,6 +29,11 @@ class Plan:
     system_texts: list[str]
     add_on_texts: list[str]
     skipped: dict[str, str] = field(default_factory=dict)
+    judge_templates: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def uses_judge(self) -> bool:
+        return any(metric.startswith("llm_judge") for _, metric in self.pairs)
 
     @property
     def datasets(self) -> list[Dataset]:
@@ -114,6 +120,9 @@ def build_plan(config: Config, config_path: Path) -> Plan:
     system_texts = pick(prompts, "system_prompts", config.filters.system_prompts)
     add_on_texts = pick(prompts, "user_prompt_add_ons", config.filters.user_prompt_add_ons)
     pairs = _pairs(config, catalog)
+    for metric in sorted({m for _, m in pairs}):
+        METRICS.get(metric).check(config)
+    check_templates(prompts["judge_prompts"])
     skipped = {d.name: r for d, _ in pairs if (r := skip_reason(d, config.filters))}
     kept = [(d, m) for d, m in pairs if d.name not in skipped]
-    return Plan(config, base, catalog, kept, system_texts, add_on_texts, skipped)
+    return Plan(config, base, catalog, kept, system_texts, add_on_texts, skipped, prompts["judge_prompts"])

@@ -10,7 +10,8 @@ import yaml
 from lalmeval.errors import UserError, closest
 
 SHIPPED = Path(__file__).with_name("prompts.yaml")
-SECTIONS = ("system_prompts", "user_prompt_add_ons")
+SHIPPED_JUDGE = Path(__file__).with_name("judge_prompts.yaml")
+SECTIONS = ("system_prompts", "user_prompt_add_ons", "judge_prompts")
 
 
 def _read(path: Path) -> dict[str, dict[str, str]]:
@@ -25,17 +26,37 @@ def _read(path: Path) -> dict[str, dict[str, str]]:
     for key, section in raw.items():
         if key not in SECTIONS:
             raise UserError(f"{path}: unknown section '{key}'{closest(str(key), SECTIONS)}")
-        if not isinstance(section, dict) or not all(isinstance(v, str) for v in section.values()):
+        if key == "judge_prompts":
+            _check_nested(path, section)
+        elif not isinstance(section, dict) or not all(isinstance(v, str) for v in section.values()):
             raise UserError(f"{path}: section '{key}' must map names to texts")
     return raw
 
 
+def _check_nested(path: Path, section: object) -> None:
+    """judge_prompts: metric → variant → judge model (or 'default') → template text."""
+    ok = isinstance(section, dict) and all(
+        isinstance(variants, dict) and all(isinstance(models, dict) and all(isinstance(t, str) for t in models.values()) for models in variants.values())
+        for variants in section.values()
+    )
+    if not ok:
+        raise UserError(f"{path}: section 'judge_prompts' must map metric → variant → judge model → template")
+
+
+def _merge(base: dict, extra: dict) -> dict:
+    out = dict(base)
+    for key, value in extra.items():
+        out[key] = _merge(out.get(key, {}), value) if isinstance(value, dict) else value
+    return out
+
+
 def load_prompts(user_file: Optional[Path] = None) -> dict[str, dict[str, str]]:
     """The shipped prompts, extended and overridden by `user_file`."""
-    prompts = {section: dict(_read(SHIPPED).get(section, {})) for section in SECTIONS}
+    shipped = {**_read(SHIPPED), "judge_prompts": _read(SHIPPED_JUDGE).get("judge_prompts", {})}
+    prompts = {section: dict(shipped.get(section, {})) for section in SECTIONS}
     if user_file is not None:
         for section, entries in _read(user_file).items():
-            prompts[section].update(entries)
+            prompts[section] = _merge(prompts[section], entries)
     return prompts
 
 

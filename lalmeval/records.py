@@ -16,6 +16,7 @@ class Sample:
     reference: Optional[str] = None
     instruction: Optional[str] = None
     text_input: Optional[str] = None
+    transcript: Optional[str] = None
     language: Optional[str] = None
     duration: Optional[float] = None
 
@@ -42,6 +43,7 @@ class Record:
     system: Optional[str]
     params: dict[str, Any]
     reference: Optional[str]
+    transcript: Optional[str] = None
     reply: Optional[str] = None
     prediction: Optional[str] = None
     latency: float = 0.0

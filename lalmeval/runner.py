@@ -22,7 +22,8 @@ from lalmeval.inference.client import Endpoint
 from lalmeval.inference.job import AudioCache, InferenceJob
 from lalmeval.inference.launch import Launcher
 from lalmeval.inference.protocols import PROTOCOLS
-from lalmeval.metrics import METRICS
+from lalmeval.judge import Judge
+from lalmeval.metrics import METRICS, MetricContext
 from lalmeval.options import RunOptions
 from lalmeval.plan import Plan
 from lalmeval.postprocess import POSTPROCESSORS
@@ -64,12 +65,21 @@ class _Run:
         self.endpoints = {m.name: Endpoint(m) for m in plan.config.models}
         self.stop = asyncio.Event()
         self.interrupts = 0
+        self.judge: Optional[Judge] = None
+        if plan.uses_judge and plan.config.judge_properties is not None:
+            props = plan.config.judge_properties
+            cache = InferenceCache(self.cache_dir, f"judge_{props.judge_model}") if options.use_cache else None
+            self.judge = Judge(props, plan.judge_templates, cache)
+
+    @property
+    def cache_dir(self) -> Path:
+        config = self.plan.config
+        return Path(config.cache_dir) if config.cache_dir else Path(self.store.root.parent) / ".cache"
 
     def jobs(self, samples: dict[str, list[Sample]]) -> Jobs:
         """One inference job per (dataset, model): the pass every metric of that dataset reads."""
         config, plan = self.plan.config, self.plan
-        cache_dir = Path(config.cache_dir) if config.cache_dir else Path(self.store.root.parent) / ".cache"
-        caches = {m.name: InferenceCache(cache_dir, m.name) for m in config.models}
+        caches = {m.name: InferenceCache(self.cache_dir, m.name) for m in config.models}
         jobs: Jobs = {}
         for dataset in plan.datasets:
             preprocessor = PREPROCESSORS.get(dataset.spec.preprocessor)(dataset, plan.system_texts, plan.add_on_texts)
@@ -89,7 +99,8 @@ class _Run:
         for dataset, metric in self.plan.pairs:
             engine_jobs = {m.name: jobs[(dataset.name, m.name)] for m in models}
             postprocessor = engine_jobs[models[0].name].postprocessor
-            engines.append(Engine(dataset.name, METRICS.get(metric)(dataset, postprocessor), engine_jobs, self.store))
+            scorer = METRICS.get(metric)(dataset, postprocessor, MetricContext(judge=self.judge))
+            engines.append(Engine(dataset.name, scorer, engine_jobs, self.store))
         return engines
 
     def on_sigint(self, job_tasks: list[asyncio.Task]) -> None:
@@ -128,8 +139,11 @@ class _Run:
         engines = [] if self.options.skip_eval else self.engines(jobs)
         models = [] if self.options.reeval else config.models
         async with Launcher(models, self.plan.base, self.store.root):
-            for endpoint in self.endpoints.values():
+            clients = [*self.endpoints.values(), *([self.judge.endpoint] if self.judge else [])]
+            for endpoint in clients:
                 await endpoint.open()
+            if self.judge and self.judge.cache:
+                await loop.run_in_executor(None, self.judge.cache.load)
             job_tasks = [asyncio.ensure_future(j.run()) for j in jobs.values()]
             loop.add_signal_handler(signal.SIGINT, self.on_sigint, job_tasks)
             ticker = asyncio.ensure_future(self.progress(jobs, progress_every))
@@ -139,9 +153,10 @@ class _Run:
             finally:
                 ticker.cancel()
                 loop.remove_signal_handler(signal.SIGINT)
-                for endpoint in self.endpoints.values():
+                for endpoint in clients:
                     await endpoint.close()
-                for cache in {id(j.cache): j.cache for j in jobs.values() if j.cache}.values():
+                caches = [j.cache for j in jobs.values() if j.cache] + ([self.judge.cache] if self.judge and self.judge.cache else [])
+                for cache in {id(c): c for c in caches}.values():
                     cache.close()
         return [s for engine_scores in scores for s in engine_scores], jobs
 

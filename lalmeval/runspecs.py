@@ -24,11 +24,13 @@ class DatasetSpec(BaseModel):
     subset: Optional[str] = Field(None, description="Hub configuration name.")
     split: str = Field("test", description="Split to evaluate.")
     language: str = Field(description="Language of the dataset: ISO code or English name.")
+    target_language: Optional[str] = Field(None, description="Language of the references when it differs (speech translation); decides BLEU tokenization.")
     modality: Literal["audio", "text", "audio_text"] = Field("audio", description="audio: send the clip; text: send textual_input_column instead; audio_text: send both.")
     audio_column: Optional[str] = Field("audio", description="Column holding the audio (HF audio struct or a file path).")
     target_column: Optional[str] = Field("reference", description="Column holding the reference answer.")
     additional_instruction_column: Optional[str] = Field(None, description="Column holding a per-row instruction (replaces `instruction`).")
     textual_input_column: Optional[str] = Field(None, description="Column holding text input (the question, or a transcript of the audio).")
+    transcript_column: Optional[str] = Field(None, description="Column holding the text of the audio (shown to LLM judges, never to the model).")
     id_column: Optional[str] = Field(None, description="Column holding a stable sample id (row number when unset).")
     language_column: Optional[str] = Field(None, description="Column holding a per-row language, for filters.language.")
     accented: bool = Field(False, description="Whether this dataset is accented speech (for filters.accented).")
@@ -51,6 +53,11 @@ class Dataset:
     @property
     def iso_language(self) -> str:
         return iso_code(self.spec.language)
+
+    @property
+    def iso_target_language(self) -> str:
+        """Language of the references: target_language when set, else language."""
+        return iso_code(self.spec.target_language or self.spec.language)
 
     def resolve_path(self, value: str) -> Path:
         """A path from the runspec, relative to the runspec file."""
@@ -79,6 +86,8 @@ def _read_file(path: Path, category: str) -> list[Dataset]:
                 raise UserError(f"{path}: dataset '{name}': unknown field '{field}'{closest(field, DatasetSpec.model_fields)}") from None
             raise UserError(f"{path}: dataset '{name}': {field or 'entry'}: {err['msg']}") from None
         iso_code(spec.language, where=f"{path}: dataset '{name}': language")
+        if spec.target_language:
+            iso_code(spec.target_language, where=f"{path}: dataset '{name}': target_language")
         datasets.append(Dataset(name, category, path.stem, spec, path))
     return datasets
 

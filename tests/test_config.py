@@ -91,8 +91,8 @@ def test_sample_config_is_valid_and_documents_every_key(monkeypatch):
         monkeypatch.setenv(var, "x")
     text = (repo / "sample_config.yaml").read_text()
     load_config(repo / "sample_config.yaml")
-    from lalmeval.config import Config, Filters, ModelInfo, TemperatureOverride
+    from lalmeval.config import Config, Filters, JudgeProperties, ModelInfo, TemperatureOverride
 
-    for schema in (Config, Filters, ModelInfo, TemperatureOverride):
+    for schema in (Config, Filters, ModelInfo, TemperatureOverride, JudgeProperties):
         for key in schema.model_fields:
             assert f"{key}:" in text, f"sample_config.yaml does not show '{key}'"

@@ -72,3 +72,19 @@ def test_list_command_prints_categories_task_types_and_datasets():
     out = subprocess.run([sys.executable, "-m", "lalmeval", "list"], cwd=REPO, capture_output=True, text=True, check=True).stdout
     assert "speech_recognition\n  demo_commands\n    demo_commands" in out
     assert "librispeech_test_other" in out
+
+
+def test_every_builtin_dataset_plans_with_all_its_metrics(tmp_path):
+    from lalmeval.config import parse_config
+    from lalmeval.plan import build_plan
+
+    catalog = Catalog.load([REPO / "runspecs"])
+    categories = sorted({d.category for d in catalog.datasets.values()})
+    config = parse_config({
+        "dataset_metric": [[c, "all"] for c in categories],
+        "models": [{"name": "m", "url": "http://127.0.0.1:9/v1", "model": "m"}],
+        "judge_properties": {"judge_model": "j", "judge_api_endpoint": "http://127.0.0.1:9/v1"},
+    }, "c.yaml")
+    plan = build_plan(config, tmp_path / "c.yaml")
+    assert {d.name for d, _ in plan.pairs} == set(catalog.datasets)
+    assert {"bleu", "chrf", "llm_judge_binary", "llm_judge_detailed", "word_error_rate"} <= {m for _, m in plan.pairs}

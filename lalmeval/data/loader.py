@@ -144,6 +144,7 @@ def _check_columns(dataset: Dataset, columns: list[str], where: str) -> None:
         "target_column": spec.target_column,
         "additional_instruction_column": spec.additional_instruction_column,
         "textual_input_column": spec.textual_input_column,
+        "transcript_column": spec.transcript_column,
         "id_column": spec.id_column,
         "language_column": spec.language_column,
     }
@@ -163,6 +164,7 @@ def to_sample(row: dict[str, Any], index: int, dataset: Dataset, base: Path) -> 
         reference=_text(row.get(spec.target_column)) if spec.target_column else None,
         instruction=_text(row.get(spec.additional_instruction_column)) if spec.additional_instruction_column else None,
         text_input=_text(row.get(spec.textual_input_column)) if spec.textual_input_column else None,
+        transcript=_text(row.get(spec.transcript_column)) if spec.transcript_column else None,
         language=_text(row.get(spec.language_column)) if spec.language_column else None,
     )
 

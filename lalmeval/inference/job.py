@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from dataclasses import replace
 from typing import Any, AsyncIterator, Optional
 
 from lalmeval.cache import InferenceCache, deterministic, request_key
@@ -111,6 +112,8 @@ class InferenceJob:
         for sample in self.samples:
             prompt = self.preprocessor.prompt(sample)
             old = stored.get(sample.id)
+            if old is not None:  # references and transcripts are data: score against the current ones
+                old = replace(old, reference=sample.reference, transcript=sample.transcript)
             if self.options.reeval:
                 self.stream.push(old or self._missing(sample, prompt))
             elif self._reusable(old, prompt):
@@ -132,8 +135,8 @@ class InferenceJob:
             self.stream.close()
 
     def _missing(self, sample: Sample, prompt: Prompt) -> Record:
-        return Record(id=sample.id, prompt=prompt.text, system=prompt.system, params=self.params,
-                      reference=sample.reference, error="not inferred: no stored prediction to re-evaluate")
+        return Record(id=sample.id, prompt=prompt.text, system=prompt.system, params=self.params, reference=sample.reference,
+                      transcript=sample.transcript, error="not inferred: no stored prediction to re-evaluate")
 
     async def _one(self, sample: Sample, prompt: Prompt, window: asyncio.Semaphore, writer: JsonlWriter) -> None:
         async with window:
@@ -145,7 +148,8 @@ class InferenceJob:
 
     async def infer(self, sample: Sample, prompt: Prompt) -> Record:
         """The record for one sample: a prediction, or the reason there is none."""
-        record = Record(id=sample.id, prompt=prompt.text, system=prompt.system, params=self.params, reference=sample.reference)
+        record = Record(id=sample.id, prompt=prompt.text, system=prompt.system, params=self.params,
+                        reference=sample.reference, transcript=sample.transcript)
         loop = asyncio.get_running_loop()
         started = loop.time()
         try:

@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Optional
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional
+
+from lalmeval.config import Config
 
 from lalmeval.postprocess.base import Postprocessor
 from lalmeval.records import Record
 from lalmeval.registry import Registry
 from lalmeval.runspecs import Dataset
 
+if TYPE_CHECKING:
+    from lalmeval.judge import Judge
+
 SampleScore = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class MetricContext:
+    """Run-wide services a metric may use (the judge, for llm_judge_* metrics)."""
+
+    judge: Optional["Judge"] = None
 
 
 class Metric:
@@ -18,9 +31,14 @@ class Metric:
 
     name = ""
 
-    def __init__(self, dataset: Dataset, postprocessor: Postprocessor):
+    def __init__(self, dataset: Dataset, postprocessor: Postprocessor, context: MetricContext = MetricContext()):
         self.dataset = dataset
         self.postprocessor = postprocessor
+        self.context = context
+
+    @classmethod
+    def check(cls, config: Config) -> None:
+        """Refuse to start (UserError) when the metric cannot run: a missing extra, judge or data."""
 
     def score_record(self, record: Record) -> SampleScore:
         """Per-sample result; must hold 'score' (None when the sample cannot be scored)."""

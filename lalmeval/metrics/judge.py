@@ -1,0 +1,94 @@
+"""llm_judge_binary and llm_judge_detailed: an LLM grades each answer; failures are counted, never 0."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any, ClassVar, Optional
+
+from lalmeval.config import Config
+from lalmeval.errors import UserError
+from lalmeval.inference.client import RequestFailed
+from lalmeval.inference.protocols import ReplyError
+from lalmeval.judge import fields_for, parse_rating
+from lalmeval.metrics.base import METRICS, Metric, SampleScore
+from lalmeval.records import Record
+
+
+class LLMJudge(Metric):
+    """Fills the variant's template for each record, asks the judge, parses 'Rating: N'."""
+
+    scale: ClassVar[int] = 1
+
+    @classmethod
+    def check(cls, config: Config) -> None:
+        if config.judge_properties is None:
+            raise UserError(f"metric '{cls.name}' needs judge_properties in the config (see sample_config.yaml)")
+
+    def variant(self, record: Record) -> Optional[str]:
+        has_reference = bool(record.reference and record.reference.strip())
+        base = "reference" if has_reference else "open"
+        return base + "_transcript" if record.transcript else base
+
+    def score_record(self, record: Record) -> SampleScore:
+        raise NotImplementedError("judges score asynchronously")
+
+    async def score_records(self, records: list[Record]) -> list[SampleScore]:
+        return list(await asyncio.gather(*(self._judge(r) for r in records)))
+
+    async def _judge(self, record: Record) -> SampleScore:
+        judge = self.context.judge
+        variant = self.variant(record)
+        if variant is None:
+            return {"score": None, "judge_failed": "no reference answer to judge against"}
+        template = judge.template(self.name, variant)
+        if template is None:
+            return {"score": None, "variant": variant, "judge_failed": f"no '{variant}' prompt for {self.name}"}
+        try:
+            reply, cached = await judge.ask(template.format_map(fields_for(record)))
+        except RequestFailed as exc:
+            return {"score": None, "variant": variant, "judge_failed": f"judge request failed: {exc.reason}"}
+        except ReplyError as exc:
+            return {"score": None, "variant": variant, "judge_failed": f"judge reply unusable: {exc}"}
+        rating = parse_rating(reply)
+        if rating is None or not 0 <= rating <= self.scale:
+            reason = "unparseable judgment" if rating is None else f"rating {rating:g} outside 0-{self.scale}"
+            return {"score": None, "variant": variant, "judge_failed": reason, "judgment": reply, "cached": cached}
+        return {"score": rating, "variant": variant, "judgment": reply, "cached": cached}
+
+    def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
+        ratings = [x["score"] for x in items if not x.get("judge_failed")]
+        failures = Counter(x["judge_failed"].split(":")[0] for x in items if x.get("judge_failed"))
+        judge = self.context.judge
+        details: dict[str, Any] = {
+            "num_judge_failed": sum(failures.values()), "judged": len(ratings),
+            "judge_model": judge.props.judge_model, "prompt_model": judge.prompt_model,
+            "variants": dict(Counter(x["variant"] for x in items if "variant" in x)),
+        }
+        if failures:
+            details["judge_failures"] = dict(failures)
+        mean = sum(ratings) / len(ratings) if ratings else None
+        if self.scale != 1:
+            details["raw_mean"] = mean
+        return (100.0 * mean / self.scale if mean is not None else None), details
+
+
+@METRICS.register("llm_judge_binary")
+class BinaryJudge(LLMJudge):
+    """Correct / incorrect against the reference, reported as percent correct."""
+
+    name = "llm_judge_binary"
+    scale = 1
+
+    def variant(self, record: Record) -> Optional[str]:
+        if not (record.reference and record.reference.strip()):
+            return None
+        return "reference_transcript" if record.transcript else "reference"
+
+
+@METRICS.register("llm_judge_detailed")
+class DetailedJudge(LLMJudge):
+    """A 0-5 rubric; reported as 0-100 with the raw 0-5 mean in details."""
+
+    name = "llm_judge_detailed"
+    scale = 5
