@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
-check='import lalmeval, aiohttp, datasets, jiwer, pydantic, yaml, numpy, soundfile, soxr'
+check='import lalmeval, aiohttp, datasets, jiwer, pydantic, yaml, numpy, soundfile, soxr, sacrebleu, rouge_score'
 if [ -z "${VIRTUAL_ENV:-}" ] && [ -x .venv/bin/python ]; then
   source .venv/bin/activate
 fi

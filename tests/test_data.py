@@ -186,3 +186,33 @@ def test_language_and_accent_filters_skip_whole_datasets(ws):
     plan = ws.plan()
     assert [d.name for d in plan.datasets] == ["english_plain"]
     assert set(plan.skipped) == {"english_accented", "french_plain"}
+
+
+def test_config_seed_and_shuffle_choose_the_samples_a_run_sends(ws):
+    rows = ws.copy_demo_audio(demo_rows(12))
+    ws.runspec("asr", "layout", {"layout_set": {"hf_repo": ws.jsonl(rows), "id_column": "id"}})
+    chosen = {}
+    for seed in (1, 2):
+        with ScriptedEndpoint(lambda s, n: "x") as ep:
+            ws.config([model(ep.url)], [["layout_set", "word_error_rate"]], seed=seed, filters={"num_samples": 3, "shuffle": True})
+            ws.run(f"seed{seed}")
+        chosen[seed] = sorted(r["id"] for r in ws.records("layout_set", "m", f"seed{seed}"))
+        assert len(ep.requests) == 3
+    assert chosen[1] != chosen[2]
+
+
+def test_config_streaming_reaches_load_dataset(ws, monkeypatch):
+    import datasets
+
+    folder = ws.root / "data" / "hubstyle"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(struct_rows()), folder / "test-00000.parquet")
+    ws.runspec("asr", "layout", {"layout_set": {"hf_repo": "data/hubstyle", "target_column": "text"}})
+    seen = []
+    real = datasets.load_dataset
+    monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: seen.append(k["streaming"]) or real(*a, **k))
+    with ScriptedEndpoint(lambda s, n: "x") as ep:
+        for streaming in (True, False):
+            ws.config([model(ep.url)], [["layout_set", "word_error_rate"]], streaming=streaming)
+            assert ws.run().scores[0].num_samples == len(ROWS)
+    assert seen == [True, False]

@@ -135,7 +135,7 @@ def test_endpoint_that_stays_down_fails_its_samples_fast_and_the_rest_completes(
 
 def test_no_secret_reaches_any_file_or_output(ws):
     setup(ws, count=4)
-    secret = "sk-TESTSECRET0123456789abcdef"
+    secret = "fake-token-TESTSECRET0123456789"
     echo = lambda seen, n: Reply(status=401, payload={"error": {"message": f"invalid key {secret}"}}) if n == 0 else "fine"
     with ScriptedEndpoint(echo) as ep:
         config = ws.config([model(ep.url, auth_token="${LALM_TEST_KEY}", batch_size=1)], [["cmds", "word_error_rate"]], output_dir=str(ws.root / "runs"))
