@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+
 from lalmeval.inference.job import InferenceJob
 from lalmeval.metrics.base import Metric, SampleScore
 from lalmeval.records import Record, Score
@@ -12,8 +13,10 @@ from lalmeval.store import JsonlWriter, RunStore
 
 def failure_kind(reason: str) -> str:
     """A short, countable form of a failure reason: 'HTTP 429', 'timeout', 'audio', ..."""
-    head = reason.split(":", 1)[0].strip()
-    return "timeout" if head.startswith("timeout") else head
+    for prefix in ("timeout", "endpoint down"):
+        if reason.startswith(prefix):
+            return prefix
+    return reason.split(":", 1)[0].strip()
 
 
 class Engine:

@@ -69,8 +69,10 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 def score_table(scores: list[Score], aggregate_rows: list[dict[str, Any]]) -> str:
     """The console summary: one row per (model, dataset, metric), then the aggregates."""
-    rows = [[s.model, s.dataset, s.metric, str(s.num_samples), str(s.num_failed), _fmt(s.score)] for s in scores]
-    text = _table(["Model", "Dataset", "Metric", "Num", "Failed", "Score"], rows)
+    judged = any("num_judge_failed" in s.details for s in scores)
+    rows = [[s.model, s.dataset, s.metric, str(s.num_samples), str(s.num_failed)]
+            + ([str(s.details.get("num_judge_failed", "-"))] if judged else []) + [_fmt(s.score)] for s in scores]
+    text = _table(["Model", "Dataset", "Metric", "Num", "Failed"] + (["Judge failed"] if judged else []) + ["Score"], rows)
     if aggregate_rows:
         agg = [[a["model"], ",".join(a["names"]), a["metric"], str(a["num_samples"]), _fmt(a["weighted_mean"]), _fmt(a["unweighted_mean"])] for a in aggregate_rows]
         text += "\n" + _table(["Model", "Aggregate", "Metric", "Num", "Weighted", "Unweighted"], agg)

@@ -1,7 +1,6 @@
 """Data layouts (parquet, jsonl, csv, tsv, save_to_disk, local folder via load_dataset) and filters."""
 
 import csv
-import json
 
 import numpy as np
 import pyarrow as pa

@@ -21,8 +21,7 @@ def setup(ws, count=COUNT):
 
 
 def test_every_fault_ends_as_prediction_or_recorded_reason(ws):
-    rows = setup(ws)
-    order = {r["id"]: i for i, r in enumerate(rows)}
+    setup(ws)
     lengths = {}
 
     def faulty(seen, n):
@@ -128,7 +127,7 @@ def test_endpoint_that_stays_down_fails_its_samples_fast_and_the_rest_completes(
     scores = {s["model"]: s for s in final["scores"]}
     assert scores["alive"]["num_failed"] == 0 and scores["dead"]["num_failed"] == 12
     kinds = {f["kind"] for f in final["failures"] if f["model"] == "dead"}
-    assert kinds <= {"connection error", "endpoint down (connection error"}
+    assert kinds <= {"connection error", "endpoint down"} and "endpoint down" in kinds
     assert "dead" in final["endpoints_down"]
     assert "Failed samples:" in out.stdout
 

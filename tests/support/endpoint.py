@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
-import json
 import threading
 import time
 from dataclasses import dataclass, field
