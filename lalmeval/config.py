@@ -206,12 +206,31 @@ def load_config(path: str | Path) -> Config:
     return parse_config(raw, str(path))
 
 
+def secrets(config: Config) -> list[str]:
+    """Every secret value the config holds (tokens and keys)."""
+    values = [m.auth_token.get_secret_value() for m in config.models if m.auth_token]
+    if config.judge_properties and config.judge_properties.judge_api_key:
+        values.append(config.judge_properties.judge_api_key.get_secret_value())
+    return [v for v in values if v]
+
+
+def _scrub(node: Any, values: list[str]) -> Any:
+    if isinstance(node, dict):
+        return {k: _scrub(v, values) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_scrub(v, values) for v in node]
+    if isinstance(node, str):
+        for value in values:
+            node = node.replace(value, "<redacted>")
+    return node
+
+
 def redacted(config: Config) -> dict:
-    """The resolved config as plain data with every secret replaced."""
+    """The resolved config as plain data with every secret replaced, wherever it appears (a launch command too)."""
     data = config.model_dump(mode="json")
     for model in data["models"]:
         if model.get("auth_token"):
             model["auth_token"] = "<redacted>"
     if data.get("judge_properties") and data["judge_properties"].get("judge_api_key"):
         data["judge_properties"]["judge_api_key"] = "<redacted>"
-    return data
+    return _scrub(data, secrets(config))

@@ -96,3 +96,9 @@ def test_sample_config_is_valid_and_documents_every_key(monkeypatch):
     for schema in (Config, Filters, ModelInfo, TemperatureOverride, JudgeProperties):
         for key in schema.model_fields:
             assert f"{key}:" in text, f"sample_config.yaml does not show '{key}'"
+
+
+def test_redaction_reaches_secrets_inside_other_values():
+    model = {"name": "m", "url": "u", "model": "m", "auth_token": "tok-in-launch-9876", "launch": "vllm serve x --api-key tok-in-launch-9876"}
+    dumped = yaml.safe_dump(redacted(config_with(models=[{"info": model}])))
+    assert "tok-in-launch-9876" not in dumped and "--api-key <redacted>" in dumped
