@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from lalmeval.cache import InferenceCache
-from lalmeval.config import Config, redacted
+from lalmeval.config import Config, redacted, secrets
 from lalmeval.data.filters import select
 from lalmeval.data.loader import iter_samples
 from lalmeval.engine import Engine, failure_kind
@@ -138,7 +138,7 @@ class _Run:
         jobs = self.jobs({d.name: s for d, s in zip(datasets, loaded)})
         engines = [] if self.options.skip_eval else self.engines(jobs)
         models = [] if self.options.reeval else config.models
-        async with Launcher(models, self.plan.base, self.store.root):
+        async with Launcher(models, self.plan.base, self.store.root, secrets(config)):
             clients = [*self.endpoints.values(), *([self.judge.endpoint] if self.judge else [])]
             for endpoint in clients:
                 await endpoint.open()

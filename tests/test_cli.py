@@ -84,3 +84,14 @@ def test_launch_that_exits_is_one_line_naming_the_url(tmp_path):
 def test_endpoint_that_never_comes_up_is_one_line_naming_the_url(tmp_path):
     path = write_config(tmp_path, launch="sleep 30", launch_timeout=1)
     assert_one_line_error(cli("run", "--config", str(path)), "http://127.0.0.1:9/v1 did not answer within 1s")
+
+
+def test_launch_log_never_holds_the_token(tmp_path):
+    path = write_config(tmp_path, launch="echo serving with --api-key tok-launch-secret-42; sleep 30", launch_timeout=1, auth_token="tok-launch-secret-42")
+    out = cli("run", "--config", str(path), "--run-id", "L")
+    assert out.returncode == 2
+    log = (tmp_path / "runs" / "L" / "launch_m.log").read_text()
+    assert "serving with --api-key <redacted>" in log
+    for file in (tmp_path / "runs").rglob("*"):
+        if file.is_file():
+            assert "tok-launch-secret-42" not in file.read_text(), file

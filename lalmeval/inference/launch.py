@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 from pathlib import Path
+from typing import Sequence
 import aiohttp
 
 from lalmeval.config import ModelInfo
@@ -23,11 +24,13 @@ async def _answers(session: aiohttp.ClientSession, url: str) -> bool:
 class Launcher:
     """Async context manager owning the processes of every model with a `launch` command."""
 
-    def __init__(self, models: list[ModelInfo], workdir: Path, logdir: Path):
+    def __init__(self, models: list[ModelInfo], workdir: Path, logdir: Path, secrets: Sequence[str] = ()):
         self.models = [m for m in models if m.launch]
         self.workdir = workdir
         self.logdir = logdir
+        self.secrets = [s for s in secrets if s]
         self.processes: dict[str, asyncio.subprocess.Process] = {}
+        self._copiers: list[asyncio.Task] = []
 
     async def __aenter__(self) -> "Launcher":
         started: dict[str, ModelInfo] = {}
@@ -47,12 +50,22 @@ class Launcher:
 
     async def _start(self, model: ModelInfo) -> None:
         self.logdir.mkdir(parents=True, exist_ok=True)
-        log = (self.logdir / f"launch_{model.name.replace('/', '_')}.log").open("ab")
-        self.processes[model.launch] = await asyncio.create_subprocess_shell(
-            model.launch, cwd=self.workdir, stdout=log, stderr=asyncio.subprocess.STDOUT,
+        process = await asyncio.create_subprocess_shell(
+            model.launch, cwd=self.workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
             stdin=asyncio.subprocess.DEVNULL, start_new_session=True,
         )
-        log.close()
+        self.processes[model.launch] = process
+        log = self.logdir / f"launch_{model.name.replace('/', '_')}.log"
+        self._copiers.append(asyncio.ensure_future(self._copy(process, log)))
+
+    async def _copy(self, process: asyncio.subprocess.Process, log: Path) -> None:
+        """Servers print their arguments (an --api-key among them): the log gets their output scrubbed."""
+        assert process.stdout is not None
+        with log.open("ab", buffering=0) as handle:
+            async for line in process.stdout:
+                for secret in self.secrets:
+                    line = line.replace(secret.encode(), b"<redacted>")
+                handle.write(line)
 
     async def _wait(self, model: ModelInfo) -> None:
         process = self.processes[model.launch]
@@ -78,7 +91,9 @@ class Launcher:
             except asyncio.TimeoutError:
                 _signal(process, signal.SIGKILL)
                 await process.wait()
+        await asyncio.gather(*self._copiers, return_exceptions=True)
         self.processes.clear()
+        self._copiers.clear()
 
 
 def _signal(process: asyncio.subprocess.Process, sig: int) -> None:
