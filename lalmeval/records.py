@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,11 @@ class Sample:
     @property
     def has_audio(self) -> bool:
         return self.audio_bytes is not None or self.audio_path is not None
+
+    @property
+    def audio_source(self) -> Optional[Union[bytes, str]]:
+        """What to decode: the embedded bytes, else the file path."""
+        return self.audio_bytes if self.audio_bytes is not None else self.audio_path
 
 
 @dataclass(frozen=True)

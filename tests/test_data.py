@@ -32,7 +32,7 @@ def load(ws, spec):
 def assert_real_speech(samples):
     assert [s.reference for s in samples] == [r["reference"] for r in ROWS]
     for sample in samples:
-        audio = decode(sample.audio_bytes if sample.audio_bytes is not None else sample.audio_path)
+        audio = decode(sample.audio_source)
         assert 0.5 < len(audio) / 16000 < 6
 
 

@@ -32,8 +32,7 @@ def _row_language_ok(sample: Sample, wanted: str) -> bool:
 
 
 def _with_duration(sample: Sample) -> Sample:
-    source = sample.audio_bytes if sample.audio_bytes is not None else sample.audio_path
-    return replace(sample, duration=duration(source)) if source is not None else sample
+    return replace(sample, duration=duration(sample.audio_source)) if sample.has_audio else sample
 
 
 def _length_ok(sample: Sample, bounds: tuple[float, float]) -> bool:

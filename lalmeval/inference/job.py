@@ -63,8 +63,7 @@ class AudioCache:
     async def get(self, sample: Sample) -> PreparedAudio:
         future = self._items.get(sample.id)
         if future is None:
-            source = sample.audio_bytes if sample.audio_bytes is not None else sample.audio_path
-            future = asyncio.get_running_loop().run_in_executor(None, prepare, source)
+            future = asyncio.get_running_loop().run_in_executor(None, prepare, sample.audio_source)
             self._items[sample.id] = future
             while len(self._items) > self.capacity:
                 self._items.popitem(last=False)
