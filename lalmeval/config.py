@@ -214,15 +214,20 @@ def secrets(config: Config) -> list[str]:
     return [v for v in values if v]
 
 
+def redact(text: str, values: list[str]) -> str:
+    """`text` with every secret in `values` replaced by <redacted>."""
+    for value in values:
+        if value:
+            text = text.replace(value, "<redacted>")
+    return text
+
+
 def _scrub(node: Any, values: list[str]) -> Any:
     if isinstance(node, dict):
         return {k: _scrub(v, values) for k, v in node.items()}
     if isinstance(node, list):
         return [_scrub(v, values) for v in node]
-    if isinstance(node, str):
-        for value in values:
-            node = node.replace(value, "<redacted>")
-    return node
+    return redact(node, values) if isinstance(node, str) else node
 
 
 def redacted(config: Config) -> dict:

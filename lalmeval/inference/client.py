@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import aiohttp
 
-from lalmeval.config import ModelInfo
+from lalmeval.config import ModelInfo, redact
 from lalmeval.inference.limit import AdaptiveLimit
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504}) | frozenset(range(520, 530))
@@ -98,7 +98,7 @@ class Endpoint:
 
     def scrub(self, text: str) -> str:
         """`text` with the endpoint's token removed (servers sometimes echo it in errors)."""
-        return text.replace(self._token, "<redacted>") if self._token else text
+        return redact(text, [self._token])
 
     async def open(self) -> None:
         """Create the pooled session (inside the running loop)."""
