@@ -45,6 +45,8 @@ class RunResult:
     failures: list[dict[str, Any]] = field(default_factory=list)
     interrupted: bool = False
     down: dict[str, str] = field(default_factory=dict)
+    reused: int = 0        # stored predictions published again (resume, --reeval)
+    cache_hits: int = 0    # replies and judgments answered by the cache
 
     @property
     def endpoint_failures(self) -> int:
@@ -183,8 +185,10 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
         print(f"skipping dataset '{name}': filtered out ({reason})", file=sys.stderr)
     state = _Run(plan, store, options)
     scores, jobs = _event_loop_run(state.execute(progress_every))
+    caches = {id(c): c for c in [*(j.cache for j in jobs.values()), state.judge.cache if state.judge else None] if c}
     result = RunResult(scores, [], None, sum(e.requests_sent for e in state.endpoints.values()), failures(jobs),
-                       state.stop.is_set(), {n: e.down_reason for n, e in state.endpoints.items() if e.down_reason})
+                       state.stop.is_set(), {n: e.down_reason for n, e in state.endpoints.items() if e.down_reason},
+                       reused=sum(j.reused for j in jobs.values()), cache_hits=sum(c.hits for c in caches.values()))
     if not options.skip_eval:
         result.aggregates = aggregates(plan.config.aggregate, scores, plan.catalog)
         data = final_scores(run_id, scores, result.aggregates)
@@ -196,6 +200,8 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
 
 
 def _print_summary(result: RunResult, store: RunStore, options: RunOptions) -> None:
+    if result.reused or result.cache_hits:
+        print(f"Reused {result.reused} stored prediction(s); {result.cache_hits} answer(s) from the cache", file=sys.stderr)
     if options.skip_eval:
         print(f"Inference done (--skip-eval): records in {store.root / 'records'}; score them with --reeval")
     else:

@@ -33,6 +33,7 @@ def test_same_run_id_resumes_without_requesting_finished_samples(ws):
         again = go(ws, ep, options=RunOptions(use_cache=False))
         assert len(ep.requests) == COUNT  # nothing re-requested
     assert again.scores[0].score == first.scores[0].score and again.scores[0].num_samples == COUNT
+    assert (first.reused, again.reused) == (0, COUNT)
 
 
 def test_failed_samples_are_retried_on_resume(ws):
@@ -64,6 +65,7 @@ def test_cache_serves_identical_requests_in_a_new_run(ws):
     assert second.scores[0].score == first.scores[0].score
     records = ws.records("cmds", "m", "b")
     assert all(r["extra"] == {"cached": True} and r["attempts"] == 0 for r in records)
+    assert (first.cache_hits, second.cache_hits) == (0, COUNT)
 
 
 def test_cache_dir_key_places_the_cache(ws):

@@ -115,6 +115,7 @@ class InferenceJob:
                 old = replace(old, reference=sample.reference, transcript=sample.transcript)
             if self.options.reeval:
                 self.stream.push(old or self._missing(sample, prompt))
+                self.reused += old is not None
             elif self._reusable(old, prompt):
                 self.stream.push(old)
                 self.reused += 1
