@@ -95,3 +95,11 @@ def test_launch_log_never_holds_the_token(tmp_path):
     for file in (tmp_path / "runs").rglob("*"):
         if file.is_file():
             assert "tok-launch-secret-42" not in file.read_text(), file
+
+
+def test_launch_refuses_when_another_server_already_holds_the_url(tmp_path):
+    from tests.support.endpoint import ScriptedEndpoint
+
+    with ScriptedEndpoint() as other:
+        path = write_config(tmp_path, url=other.url, launch="sleep 30")
+        assert_one_line_error(cli("run", "--config", str(path)), f"{other.url} already answers before launch")

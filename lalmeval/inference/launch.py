@@ -33,6 +33,7 @@ class Launcher:
         self._copiers: list[asyncio.Task] = []
 
     async def __aenter__(self) -> "Launcher":
+        await self._check_ports_free()
         started: dict[str, ModelInfo] = {}
         for model in self.models:
             if model.launch not in started:  # two entries may share one server
@@ -67,6 +68,13 @@ class Launcher:
                     line = line.replace(secret.encode(), b"<redacted>")
                 handle.write(line)
 
+    async def _check_ports_free(self) -> None:
+        """A server already answering at a launch URL would be evaluated in place of the launched one."""
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
+            for model in self.models:
+                if await _answers(session, model.url):
+                    raise UserError(f"model '{model.name}': {model.url} already answers before launch: another server holds the port (stop it, or remove `launch`)")
+
     async def _wait(self, model: ModelInfo) -> None:
         process = self.processes[model.launch]
         loop = asyncio.get_running_loop()
@@ -77,7 +85,10 @@ class Launcher:
                 if process.returncode is not None:
                     raise UserError(f"model '{model.name}': launch command exited with code {process.returncode} before {model.url} answered (log: {log})")
                 if await _answers(session, model.url):
-                    return
+                    await asyncio.sleep(0.5)  # a server that lost the port race exits right after someone else answers
+                    if process.returncode is None:
+                        return
+                    raise UserError(f"model '{model.name}': launch command exited with code {process.returncode} just as {model.url} answered: another server holds the port (log: {log})")
                 await asyncio.sleep(0.3)
         raise UserError(f"model '{model.name}': {model.url} did not answer within {model.launch_timeout:g}s of launch (log: {log})")
 
