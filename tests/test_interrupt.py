@@ -63,7 +63,8 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(ws, kill_after):
         before_resume = len(ep.requests) - full_requests
         lines = stored_lines(run_dir, "crash")  # every stored line parses: nothing torn
         finished = {r["id"] for r in lines if r["error"] is None}
-        assert len(finished) >= kill_after - BATCH
+        # Requests the server answered but whose replies were still on the wire are in flight too.
+        assert len(finished) >= kill_after - 2 * BATCH
 
         resumed = start(config, "crash")
         assert resumed.wait(120) == 0, resumed.communicate()
