@@ -2,23 +2,61 @@
 
 from __future__ import annotations
 
-import os
-import re
 from pathlib import Path
 from typing import Any, Literal, Optional
+from urllib.parse import urlsplit
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from lalmeval.errors import UserError, closest
+from lalmeval.files import load_yaml
+from lalmeval.interpolate import interpolate
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Infinite or NaN numbers are never meaningful here (`timeout: .inf` would wait for ever).
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+DAY = 86400.0
+
+
+def check_url(value: str) -> str:
+    """An http(s) URL with a host and a valid port, or a ValueError saying what is wrong."""
+    if not isinstance(value, str) or any(ch.isspace() or ord(ch) < 32 for ch in value):
+        raise ValueError(f"{value!r} is not a URL (it contains spaces or control characters)")
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"{value!r} is not an http:// or https:// URL")
+    if not parts.hostname:
+        raise ValueError(f"{value!r} has no host")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"{value!r} has an invalid port (1-65535)") from None
+    if port == 0:
+        raise ValueError(f"{value!r} has an invalid port (1-65535)")
+    return value
+
+
+def check_header_value(value: Optional[Any]) -> Optional[Any]:
+    """Tokens and versions travel in HTTP headers or the query: a newline or control character would break them."""
+    text = value.get_secret_value() if isinstance(value, SecretStr) else value
+    if text is not None and any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
+        raise ValueError("contains a newline or control character (check how the value was pasted or exported)")
+    if text is not None and text != text.strip():
+        raise ValueError("has leading or trailing spaces")
+    return value
+
+
+def _plain_name(value: str) -> str:
+    if not value.strip() or any(ord(ch) < 32 for ch in value):
+        raise ValueError("must be a non-empty name without control characters")
+    return value
 
 
 class Filters(Strict):
-    num_samples: Optional[int] = Field(None, gt=0, description="Evaluate at most this many samples per dataset (after the other filters).")
+    num_samples: Optional[int] = Field(None, gt=0, le=10**9, description="Evaluate at most this many samples per dataset (after the other filters).")
     shuffle: bool = Field(False, description="With num_samples: draw the samples at random with the run's seed instead of taking the first N.")
     length_filter: Optional[tuple[float, float]] = Field(None, description="[min_s, max_s]: keep only clips whose duration lies in this range.")
     language: Optional[str] = Field(None, description="Keep only datasets (and rows with a language column) in this language: ISO code or name.")
@@ -38,19 +76,35 @@ class ModelInfo(Strict):
     name: str = Field(description="Unique name of this model entry, used in reports and file names.")
     inference_type: Literal["openai", "vllm", "transcription"] = Field("openai", description="openai / vllm: POST {url}/chat/completions; transcription: POST {url}/audio/transcriptions.")
     url: str = Field(description="Base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1.")
-    model: str = Field(description="Model id sent in the request body.")
+    model: str = Field(min_length=1, description="Model id sent in the request body.")
     auth_token: Optional[SecretStr] = Field(None, description="Bearer token (or Azure api-key when api_version is set). Never written to any file.")
     api_version: Optional[str] = Field(None, description="Azure style: sends the token as an api-key header and api-version as a query parameter.")
-    delay: float = Field(0.0, ge=0, description="Minimum spacing between request starts on this endpoint, in milliseconds.")
-    retry_attempts: int = Field(3, ge=0, description="Retries after the first attempt for transient failures (connection errors, timeouts, 408/409/429/5xx).")
-    timeout: float = Field(120.0, gt=0, description="Seconds before one attempt is abandoned.")
-    batch_size: int = Field(8, ge=1, description="Maximum requests in flight to this endpoint, shared by every Engine.")
-    chunk_size: Optional[float] = Field(None, gt=0, description="Maximum seconds of audio per request; longer audio is split and the outputs joined in order.")
+    delay: float = Field(0.0, ge=0, le=600_000, description="Minimum spacing between request starts on this endpoint, in milliseconds (at most 10 minutes).")
+    retry_attempts: int = Field(3, ge=0, le=100, description="Retries after the first attempt for transient failures (connection errors, timeouts, malformed replies, 408/409/429/5xx).")
+    timeout: float = Field(120.0, gt=0, le=DAY, description="Seconds before one attempt is abandoned (at most a day).")
+    batch_size: int = Field(8, ge=1, le=10_000, description="Maximum requests in flight to this endpoint, shared by every Engine.")
+    chunk_size: Optional[float] = Field(None, ge=1.0, le=DAY, description="Maximum seconds of audio per request (at least 1); longer audio is split and the outputs joined in order.")
     launch: Optional[str] = Field(None, description="Shell command that serves this endpoint; started before the run, awaited until it answers, stopped at the end.")
-    launch_timeout: float = Field(600.0, gt=0, description="Seconds to wait for a launched endpoint to answer.")
-    temperature: float = Field(0.0, ge=0, description="Sampling temperature unless a temperature_overrides entry is more specific.")
-    max_tokens: Optional[int] = Field(None, gt=0, description="max_tokens sent with each chat request (omitted when unset).")
+    launch_timeout: float = Field(600.0, gt=0, le=DAY, description="Seconds to wait for a launched endpoint to answer.")
+    temperature: float = Field(0.0, ge=0, le=2.0, description="Sampling temperature (0-2, the OpenAI range) unless a temperature_overrides entry is more specific.")
+    max_tokens: Optional[int] = Field(None, gt=0, le=10_000_000, description="max_tokens sent with each chat request (omitted when unset).")
     audio_format: Literal["input_audio", "audio_url"] = Field("input_audio", description="How audio is attached to chat requests: an input_audio part or an audio_url data URI.")
+    max_reply_mb: float = Field(16.0, gt=0, le=1024, description="Largest reply body accepted, in MB; a larger reply fails its sample instead of exhausting memory.")
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return check_url(value)
+
+    @field_validator("auth_token", "api_version")
+    @classmethod
+    def _header(cls, value: Any) -> Any:
+        return check_header_value(value)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return _plain_name(value)
 
     @model_validator(mode="before")
     @classmethod
@@ -64,7 +118,7 @@ class ModelInfo(Strict):
 class TemperatureOverride(Strict):
     model: Optional[str] = Field(None, description="Model name this override applies to (any model when unset).")
     task: Optional[str] = Field(None, description="Dataset, task type or category this override applies to (any when unset).")
-    temperature: float = Field(ge=0, description="The temperature to use.")
+    temperature: float = Field(ge=0, le=2.0, description="The temperature to use (0-2).")
 
     @model_validator(mode="after")
     def _has_target(self) -> "TemperatureOverride":
@@ -74,17 +128,27 @@ class TemperatureOverride(Strict):
 
 
 class JudgeProperties(Strict):
-    judge_model: str = Field(description="Model id of the judge.")
+    judge_model: str = Field(min_length=1, description="Model id of the judge.")
     judge_type: Literal["openai", "vllm"] = Field("openai", description="Chat-completions API of the judge endpoint.")
     judge_api_endpoint: str = Field(description="Base URL of the judge API, e.g. https://api.openai.com/v1.")
     judge_api_key: Optional[SecretStr] = Field(None, description="Judge API key (Bearer, or Azure api-key with judge_api_version). Never written to any file.")
     judge_api_version: Optional[str] = Field(None, description="Azure style api-version for the judge endpoint.")
-    judge_concurrency: int = Field(8, ge=1, description="Maximum judge requests in flight.")
-    judge_temperature: float = Field(0.0, ge=0, description="Judge sampling temperature.")
+    judge_concurrency: int = Field(8, ge=1, le=10_000, description="Maximum judge requests in flight.")
+    judge_temperature: float = Field(0.0, ge=0, le=2.0, description="Judge sampling temperature (0-2).")
     judge_prompt_model_override: Optional[str] = Field(None, description="Use the prompt variant tuned for this model instead of judge_model's.")
-    judge_timeout: float = Field(120.0, gt=0, description="Seconds per judge attempt.")
-    judge_retry_attempts: int = Field(5, ge=0, description="Retries of a judge request on transient failures.")
-    judge_max_tokens: Optional[int] = Field(None, gt=0, description="max_tokens for judge replies (omitted when unset).")
+    judge_timeout: float = Field(120.0, gt=0, le=DAY, description="Seconds per judge attempt.")
+    judge_retry_attempts: int = Field(5, ge=0, le=100, description="Retries of a judge request on transient failures.")
+    judge_max_tokens: Optional[int] = Field(None, gt=0, le=10_000_000, description="max_tokens for judge replies (omitted when unset).")
+
+    @field_validator("judge_api_endpoint")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return check_url(value)
+
+    @field_validator("judge_api_key", "judge_api_version")
+    @classmethod
+    def _header(cls, value: Any) -> Any:
+        return check_header_value(value)
 
     def as_model(self) -> "ModelInfo":
         """The judge as an endpoint entry, so it shares the model client machinery."""
@@ -105,7 +169,7 @@ class Config(Strict):
     runspec_dirs: list[str] = Field(default_factory=list, description="Extra folders of runspec JSON files (relative to this config file).")
     prompts_file: Optional[str] = Field(None, description="YAML file adding or overriding system prompts and user prompt add-ons.")
     streaming: bool = Field(False, description="Stream hub datasets instead of downloading them whole.")
-    seed: int = Field(0, description="Seed for sampling (filters.shuffle).")
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="Seed for sampling (filters.shuffle).")
     output_dir: str = Field("run_logs", description="Where run directories are written (relative to the working directory).")
     cache_dir: Optional[str] = Field(None, description="Folder of the inference cache, relative to the working directory (default: <output_dir>/.cache).")
     cache_sampled: bool = Field(False, description="Also reuse cached replies of requests sampled at temperature > 0 without a seed.")
@@ -121,27 +185,6 @@ class Config(Strict):
             if override.model is not None and override.model not in names:
                 raise ValueError(f"temperature_overrides names unknown model '{override.model}'{closest(override.model, names)}")
         return self
-
-
-_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
-def _interpolate(node: Any, path: str, source: str) -> Any:
-    if isinstance(node, dict):
-        return {k: _interpolate(v, f"{path}.{k}" if path else str(k), source) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_interpolate(v, f"{path}[{i}]", source) for i, v in enumerate(node)]
-    if not isinstance(node, str):
-        return node
-
-    def substitute(match: re.Match) -> str:
-        name, default = match.group(1), match.group(2)
-        value = os.environ.get(name, default)
-        if value is None:
-            raise UserError(f"{source}: environment variable '{name}' is not set (used at {path})")
-        return value
-
-    return _ENV.sub(substitute, node)
 
 
 def _loc_text(loc: tuple) -> str:
@@ -166,6 +209,9 @@ def _model_at(loc: tuple) -> Optional[type[BaseModel]]:
     return current
 
 
+_SECRET_FIELDS = {"auth_token", "judge_api_key"}
+
+
 def _describe(err: dict, source: str) -> str:
     loc = tuple(p for p in err["loc"] if p not in ("info",) and not str(p).startswith("function-"))
     where = _loc_text(loc)
@@ -176,14 +222,16 @@ def _describe(err: dict, source: str) -> str:
     if err["type"] == "missing":
         return f"{source}: missing required key '{where}'"
     message = err["msg"].removeprefix("Value error, ")
-    return f"{source}: {where or 'config'}: {message}" + (f" (got {err['input']!r})" if "input" in err and not isinstance(err["input"], (dict, list)) else "")
+    # Never echo a secret back, not even in an error message.
+    shown = "input" in err and not isinstance(err["input"], (dict, list)) and not (set(map(str, loc)) & _SECRET_FIELDS)
+    return f"{source}: {where or 'config'}: {message}" + (f" (got {err['input']!r})" if shown else "")
 
 
 def parse_config(raw: Any, source: str = "config") -> Config:
     """Validate an already-loaded mapping as a Config; errors name the key."""
     if not isinstance(raw, dict):
         raise UserError(f"{source}: expected a mapping of keys at the top level")
-    raw = _interpolate(raw, "", source)
+    raw = interpolate(raw, source)
     try:
         return Config.model_validate(raw)
     except ValidationError as exc:
@@ -194,48 +242,4 @@ def parse_config(raw: Any, source: str = "config") -> Config:
 
 def load_config(path: str | Path) -> Config:
     """Read, interpolate and validate a config file."""
-    path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path}: config file not found") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise UserError(f"{path}: invalid YAML{where}: {getattr(exc, 'problem', exc)}") from None
-    return parse_config(raw, str(path))
-
-
-def secrets(config: Config) -> list[str]:
-    """Every secret value the config holds (tokens and keys)."""
-    values = [m.auth_token.get_secret_value() for m in config.models if m.auth_token]
-    if config.judge_properties and config.judge_properties.judge_api_key:
-        values.append(config.judge_properties.judge_api_key.get_secret_value())
-    return [v for v in values if v]
-
-
-def redact(text: str, values: list[str]) -> str:
-    """`text` with every secret in `values` replaced by <redacted>."""
-    for value in values:
-        if value:
-            text = text.replace(value, "<redacted>")
-    return text
-
-
-def _scrub(node: Any, values: list[str]) -> Any:
-    if isinstance(node, dict):
-        return {k: _scrub(v, values) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_scrub(v, values) for v in node]
-    return redact(node, values) if isinstance(node, str) else node
-
-
-def redacted(config: Config) -> dict:
-    """The resolved config as plain data with every secret replaced, wherever it appears (a launch command too)."""
-    data = config.model_dump(mode="json")
-    for model in data["models"]:
-        if model.get("auth_token"):
-            model["auth_token"] = "<redacted>"
-    if data.get("judge_properties") and data["judge_properties"].get("judge_api_key"):
-        data["judge_properties"]["judge_api_key"] = "<redacted>"
-    return _scrub(data, secrets(config))
+    return parse_config(load_yaml(Path(path), "config file"), str(path))

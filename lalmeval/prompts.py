@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-import yaml
-
 from lalmeval.errors import UserError, closest
+from lalmeval.files import load_yaml
 
 SHIPPED = Path(__file__).with_name("prompts.yaml")
 SHIPPED_JUDGE = Path(__file__).with_name("judge_prompts.yaml")
@@ -15,12 +14,7 @@ SECTIONS = ("system_prompts", "user_prompt_add_ons", "judge_prompts")
 
 
 def _read(path: Path) -> dict[str, dict[str, str]]:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except FileNotFoundError:
-        raise UserError(f"{path}: prompts file not found") from None
-    except yaml.YAMLError as exc:
-        raise UserError(f"{path}: invalid YAML: {exc}") from None
+    raw = load_yaml(path, "prompts file") or {}
     if not isinstance(raw, dict):
         raise UserError(f"{path}: expected sections {', '.join(SECTIONS)}")
     for key, section in raw.items():

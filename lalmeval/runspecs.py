@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Optional
@@ -10,6 +9,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lalmeval.errors import UserError, closest
+from lalmeval.files import load_json
 from lalmeval.languages import iso_code
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "runspecs"
@@ -69,14 +69,13 @@ class Dataset:
 
 
 def _read_file(path: Path, category: str) -> list[Dataset]:
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    raw = load_json(path, "runspec")
     if not isinstance(raw, dict):
         raise UserError(f"{path}: a runspec must be a JSON object of dataset name → settings")
     datasets = []
     for name, entry in raw.items():
+        if not name.strip() or any(ord(ch) < 32 for ch in name):
+            raise UserError(f"{path}: dataset name {name!r} must be a non-empty name without control characters")
         try:
             spec = DatasetSpec.model_validate(entry)
         except ValidationError as exc:

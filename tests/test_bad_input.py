@@ -2,6 +2,7 @@
 exit code 2 — or, for a single bad clip, a recorded failure while the run completes."""
 
 import json
+import os
 import struct
 
 import numpy as np
@@ -41,6 +42,19 @@ def write(ws, name, text):
     path.write_text(text)
 
 
+def write_bytes(ws, name, data):
+    path = ws.root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def model_key(**change):
+    return lambda ws: edit_config(ws, lambda d: d["models"][0]["info"].update(change))
+
+
+ALIAS_BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(f"{n}: &{n} [{', '.join(['*' + p] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi"))
+
+
 def spec_path(ws, value):
     edit_runspec(ws, lambda s: s.update(hf_repo=f"../../{value}"))
 
@@ -66,6 +80,24 @@ CASES = {
     "missing prompts file": (lambda ws: edit_config(ws, lambda d: d.update(prompts_file="nope.yaml")), "nope.yaml: prompts file not found"),
     "missing runspec dir": (lambda ws: edit_config(ws, lambda d: d.update(runspec_dirs=["runspecs", "elsewhere"])), "elsewhere: runspec directory not found"),
     "negative delay": (lambda ws: edit_config(ws, lambda d: d["models"][0]["info"].update(delay=-5)), "models[0].delay"),
+    "infinite timeout": (model_key(timeout=float("inf")), "models[0].timeout: Input should be a finite number"),
+    "infinite delay": (model_key(delay=float("inf")), "models[0].delay: Input should be a finite number"),
+    "nan temperature": (model_key(temperature=float("nan")), "models[0].temperature: Input should be a finite number"),
+    "temperature above 2": (model_key(temperature=7), "models[0].temperature: Input should be less than or equal to 2"),
+    "absurd chunk size": (model_key(chunk_size=0.00001), "models[0].chunk_size: Input should be greater than or equal to 1"),
+    "absurd batch size": (model_key(batch_size=10**9), "models[0].batch_size: Input should be less than or equal to 10000"),
+    "url not a url": (model_key(url="not a url"), "models[0].url: 'not a url' is not a URL (it contains spaces"),
+    "ftp url": (model_key(url="ftp://127.0.0.1/v1"), "models[0].url: 'ftp://127.0.0.1/v1' is not an http:// or https:// URL"),
+    "url port out of range": (model_key(url="http://127.0.0.1:99999/v1"), "models[0].url: 'http://127.0.0.1:99999/v1' has an invalid port (1-65535)"),
+    "url without host": (model_key(url="http:///v1"), "has no host"),
+    "token with a newline": (model_key(auth_token="sk-abc\ndef"), "models[0].auth_token: contains a newline or control character"),
+    "judge url invalid": (lambda ws: edit_config(ws, lambda d: d.update(judge_properties={"judge_model": "j", "judge_api_endpoint": "localhost:8000"})), "judge_properties.judge_api_endpoint: 'localhost:8000' is not an http:// or https:// URL"),
+    "duplicate yaml key": (lambda ws: write(ws, "config.yaml", (ws.root / "config.yaml").read_text() + "output_dir: elsewhere\n"), "duplicate key 'output_dir' (first at line"),
+    "yaml alias bomb": (lambda ws: write(ws, "config.yaml", ALIAS_BOMB), "expands to more than 200000 values through aliases"),
+    "config not utf-8": (lambda ws: write_bytes(ws, "config.yaml", b"dataset_metric: [[cmds, word_error_rate]]\n# caf\xe9\n"), "config.yaml: config file is not valid UTF-8 (byte 0xe9"),
+    "prompts file is a folder": (lambda ws: ((ws.root / "p.yaml").mkdir(), edit_config(ws, lambda d: d.update(prompts_file="p.yaml"))), "p.yaml: prompts file is a directory, expected a file"),
+    "cache dir is a file": (lambda ws: (write(ws, "cachefile", "x"), edit_config(ws, lambda d: d.update(cache_dir=str(ws.root / "cachefile")))), "cachefile: cache directory (cache_dir) is a file, expected a directory"),
+    "output dir cannot be created": (lambda ws: edit_config(ws, lambda d: d.update(output_dir="/proc/lalmeval-test/runs")), "/proc/lalmeval-test/runs: output directory cannot be created"),
     # --- runspecs --------------------------------------------------------------------------
     "runspec bad json": (lambda ws: write(ws, "runspecs/asr/commands.json", '{"cmds": {"hf_repo": }'), "commands.json: invalid JSON at line 1"),
     "runspec is a list": (lambda ws: write(ws, "runspecs/asr/commands.json", "[1, 2]"), "commands.json: a runspec must be a JSON object"),
@@ -76,6 +108,10 @@ CASES = {
     "unknown language": (lambda ws: edit_runspec(ws, lambda s: s.update(language="Elvish")), "unknown language 'Elvish'"),
     "metric all without metrics": (lambda ws: (edit_runspec(ws, lambda s: s.update(metrics=[])), edit_config(ws, lambda d: d.update(dataset_metric=[["cmds", "all"]]))), "metric 'all' but dataset 'cmds' lists no metrics"),
     "runspec missing language": (lambda ws: edit_runspec(ws, lambda s: s.pop("language")), "dataset 'cmds': language: Field required"),
+    "runspec duplicate dataset key": (lambda ws: write(ws, "runspecs/asr/commands.json", (ws.root / "runspecs/asr/commands.json").read_text()[:-1] + ', "cmds": {"hf_repo": "x", "language": "en"}}'), "commands.json: duplicate key 'cmds'"),
+    "runspec duplicate field": (lambda ws: write(ws, "runspecs/asr/commands.json", '{"cmds": {"hf_repo": "x", "language": "en", "language": "fr"}}'), "commands.json: duplicate key 'language'"),
+    "runspec not utf-8": (lambda ws: write_bytes(ws, "runspecs/asr/commands.json", b'{"cmds": {"hf_repo": "x", "language": "en", "instruction": "caf\xe9"}}'), "commands.json: runspec is not valid UTF-8"),
+    "runspec is a folder": (lambda ws: (ws.root / "runspecs/asr/folder.json").mkdir(), "folder.json: runspec is a directory, expected a file"),
     # --- data files ------------------------------------------------------------------------
     "missing column": (lambda ws: edit_runspec(ws, lambda s: s.update(target_column="text")), "target_column 'text' not found (columns:"),
     "empty data file": (lambda ws: (write(ws, "data/empty.jsonl", ""), spec_path(ws, "data/empty.jsonl")), "dataset 'cmds': the data has no rows"),
@@ -84,6 +120,15 @@ CASES = {
     "unsupported data type": (lambda ws: (write(ws, "data/set.xlsx", "x"), spec_path(ws, "data/set.xlsx")), "unsupported data file type '.xlsx'"),
     "duplicate sample ids": (lambda ws: (write(ws, "data/dup.jsonl", '{"id": "a", "audio": "x.wav", "reference": "r"}\n{"id": "a", "audio": "y.wav", "reference": "r"}\n'), spec_path(ws, "data/dup.jsonl")), "duplicate sample id 'a'"),
     "corrupt parquet": (lambda ws: (write(ws, "data/set.parquet", "PAR1 garbage"), spec_path(ws, "data/set.parquet")), "set.parquet: not a readable parquet file"),
+    "csv unterminated quote": (lambda ws: (write(ws, "data/set.csv", 'id,audio,reference\na,x.wav,"turn on\nb,y.wav,lights off\nc,z.wav,stop\n'), spec_path(ws, "data/set.csv")), "set.csv: line 2: malformed CSV: unexpected end of data (an unterminated quote?)"),
+    "csv stray quote": (lambda ws: (write(ws, "data/set.csv", 'id,audio,reference\na,x.wav,"turn" on\n'), spec_path(ws, "data/set.csv")), "set.csv: line 2: malformed CSV"),
+    "csv row with extra fields": (lambda ws: (write(ws, "data/set.csv", 'id,audio,reference\na,x.wav,on\nb,y.wav,lights,off\n'), spec_path(ws, "data/set.csv")), "set.csv: line 3: 4 fields where the header has 3"),
+    "tsv duplicate header": (lambda ws: (write(ws, "data/set.tsv", 'id\taudio\tid\na\tx.wav\tb\n'), spec_path(ws, "data/set.tsv")), "set.tsv: line 1: column 'id' appears twice"),
+    "jsonl not utf-8": (lambda ws: (write_bytes(ws, "data/bad.jsonl", b'{"id": "a", "audio": "x.wav", "reference": "r"}\n{"id": "b", "audio": "y.wav", "reference": "caf\xe9"}\n'), spec_path(ws, "data/bad.jsonl")), "bad.jsonl: line 2: data file is not valid UTF-8"),
+    "jsonl duplicate key": (lambda ws: (write(ws, "data/bad.jsonl", '{"id": "a", "audio": "x.wav", "reference": "r", "reference": "s"}\n'), spec_path(ws, "data/bad.jsonl")), "bad.jsonl: line 1: duplicate key 'reference'"),
+    "data file is a folder": (lambda ws: ((ws.root / "data/folder.jsonl").mkdir(parents=True), spec_path(ws, "data/folder.jsonl")), "folder.jsonl: data file is a directory, expected a file"),
+    "null sample id": (lambda ws: (write(ws, "data/ids.jsonl", '{"id": "a", "audio": "x.wav", "reference": "r"}\n{"id": null, "audio": "y.wav", "reference": "r"}\n'), spec_path(ws, "data/ids.jsonl")), "dataset 'cmds': row 2 has no id (column 'id' is null or missing)"),
+    "empty sample id": (lambda ws: (write(ws, "data/ids.jsonl", '{"id": " ", "audio": "x.wav", "reference": "r"}\n'), spec_path(ws, "data/ids.jsonl")), "dataset 'cmds': row 1 has no id (column 'id' is empty)"),
 }
 
 
@@ -114,7 +159,10 @@ def test_bad_clips_fail_their_samples_and_the_run_completes(ws, capsys):
     (audio / "notaudio.mp3").write_text("this is not audio")
     sf.write(audio / "nan.wav", np.array([0.1, np.nan, 0.2] * 100, dtype="float32"), 16000, subtype="FLOAT")
     zero_rate_wav(audio / "zero_hz.wav")
-    bad = {"truncated": "truncated.flac", "empty": "empty.wav", "unsupported": "notaudio.mp3", "nan": "nan.wav", "zero_hz": "zero_hz.wav", "missing": "missing.wav"}
+    os.mkfifo(audio / "pipe.wav")            # would block a reader for ever
+    (audio / "folder.wav").mkdir()
+    bad = {"truncated": "truncated.flac", "empty": "empty.wav", "unsupported": "notaudio.mp3", "nan": "nan.wav", "zero_hz": "zero_hz.wav",
+           "missing": "missing.wav", "named_pipe": "pipe.wav", "directory": "folder.wav"}
     data = [{"id": "good", "audio": rows[0]["audio"], "reference": rows[0]["reference"]}]
     data += [{"id": k, "audio": f"audio/{v}", "reference": "x"} for k, v in bad.items()]
     data.append({"id": "no_audio", "audio": None, "reference": "x"})
@@ -122,13 +170,14 @@ def test_bad_clips_fail_their_samples_and_the_run_completes(ws, capsys):
     with ScriptedEndpoint(lambda s, n: rows[0]["reference"]) as ep:
         ws.config([model(ep.url)], [["cmds", "word_error_rate"]], output_dir=str(ws.root / "runs"))
         code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "bad"])
-    assert code == 0 and len(ep.requests) == 1
+    assert code == 3 and len(ep.requests) == 1  # failed samples: the exit code says so
     records = {r["id"]: r for r in ws.records("cmds", "m", "bad")}
     assert records["good"]["error"] is None
     for sample in [*bad, "no_audio"]:
         assert records[sample]["error"].startswith("audio: "), (sample, records[sample]["error"])
     assert "NaN" in records["nan"]["error"] and "no samples" in records["empty"]["error"]
     assert "sample rate" in records["zero_hz"]["error"] or "unreadable" in records["zero_hz"]["error"]
+    assert "not a regular file" in records["named_pipe"]["error"] and "is a directory" in records["directory"]["error"]
     final = json.loads((ws.root / "runs" / "bad" / "final_scores.json").read_text())
-    assert final["scores"][0]["num_failed"] == 7 and final["scores"][0]["score"] == 0.0
+    assert final["scores"][0]["num_failed"] == 9 and final["scores"][0]["score"] == 0.0
     assert "Failed samples:" in capsys.readouterr().out

@@ -3,7 +3,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lalmeval.config import load_config, parse_config, redacted
+from lalmeval.config import load_config, parse_config
+from lalmeval.secrets import redacted_config as redacted
 from lalmeval.errors import UserError
 
 BASE = {"dataset_metric": [["demo_commands", "word_error_rate"]], "models": [{"info": {"name": "m", "url": "http://x/v1", "model": "m"}}]}
@@ -20,7 +21,7 @@ def test_misspelt_top_level_key_names_key_and_nearest_valid_key():
 
 
 def test_misspelt_model_key_names_nearest_model_field():
-    data = {**BASE, "models": [{"info": {"name": "m", "url": "u", "model": "m", "batchsize": 3}}]}
+    data = {**BASE, "models": [{"info": {"name": "m", "url": "http://127.0.0.1:8000/v1", "model": "m", "batchsize": 3}}]}
     with pytest.raises(UserError, match=r"unknown key 'models\[0\]\.batchsize' \(did you mean 'batch_size'\?\)"):
         parse_config(data, "cfg.yaml")
 
@@ -31,7 +32,7 @@ def test_misspelt_filter_key_names_nearest_filter():
 
 
 def test_wrong_type_names_the_key():
-    data = {**BASE, "models": [{"info": {"name": "m", "url": "u", "model": "m", "batch_size": "many"}}]}
+    data = {**BASE, "models": [{"info": {"name": "m", "url": "http://127.0.0.1:8000/v1", "model": "m", "batch_size": "many"}}]}
     with pytest.raises(UserError, match=r"models\[0\]\.batch_size"):
         parse_config(data, "cfg.yaml")
 
@@ -57,7 +58,7 @@ def test_missing_env_var_is_an_error_naming_it_and_where(monkeypatch):
 
 
 def test_duplicate_model_names_rejected():
-    model = {"info": {"name": "m", "url": "u", "model": "m"}}
+    model = {"info": {"name": "m", "url": "http://127.0.0.1:8000/v1", "model": "m"}}
     with pytest.raises(UserError, match="model names must be unique; repeated: m"):
         config_with(models=[model, model])
 
@@ -68,7 +69,7 @@ def test_temperature_override_for_unknown_model_rejected():
 
 
 def test_flat_model_entries_are_accepted_too():
-    config = config_with(models=[{"name": "flat", "url": "u", "model": "m"}])
+    config = config_with(models=[{"name": "flat", "url": "http://127.0.0.1:8000/v1", "model": "m"}])
     assert config.models[0].name == "flat"
 
 
@@ -80,15 +81,15 @@ def test_invalid_yaml_reports_line(tmp_path: Path):
 
 
 def test_redacted_config_hides_tokens():
-    config = config_with(models=[{"info": {"name": "m", "url": "u", "model": "m", "auth_token": "sk-secret-value-123"}}])
+    config = config_with(models=[{"info": {"name": "m", "url": "http://127.0.0.1:8000/v1", "model": "m", "auth_token": "sk-secret-value-123"}}])
     dumped = yaml.safe_dump(redacted(config))
     assert "sk-secret-value-123" not in dumped and "<redacted>" in dumped
 
 
 def test_sample_config_is_valid_and_documents_every_key(monkeypatch):
     repo = Path(__file__).resolve().parents[1]
-    for var in ("ENDPOINT_URL", "AUTH_TOKEN", "API_VERSION"):
-        monkeypatch.setenv(var, "x")
+    for var, value in (("ENDPOINT_URL", "http://127.0.0.1:8000/v1"), ("AUTH_TOKEN", "x"), ("API_VERSION", "x")):
+        monkeypatch.setenv(var, value)
     text = (repo / "sample_config.yaml").read_text()
     load_config(repo / "sample_config.yaml")
     from lalmeval.config import Config, Filters, JudgeProperties, ModelInfo, TemperatureOverride
@@ -99,6 +100,14 @@ def test_sample_config_is_valid_and_documents_every_key(monkeypatch):
 
 
 def test_redaction_reaches_secrets_inside_other_values():
-    model = {"name": "m", "url": "u", "model": "m", "auth_token": "tok-in-launch-9876", "launch": "vllm serve x --api-key tok-in-launch-9876"}
+    model = {"name": "m", "url": "http://127.0.0.1:8000/v1", "model": "m", "auth_token": "tok-in-launch-9876", "launch": "vllm serve x --api-key tok-in-launch-9876"}
     dumped = yaml.safe_dump(redacted(config_with(models=[{"info": model}])))
     assert "tok-in-launch-9876" not in dumped and "--api-key <redacted>" in dumped
+
+
+def test_an_invalid_token_is_reported_without_echoing_it():
+    for token in ("sk-live-SECRET-value\nX", " sk-live-SECRET-value"):
+        data = {**BASE, "models": [{"info": {"name": "m", "url": "http://x/v1", "model": "m", "auth_token": token}}]}
+        with pytest.raises(UserError) as err:
+            parse_config(data, "cfg.yaml")
+        assert "models[0].auth_token" in str(err.value) and "SECRET" not in str(err.value)

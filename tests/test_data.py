@@ -215,3 +215,65 @@ def test_config_streaming_reaches_load_dataset(ws, monkeypatch):
             ws.config([model(ep.url)], [["layout_set", "word_error_rate"]], streaming=streaming)
             assert ws.run().scores[0].num_samples == len(ROWS)
     assert seen == [True, False]
+
+
+def concurrent_layouts(ws, count):
+    """`count` hub-layout folders and `count` save_to_disk folders, each its own dataset."""
+    from datasets import Audio, Dataset
+
+    specs = {}
+    for i in range(count):
+        folder = ws.root / "data" / f"hub{i}"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.Table.from_pylist(struct_rows()), folder / "test-00000.parquet")
+        specs[f"hub{i}"] = {"hf_repo": f"data/hub{i}", "target_column": "text", "id_column": "uid"}
+        Dataset.from_list(struct_rows()).cast_column("audio", Audio(decode=False)).save_to_disk(str(ws.root / "data" / f"disk{i}"))
+        specs[f"disk{i}"] = {"hf_repo": f"data/disk{i}", "target_column": "text", "id_column": "uid"}
+    ws.runspec("asr", "many", specs)
+    ws.config([model("http://127.0.0.1:9/v1")], [["many", "word_error_rate"]])
+    return [d for d, _ in ws.plan().pairs]
+
+
+def load_all_at_once(datasets):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(datasets)) as pool:
+        return list(pool.map(lambda d: list(iter_samples(d)), datasets))
+
+
+def test_datasets_loading_at_the_same_time_never_enter_the_library_together(ws, monkeypatch):
+    """The library's loaders share global state (tqdm's lock among it): calls into them are serialized."""
+    import threading
+    import time
+
+    import datasets
+
+    datasets_list = concurrent_layouts(ws, 3)
+    active, most = [0], [0]
+    guard = threading.Lock()
+
+    def counting(real):
+        def wrapper(*args, **kwargs):
+            with guard:
+                active[0] += 1
+                most[0] = max(most[0], active[0])
+            try:
+                time.sleep(0.05)  # widen the window in which a second load could enter
+                return real(*args, **kwargs)
+            finally:
+                with guard:
+                    active[0] -= 1
+        return wrapper
+
+    monkeypatch.setattr(datasets, "load_dataset", counting(datasets.load_dataset))
+    monkeypatch.setattr(datasets, "load_from_disk", counting(datasets.load_from_disk))
+    loaded = load_all_at_once(datasets_list)
+    assert most[0] == 1
+    assert all([s.reference for s in samples] == [r["reference"] for r in ROWS] for samples in loaded)
+
+
+def test_many_hub_and_disk_folders_load_concurrently_again_and_again(ws):
+    datasets_list = concurrent_layouts(ws, 4)
+    for _ in range(5):
+        loaded = load_all_at_once(datasets_list)
+        assert [len(samples) for samples in loaded] == [len(ROWS)] * len(datasets_list)

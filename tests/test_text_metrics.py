@@ -65,7 +65,7 @@ def test_empty_references_are_excluded_not_zero():
 
 
 def config():
-    return parse_config({"dataset_metric": [["x", "meteor"]], "models": [{"name": "m", "url": "u", "model": "m"}]}, "c.yaml")
+    return parse_config({"dataset_metric": [["x", "meteor"]], "models": [{"name": "m", "url": "http://127.0.0.1:8000/v1", "model": "m"}]}, "c.yaml")
 
 
 def test_meteor_without_wordnet_refuses_at_start(tmp_path, monkeypatch):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import csv
 import json
+import threading
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 from lalmeval.errors import UserError
+from lalmeval.files import DuplicateKey, encoding_error, open_error, parse_json
 from lalmeval.records import Sample
 from lalmeval.registry import Registry
 from lalmeval.runspecs import Dataset
@@ -18,29 +20,74 @@ FORMATS: Registry[Callable[[Path, Dataset, bool], Rows]] = Registry("dataset for
 _LOCAL_SUFFIXES = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv"}
 
 
+# The `datasets` library keeps global state (tqdm's shared lock among it) that is not safe when two
+# threads load at once; every call into its loaders holds this lock.
+DATASETS_LOCK = threading.Lock()
+
+
+def _data_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of a UTF-8 data file; bad bytes are an error naming the line."""
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise open_error(path, exc, "data file") from None
+    with handle:
+        for number, raw in enumerate(handle, 1):
+            try:
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise encoding_error(path, exc, "data file", line=number) from None
+
+
 @FORMATS.register("jsonl")
 def _jsonl(path: Path, dataset: Dataset, streaming: bool) -> Rows:
     rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UserError(f"{path}: line {number}: invalid JSON: {exc.msg}") from None
-            if not isinstance(row, dict):
-                raise UserError(f"{path}: line {number}: expected a JSON object")
-            rows.append(row)
+    for number, line in _data_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = parse_json(line)
+        except DuplicateKey as exc:
+            raise UserError(f"{path}: line {number}: {exc}") from None
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{path}: line {number}: invalid JSON: {exc.msg}") from None
+        if not isinstance(row, dict):
+            raise UserError(f"{path}: line {number}: expected a JSON object")
+        rows.append(row)
     columns = sorted({key for row in rows for key in row})
     return columns, rows
 
 
 def _delimited(path: Path, delimiter: str) -> Rows:
-    with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle, delimiter=delimiter)
-        rows = list(reader)
-        return list(reader.fieldnames or []), rows
+    """Strict CSV/TSV: an unterminated quote or a row with the wrong number of fields names its line."""
+    text = "".join(line for _, line in _data_lines(path))
+    reader = csv.reader(text.splitlines(keepends=True), delimiter=delimiter, strict=True)
+    kind = "TSV" if delimiter == "\t" else "CSV"
+    start = 1  # the line where the row being read begins: a quoted field may run over many lines
+    try:
+        header = next(reader, None)
+        if not header:
+            raise UserError(f"{path}: the file is empty (expected a header row)")
+        _check_header(path, header)
+        rows = []
+        start = reader.line_num + 1
+        for fields in reader:
+            if fields and len(fields) != len(header):
+                raise UserError(f"{path}: line {start}: {len(fields)} fields where the header has {len(header)} (a stray quote or {'tab' if kind == 'TSV' else 'comma'}?)")
+            if fields:
+                rows.append(dict(zip(header, fields)))
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise UserError(f"{path}: line {start}: malformed {kind}: {exc} (an unterminated quote?)") from None
+    return header, rows
+
+
+def _check_header(path: Path, header: list[str]) -> None:
+    seen = set()
+    for name in header:
+        if name in seen:
+            raise UserError(f"{path}: line 1: column '{name}' appears twice in the header")
+        seen.add(name)
 
 
 @FORMATS.register("csv")
@@ -78,12 +125,16 @@ def _undecoded(ds: Any, audio_column: Optional[str]) -> Any:
 def _disk(path: Path, dataset: Dataset, streaming: bool) -> Rows:
     from datasets import DatasetDict, load_from_disk
 
-    ds = load_from_disk(str(path))
-    if isinstance(ds, DatasetDict):
-        if dataset.spec.split not in ds:
-            raise UserError(f"{path}: split '{dataset.spec.split}' not found (have: {', '.join(ds)})")
-        ds = ds[dataset.spec.split]
-    ds = _undecoded(ds, dataset.spec.audio_column)
+    with DATASETS_LOCK:
+        try:
+            ds = load_from_disk(str(path))
+        except Exception as exc:  # the library raises many types; the message is what matters
+            raise UserError(f"{path}: dataset '{dataset.name}': not a readable save_to_disk folder: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+        if isinstance(ds, DatasetDict):
+            if dataset.spec.split not in ds:
+                raise UserError(f"{path}: split '{dataset.spec.split}' not found (have: {', '.join(ds)})")
+            ds = ds[dataset.spec.split]
+        ds = _undecoded(ds, dataset.spec.audio_column)
     return list(ds.column_names), ds
 
 
@@ -92,12 +143,14 @@ def _hub(path: Path, dataset: Dataset, streaming: bool) -> Rows:
     from datasets import load_dataset
 
     spec = dataset.spec
-    try:
-        repo = str(path) if path.is_dir() else spec.hf_repo
-        ds = load_dataset(repo, spec.subset, split=spec.split, streaming=streaming)
-    except Exception as exc:  # the hub client raises many types; the message is what matters
-        raise UserError(f"{dataset.source}: dataset '{dataset.name}': cannot load '{spec.hf_repo}': {str(exc).splitlines()[0]}") from None
-    ds = _undecoded(ds, spec.audio_column)
+    with DATASETS_LOCK:
+        try:
+            repo = str(path) if path.is_dir() else spec.hf_repo
+            ds = load_dataset(repo, spec.subset, split=spec.split, streaming=streaming)
+        except Exception as exc:  # the hub client raises many types; the message is what matters
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise UserError(f"{dataset.source}: dataset '{dataset.name}': cannot load '{spec.hf_repo}': {message}") from None
+        ds = _undecoded(ds, spec.audio_column)
     return list(ds.column_names or []), ds
 
 
@@ -106,6 +159,8 @@ def _locate(dataset: Dataset) -> tuple[str, Path]:
     repo = dataset.spec.hf_repo
     local = dataset.resolve_path(repo)
     looks_local = repo.startswith((".", "/", "~")) or Path(repo).suffix.lower() in _LOCAL_SUFFIXES
+    if local.is_dir() and local.suffix.lower() in _LOCAL_SUFFIXES:
+        raise UserError(f"{local}: data file is a directory, expected a file")
     if local.is_dir():
         # A save_to_disk folder has its own metadata; any other folder of data files goes through load_dataset.
         saved = any((local / marker).exists() for marker in ("dataset_info.json", "dataset_dict.json", "state.json"))
@@ -153,12 +208,22 @@ def _check_columns(dataset: Dataset, columns: list[str], where: str) -> None:
             raise UserError(f"{where}: dataset '{dataset.name}': {field} '{column}' not found (columns: {', '.join(columns)})")
 
 
-def to_sample(row: dict[str, Any], index: int, dataset: Dataset, base: Path) -> Sample:
+def _sample_id(row: dict[str, Any], index: int, dataset: Dataset, where: str) -> str:
+    column = dataset.spec.id_column
+    if not column:
+        return str(index)
+    value = _text(row.get(column))
+    if value is None or not value.strip():
+        raise UserError(f"{where}: dataset '{dataset.name}': row {index + 1} has no id (column '{column}' is {'empty' if value is not None else 'null or missing'})")
+    return value
+
+
+def to_sample(row: dict[str, Any], index: int, dataset: Dataset, base: Path, where: str = "data") -> Sample:
     """One row → Sample, reading the runspec's column mapping."""
     spec = dataset.spec
     audio_bytes, audio_path = _audio_fields(row.get(spec.audio_column), base) if spec.audio_column else (None, None)
     return Sample(
-        id=_text(row.get(spec.id_column)) if spec.id_column else str(index),
+        id=_sample_id(row, index, dataset, where),
         audio_bytes=audio_bytes,
         audio_path=audio_path,
         reference=_text(row.get(spec.target_column)) if spec.target_column else None,
@@ -178,7 +243,7 @@ def iter_samples(dataset: Dataset, streaming: bool = False) -> Iterator[Sample]:
     base = path.parent if kind != "hub" else dataset.source.parent
     seen: set[str] = set()
     for index, row in enumerate(rows):
-        sample = to_sample(row, index, dataset, base)
+        sample = to_sample(row, index, dataset, base, where)
         if sample.id in seen:
             raise UserError(f"{where}: dataset '{dataset.name}': duplicate sample id '{sample.id}' in {dataset.spec.id_column}")
         seen.add(sample.id)
