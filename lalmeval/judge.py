@@ -13,6 +13,7 @@ from lalmeval.errors import UserError, closest
 from lalmeval.inference.client import Endpoint
 from lalmeval.inference.protocols import PROTOCOLS
 from lalmeval.records import Prompt, Record
+from lalmeval.secrets import NO_SECRETS, Redactor
 
 # What each template variant is filled with; every one of them must appear in the template.
 VARIANT_FIELDS = {
@@ -83,10 +84,10 @@ def fields_for(record: Record) -> dict[str, str]:
 class Judge:
     """One judge endpoint shared by every judge metric, with its prompts and a judgment cache."""
 
-    def __init__(self, props: JudgeProperties, templates: dict[str, Any], cache: Optional[InferenceCache]):
+    def __init__(self, props: JudgeProperties, templates: dict[str, Any], cache: Optional[InferenceCache], redactor: Redactor = NO_SECRETS):
         self.props = props
         self.info = props.as_model()
-        self.endpoint = Endpoint(self.info)
+        self.endpoint = Endpoint(self.info, redactor)
         self.templates = templates
         self.cache = cache
         self.prompt_model = props.judge_prompt_model_override or props.judge_model
@@ -107,8 +108,8 @@ class Judge:
         if key and (cached := self.cache.get(key)) is not None:
             return cached, True
         body, content_type = self.protocol.body(self.info, prompt, None, self.params, "")
-        reply = await self.endpoint.post(self.protocol.path, body, content_type)
-        text_reply = self.protocol.text(reply.payload)
+        reply = await self.endpoint.post(self.protocol.path, body, content_type, self.protocol.parse)
+        text_reply = reply.value.text
         if key:
             self.cache.put(key, text_reply)
         return text_reply, False

@@ -150,3 +150,54 @@ def test_no_secret_reaches_any_file_or_output(ws):
     records = (ws.root / "runs" / "s" / "records" / "cmds__m.jsonl").read_text()
     assert "invalid key <redacted>" in records
     assert yaml.safe_load((ws.root / "runs" / "s" / "config.yaml").read_text())["models"][0]["auth_token"] == "<redacted>"
+
+
+TOKEN = 'tok-"quoted"\\back-SECRET-0123456789'
+JUDGE_KEY = "judge-key-SECRET-9876543210"
+
+
+def forms(secret):
+    """Every spelling of a secret that could end up in a file or on the console."""
+    return {secret, json.dumps(secret)[1:-1], repr(secret)[1:-1], secret[:20], json.dumps(secret)[1:21]}
+
+
+def test_a_server_echoing_the_token_in_any_form_leaves_it_in_no_file_and_not_on_the_console(ws):
+    rows = [{"id": f"q{i}", "question": f"question {i}", "reference": "fine"} for i in range(7)]
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None}})
+
+    def echo(seen, n):
+        if seen.body["model"] == "judge":
+            return f"The key is {JUDGE_KEY}. Rating: 1"
+        i = int(seen.text.split()[-1])
+        return [
+            lambda: f"fine, and your key is {TOKEN}",                                        # raw in a 200 reply
+            lambda: f"key={TOKEN!r}",                                                        # as a repr
+            lambda: Reply(status=500, payload={"error": {"message": "x" * 290 + TOKEN}}),    # at the 300-char cut
+            lambda: Reply(status=400, payload={"error": {"message": f"bad key {json.dumps(TOKEN)}"}}),
+            lambda: Reply(raw=b'{"oops": "' + TOKEN.encode() + b'"'),                        # malformed JSON
+            lambda: Reply(status=401, payload={"error": {"message": f"invalid {JUDGE_KEY}"}}),
+            lambda: "fine",
+        ][i]()
+
+    with ScriptedEndpoint(echo) as ep:
+        judge = {"judge_model": "judge", "judge_api_endpoint": ep.url, "judge_api_key": "${LALM_JUDGE_KEY}"}
+        config = ws.config([model(ep.url, auth_token="${LALM_TEST_KEY}", retry_attempts=0)], [["qs", "llm_judge_binary"]],
+                           output_dir=str(ws.root / "runs"), judge_properties=judge)
+        env = {"LALM_TEST_KEY": TOKEN, "LALM_JUDGE_KEY": JUDGE_KEY, "PATH": "/usr/bin:/bin", "HOME": str(ws.root)}
+        out = subprocess.run([sys.executable, "-m", "lalmeval", "run", "--config", str(config), "--run-id", "s"],
+                             cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+        assert any(r.headers.get("Authorization") == f"Bearer {TOKEN}" for r in ep.requests)
+    assert out.returncode == 3, out.stderr
+    secrets = forms(TOKEN) | forms(JUDGE_KEY)
+    for secret in secrets:
+        assert secret not in out.stdout + out.stderr, secret
+    written = [p for p in ws.root.rglob("*") if p.is_file()]
+    assert any(p.parent.name == ".cache" for p in written)
+    for path in written:
+        text = path.read_bytes().decode(errors="ignore")
+        for secret in secrets:
+            assert secret not in text, (path, secret)
+    records = {r["id"]: r for r in ws.records("qs", "m", "s")}
+    assert records["q0"]["prediction"] == "fine, and your key is <redacted>"
+    assert records["q2"]["error"].endswith("<redacted>") or "<redacted>" in records["q2"]["error"]

@@ -5,19 +5,26 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import math
 import random
 import time
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Generic, Optional, TypeVar
 
 import aiohttp
 
-from lalmeval.config import ModelInfo, redact
+from lalmeval.config import ModelInfo
 from lalmeval.inference.limit import AdaptiveLimit
+from lalmeval.inference.protocols import ReplyError
+from lalmeval.secrets import NO_SECRETS, Redactor, clip
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504}) | frozenset(range(520, 530))
 MAX_BACKOFF = 30.0
 MAX_RETRY_AFTER = 300.0
+ERROR_BODY_LIMIT = 64 * 1024   # an error reply is read only this far: its message is all we keep
+REASON_LIMIT = 300             # characters of a server's message kept in a recorded reason
+
+T = TypeVar("T")
 
 
 class RequestFailed(Exception):
@@ -31,24 +38,37 @@ class RequestFailed(Exception):
 
 
 @dataclass(frozen=True)
-class Reply:
-    payload: Any
+class Reply(Generic[T]):
+    value: T
     attempts: int
     latency: float
     retry_wait: float = 0.0
 
 
+@dataclass(frozen=True)
+class _Outcome:
+    """One attempt: a parsed value, or a reason with whether to retry and how long the server asked to wait."""
+
+    value: Any = None
+    reason: str = ""
+    retryable: bool = False
+    wait: Optional[float] = None
+
+
 def retry_after(value: Optional[str]) -> Optional[float]:
-    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date)."""
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date); None when unusable."""
     if not value:
         return None
     try:
-        return min(MAX_RETRY_AFTER, max(0.0, float(value)))
+        seconds = float(value)
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        if parsed is None:
-            return None
-        return min(MAX_RETRY_AFTER, max(0.0, parsed.timestamp() - time.time()))
+        try:
+            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None  # not a number, not a date: fall back to our own backoff
+    if math.isnan(seconds):
+        return None
+    return min(MAX_RETRY_AFTER, max(0.0, seconds))
 
 
 def backoff(attempt: int, base: float = 0.5) -> float:
@@ -64,10 +84,13 @@ def _server_message(body: bytes) -> str:
         if isinstance(message, dict):
             message = message.get("message") or message.get("detail") or json.dumps(message)
         text = str(message)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         text = body.decode("utf-8", "replace")
-    text = " ".join(text.split())
-    return text[:300] or "(empty body)"
+    return " ".join(text.split()) or "(empty body)"
+
+
+class _TooLarge(Exception):
+    pass
 
 
 # A request that exhausted its retries on these reasons says nothing came back from the server.
@@ -78,10 +101,12 @@ DOWN_AFTER = 3
 class Endpoint:
     """The shared client of one model entry: every Engine's requests to it pass through here."""
 
-    def __init__(self, info: ModelInfo):
+    def __init__(self, info: ModelInfo, redactor: Redactor = NO_SECRETS):
         self.info = info
         self.base_url = info.url.rstrip("/")
         self.limit = AdaptiveLimit(info.batch_size)
+        self.redact = redactor
+        self.max_reply = int(info.max_reply_mb * 1_000_000)
         self._session: Optional[aiohttp.ClientSession] = None
         self._next_start = 0.0
         self.requests_sent = 0
@@ -95,10 +120,6 @@ class Endpoint:
         if not self._token:
             return {}
         return {"api-key": self._token} if self.info.api_version else {"Authorization": f"Bearer {self._token}"}
-
-    def scrub(self, text: str) -> str:
-        """`text` with the endpoint's token removed (servers sometimes echo it in errors)."""
-        return redact(text, [self._token])
 
     async def open(self) -> None:
         """Create the pooled session (inside the running loop)."""
@@ -126,25 +147,54 @@ class Endpoint:
         if start > now:
             await asyncio.sleep(start - now)
 
-    async def _attempt(self, path: str, body: bytes, content_type: str) -> tuple[Optional[Any], str, Optional[float], bool]:
-        """One try: (payload, error, wait hint, retryable)."""
+    @staticmethod
+    async def _read(resp: aiohttp.ClientResponse, limit: int, strict: bool) -> bytes:
+        """At most `limit` bytes of the body; with `strict`, a longer body raises _TooLarge instead."""
+        if strict and resp.content_length is not None and resp.content_length > limit:
+            raise _TooLarge()
+        chunks, size = [], 0
+        async for chunk in resp.content.iter_chunked(1 << 16):
+            size += len(chunk)
+            chunks.append(chunk)
+            if size > limit:
+                if strict:
+                    raise _TooLarge()
+                break
+        return b"".join(chunks)[:limit]
+
+    async def _attempt(self, path: str, body: bytes, content_type: str, parse: Callable[[Any], Any]) -> _Outcome:
+        """One try, turned into an outcome whatever happens on the wire."""
         assert self._session is not None, "Endpoint.open() was not called"
         params = {"api-version": self.info.api_version} if self.info.api_version else None
         self.requests_sent += 1
         try:
             async with self._session.post(self.base_url + path, data=body, params=params, headers={"Content-Type": content_type}) as resp:
-                raw = await resp.read()
-                if resp.status == 200:
-                    try:
-                        return json.loads(raw), "", None, False
-                    except ValueError:
-                        return None, f"malformed JSON reply: {raw[:120]!r}", None, True
-                reason = f"HTTP {resp.status}: {_server_message(raw)}"
-                return None, reason, retry_after(resp.headers.get("Retry-After")), resp.status in RETRYABLE_STATUS
+                if resp.status != 200:
+                    raw = await self._read(resp, ERROR_BODY_LIMIT, strict=False)
+                    reason = f"HTTP {resp.status}: " + clip(_server_message(raw), self.redact, REASON_LIMIT)
+                    return _Outcome(reason=reason, retryable=resp.status in RETRYABLE_STATUS, wait=retry_after(resp.headers.get("Retry-After")))
+                raw = await self._read(resp, self.max_reply, strict=True)
+        except _TooLarge:
+            return _Outcome(reason=f"reply too large: more than {self.info.max_reply_mb:g} MB (max_reply_mb)")
         except asyncio.TimeoutError:
-            return None, f"timeout after {self.info.timeout:g}s", None, True
+            return _Outcome(reason=f"timeout after {self.info.timeout:g}s", retryable=True)
         except aiohttp.ClientError as exc:
-            return None, f"connection error: {type(exc).__name__}: {exc}".rstrip(": "), None, True
+            return _Outcome(reason=clip(f"connection error: {type(exc).__name__}: {exc}".rstrip(": "), self.redact, REASON_LIMIT), retryable=True)
+        return self._decode(raw, parse)
+
+    def _decode(self, raw: bytes, parse: Callable[[Any], Any]) -> _Outcome:
+        """A 200 body → the parsed value; malformed JSON and wrong shapes are retryable failures."""
+        if self.redact:  # a server may echo the caller's token: it must not reach a record or the cache
+            raw = self.redact.bytes(raw)
+        try:
+            payload = json.loads(raw)
+        except (ValueError, RecursionError):
+            shown = clip(raw[:4096].decode("utf-8", "replace"), self.redact, 120)
+            return _Outcome(reason=f"malformed JSON reply: {shown!r}", retryable=True)
+        try:
+            return _Outcome(value=parse(payload))
+        except ReplyError as exc:
+            return _Outcome(reason=clip(f"bad reply: {exc}", self.redact, REASON_LIMIT), retryable=True)
 
     def _observe(self, reason: str) -> None:
         """Feed one attempt's outcome to the adaptive limit."""
@@ -162,8 +212,8 @@ class Endpoint:
         if self._unreachable_streak >= DOWN_AFTER and self.down_reason is None:
             self.down_reason = reason
 
-    async def post(self, path: str, body: bytes, content_type: str = "application/json") -> Reply:
-        """POST with retries on transient failures; raises RequestFailed with the last reason."""
+    async def post(self, path: str, body: bytes, content_type: str, parse: Callable[[Any], T]) -> Reply[T]:
+        """POST and parse with retries on transient failures; raises RequestFailed with the last reason."""
         attempts_allowed = self.info.retry_attempts + 1
         started = time.perf_counter()
         waited = 0.0
@@ -172,15 +222,15 @@ class Endpoint:
                 raise RequestFailed(f"endpoint down ({self.down_reason}): {self.base_url}", attempt - 1, waited)
             async with self.limit:
                 await self._pace()
-                payload, reason, wait, retryable = await self._attempt(path, body, content_type)
-            self._observe(reason)
-            if not reason:
+                outcome = await self._attempt(path, body, content_type, parse)
+            self._observe(outcome.reason)
+            if not outcome.reason:
                 self._settle("")
-                return Reply(payload, attempt, time.perf_counter() - started, waited)
-            if not retryable or attempt == attempts_allowed:
-                self._settle(reason)
-                raise RequestFailed(self.scrub(reason), attempt, waited)
-            pause = wait if wait is not None else backoff(attempt)
+                return Reply(outcome.value, attempt, time.perf_counter() - started, waited)
+            if not outcome.retryable or attempt == attempts_allowed:
+                self._settle(outcome.reason)
+                raise RequestFailed(outcome.reason, attempt, waited)
+            pause = outcome.wait if outcome.wait is not None else backoff(attempt)
             self.retries += 1
             self.retry_wait += pause
             waited += pause

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from lalmeval.config import ModelInfo
@@ -15,19 +16,64 @@ _AUDIO_SLOT = "@@lalmeval-audio@@"
 
 
 class ReplyError(Exception):
-    """A 200 reply that holds no usable text."""
+    """A 200 reply that holds no usable text; the message says what was wrong with its shape."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a reply carries: the text, and the token usage when the server reports it."""
+
+    text: str
+    usage: Optional[dict[str, int]] = None
+
+
+def kind(value: Any) -> str:
+    """The JSON name of a value's type, for messages about wrong-shaped replies."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {str: "string", list: "list", dict: "object"}.get(type(value), type(value).__name__)
+
+
+def a_kind(value: Any) -> str:
+    """'null', 'a number', 'an object', ...: the type of a value as a phrase."""
+    name = kind(value)
+    return name if name == "null" else ("an " if name[0] in "aeiou" else "a ") + name
+
+
+def _object(value: Any, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise ReplyError(f"{where} is {a_kind(value)}, not an object")
+    return value
+
+
+def usage_of(payload: dict) -> Optional[dict[str, int]]:
+    """prompt/completion/total token counts, when the reply reports them as numbers."""
+    usage = payload.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    counts = {k: int(v) for k, v in usage.items() if k.endswith("_tokens") and isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return counts or None
 
 
 class Protocol:
-    """How one inference_type turns a prompt and audio into a request, and a reply into text."""
+    """How one inference_type turns a prompt and audio into a request, and a reply into an Answer."""
 
     path = ""
 
     def body(self, info: ModelInfo, prompt: Prompt, audio: Optional[PreparedAudio], params: dict[str, Any], language: str) -> tuple[bytes, str]:
         raise NotImplementedError
 
-    def text(self, payload: Any) -> str:
+    def parse(self, payload: Any) -> Answer:
+        """The answer in a 200 reply; ReplyError when its shape is not the protocol's."""
         raise NotImplementedError
+
+    def text(self, payload: Any) -> str:
+        """Only the text of parse()."""
+        return self.parse(payload).text
 
 
 PROTOCOLS: Registry[Protocol] = Registry("inference type")
@@ -56,24 +102,42 @@ class ChatCompletions(Protocol):
         head, tail = template.split(_AUDIO_SLOT.encode(), 1)
         return b"".join((head, audio.b64, tail)), "application/json"
 
-    def text(self, payload: Any) -> str:
-        try:
-            choices = payload["choices"]
-        except (TypeError, KeyError):
-            raise ReplyError("reply has no 'choices'") from None
+    def parse(self, payload: Any) -> Answer:
+        payload = _object(payload, "reply")
+        if "choices" not in payload:
+            error = payload.get("error")
+            if isinstance(error, dict) and isinstance(error.get("message"), str):
+                error = error["message"]
+            raise ReplyError(f"reply holds an error instead of choices: {error if isinstance(error, str) else json.dumps(error)}" if error else "reply has no 'choices'")
+        choices = payload["choices"]
+        if not isinstance(choices, list):
+            raise ReplyError(f"'choices' is {a_kind(choices)}, not a list")
         if not choices:
             raise ReplyError("reply has empty 'choices'")
-        message = choices[0].get("message") or {}
-        content = message.get("content")
-        if isinstance(content, list):  # some servers return content parts
-            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
-        if content is None:
-            # Reasoning models may put everything in a side field; an empty string is a real answer.
-            fallback = message.get("reasoning_content") or message.get("reasoning")
-            if fallback:
-                return fallback
-            raise ReplyError("reply content is null")
-        return content
+        choice = _object(choices[0], "choices[0]")
+        if "message" not in choice and isinstance(choice.get("text"), str):  # completions-style servers
+            return Answer(choice["text"], usage_of(payload))
+        message = _object(choice.get("message"), "choices[0].message")
+        return Answer(_content(message), usage_of(payload))
+
+
+def _content(message: dict) -> str:
+    content = message.get("content")
+    if isinstance(content, list):  # some servers return content parts
+        parts = [_object(part, "a content part") for part in content]
+        texts = [part.get("text") for part in parts if part.get("type", "text") in ("text", "output_text")]
+        if any(not isinstance(t, str) for t in texts):
+            raise ReplyError("a text content part has no string 'text'")
+        content = "".join(texts) if texts else None
+    if content is None:
+        # Reasoning models may put everything in a side field; a refusal is an answer too.
+        for side in ("reasoning_content", "reasoning", "refusal"):
+            if isinstance(message.get(side), str) and message[side]:
+                return message[side]
+        raise ReplyError("reply content is null")
+    if not isinstance(content, str):
+        raise ReplyError(f"reply content is {a_kind(content)}, not text")
+    return content  # an empty string is a real, empty answer
 
 
 class Transcriptions(Protocol):
@@ -96,10 +160,13 @@ class Transcriptions(Protocol):
         parts.extend((audio.wav, f"\r\n--{boundary}--\r\n".encode()))
         return b"".join(parts), f"multipart/form-data; boundary={boundary}"
 
-    def text(self, payload: Any) -> str:
-        if not isinstance(payload, dict) or not isinstance(payload.get("text"), str):
+    def parse(self, payload: Any) -> Answer:
+        payload = _object(payload, "reply")
+        if "text" not in payload:
             raise ReplyError("reply has no 'text'")
-        return payload["text"]
+        if not isinstance(payload["text"], str):
+            raise ReplyError(f"reply 'text' is {a_kind(payload['text'])}, not text")
+        return Answer(payload["text"], usage_of(payload))
 
 
 PROTOCOLS.register("openai")(ChatCompletions())
