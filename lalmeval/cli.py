@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import re
+import signal
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -51,31 +53,67 @@ def _plan(config_path: str):
     return build_plan(load_config(path), path)
 
 
-EXIT_FAILED_REQUESTS = 3
+EXIT_FAILED_SAMPLES = 3
+EXIT_WRITE_FAILED = 4
 EXIT_INTERRUPTED = 130
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def check_run_id(run_id: str) -> str:
+    """Run ids name a folder inside the output directory: plain names only, never a path."""
+    if not _RUN_ID.match(run_id) or ".." in run_id:
+        raise UserError(f"--run-id / --resume must be a plain name (letters, digits, '.', '_', '-'; at most 128), got {run_id!r}")
+    return run_id
+
+
+def _run_id(args: argparse.Namespace, output_dir: Path) -> str:
+    from lalmeval.runner import default_run_id
+
+    if args.resume and args.run_id and args.resume != args.run_id:
+        raise UserError("--resume and --run-id name different runs")
+    run_id = args.resume or args.run_id
+    if run_id is not None:
+        check_run_id(run_id)
+    if (args.resume or args.reeval) and not (run_id and (output_dir / run_id).is_dir()):
+        raise UserError(f"no run to {'resume' if args.resume else 're-evaluate'}: {output_dir / (run_id or '<run id>')} does not exist (give --run-id)")
+    return run_id or default_run_id()
+
+
+def _breakdown(failures: list[dict]) -> str:
+    kinds: dict[str, int] = {}
+    for failure in failures:
+        kinds[failure["kind"]] = kinds.get(failure["kind"], 0) + failure["count"]
+    return ", ".join(f"{kind}: {count}" for kind, count in sorted(kinds.items()))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from lalmeval.options import RunOptions
-    from lalmeval.runner import default_run_id, run
+    from lalmeval.runner import run
 
     plan = _plan(args.config)
     output_dir = Path(args.output_dir or plan.config.output_dir)
-    if args.resume and args.run_id and args.resume != args.run_id:
-        raise UserError("--resume and --run-id name different runs")
-    run_id = args.resume or args.run_id
-    if (args.resume or args.reeval) and not (run_id and (output_dir / run_id).is_dir()):
-        raise UserError(f"no run to {'resume' if args.resume else 're-evaluate'}: {output_dir / (run_id or '<run id>')} does not exist (give --run-id)")
-    run_id = run_id or default_run_id()
-    options = RunOptions(use_cache=not args.no_cache, skip_eval=args.skip_eval, reeval=args.reeval, force_reinfer=args.force_reinfer)
-    result = run(plan, output_dir, run_id, options=options)
+    run_id = _run_id(args, output_dir)
     again = f"lalmeval run --config {args.config} --output-dir {output_dir} --resume {run_id}"
-    if result.interrupted:
-        print(f"Interrupted. Resume with: {again}", file=sys.stderr)
+    options = RunOptions(use_cache=not args.no_cache, skip_eval=args.skip_eval, reeval=args.reeval, force_reinfer=args.force_reinfer)
+    try:
+        result = run(plan, output_dir, run_id, options=options)
+    except KeyboardInterrupt:
+        print(f"interrupted while starting (no sample finished). Run again with: {again}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    if result.endpoint_failures:
-        print(f"{result.endpoint_failures} sample(s) failed at the endpoint. Retry them with: {again}", file=sys.stderr)
-        return EXIT_FAILED_REQUESTS
+    if result.write_error:
+        print(f"error: {result.write_error}. Free space (or fix the folder), then resume with: {again}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
+    if result.interrupted:
+        print(f"Interrupted: the scores above are partial. Resume with: {again}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if not result.complete:
+        parts = []
+        if result.failed_samples:
+            parts.append(f"{result.failed_samples} sample(s) failed ({_breakdown(result.failures)})")
+        if result.unscored:
+            parts.append(f"{result.unscored} prediction(s) could not be scored")
+        print(f"{' and '.join(parts)}; they are excluded from the scores. Retry them with: {again}", file=sys.stderr)
+        return EXIT_FAILED_SAMPLES
     return 0
 
 
@@ -109,9 +147,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM behaves like Ctrl-C until the run installs its own handlers
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; user errors print one line and return 2."""
     args = _parser().parse_args(argv)
+    if args.command == "run":
+        signal.signal(signal.SIGTERM, _terminate)
     handlers = {"run": cmd_run, "validate": cmd_validate, "list": cmd_list}
     try:
         return handlers[args.command](args)

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from typing import Any, Optional
 
 from lalmeval.inference.job import InferenceJob
 from lalmeval.metrics.base import Metric, SampleScore
 from lalmeval.records import Record, Score
-from lalmeval.store import JsonlWriter, RunStore
+from lalmeval.store import JsonlWriter, RunStore, WriteFailed
+
+SCORING_FAILED = "scoring failed"
 
 
 def failure_kind(reason: str) -> str:
     """A short, countable form of a failure reason: 'HTTP 429', 'timeout', 'audio', ..."""
-    for prefix in ("timeout", "endpoint down"):
+    for prefix in ("timeout", "endpoint down", "reply too large"):
         if reason.startswith(prefix):
             return prefix
     return reason.split(":", 1)[0].strip()
@@ -33,35 +36,81 @@ class Engine:
         return list(await asyncio.gather(*(self._score(model, job) for model, job in self.jobs.items())))
 
     async def _score(self, model: str, job: InferenceJob) -> Score:
-        writer = JsonlWriter(self.store.scores_path(self.dataset, self.metric.name, model), mode="w")
-        items: list[SampleScore] = []
-        failures: Counter[str] = Counter()
-        total = 0
+        try:
+            writer: Optional[JsonlWriter] = JsonlWriter(self.store.scores_path(self.dataset, self.metric.name, model), mode="w")
+        except WriteFailed:
+            writer = None  # the run is stopping on the disk error; score in memory all the same
+        tally = _Tally(writer)
+        try:
+            await self._consume(job, tally)
+        finally:
+            tally.close()
+        value, details = self._aggregate(tally.items)
+        if tally.failures:
+            details["failures"] = dict(tally.failures)
+        return Score(model, self.dataset, self.metric.name, value, tally.total, sum(tally.failures.values()), details)
 
-        async def score(ok: list[Record]) -> None:
-            for record, item in zip(ok, await self.metric.score_records(ok)):
-                writer.write({"id": record.id, **item})
-                items.append(item)
-
+    async def _consume(self, job: InferenceJob, tally: "_Tally") -> None:
         # Each batch is scored as soon as it arrives, while inference (and earlier batches) go on.
         pending: list[asyncio.Task] = []
         try:
             async for batch in job.stream.batches():
-                total += len(batch)
+                tally.total += len(batch)
                 for record in batch:
                     if record.failed:
-                        failures[failure_kind(record.error or "")] += 1
-                        writer.write({"id": record.id, "score": None, "error": record.error})
+                        tally.fail(record, record.error or "")
                 ok = [r for r in batch if not r.failed]
                 if ok:
-                    pending.append(asyncio.ensure_future(score(ok)))
+                    pending.append(asyncio.ensure_future(self._score_batch(ok, tally)))
             await asyncio.gather(*pending)
         finally:
             for task in pending:
                 task.cancel()
-            writer.close()
-        value, details = self.metric.aggregate(items)
-        if failures:
-            details["failures"] = dict(failures)
-        return Score(model, self.dataset, self.metric.name, value, total, sum(failures.values()), details)
 
+    async def _score_batch(self, records: list[Record], tally: "_Tally") -> None:
+        """A metric that raises fails the scores of this batch, with its reason; the others stand."""
+        try:
+            items = await self.metric.score_records(records)
+            if len(items) != len(records):
+                raise RuntimeError(f"metric returned {len(items)} scores for {len(records)} records")
+        except Exception as exc:  # noqa: BLE001 - any metric bug must end as recorded failures
+            for record in records:
+                tally.fail(record, f"{SCORING_FAILED}: {type(exc).__name__}: {exc}")
+            return
+        for record, item in zip(records, items):
+            tally.add(record, item)
+
+    def _aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
+        try:
+            return self.metric.aggregate(items)
+        except Exception as exc:  # noqa: BLE001 - a score that cannot be computed is None with its reason
+            return None, {"error": f"{SCORING_FAILED}: {type(exc).__name__}: {exc}"}
+
+
+class _Tally:
+    """What one (model, dataset, metric) has seen: per-sample scores, failures by kind, one line each."""
+
+    def __init__(self, writer: Optional[JsonlWriter]):
+        self.writer = writer
+        self.items: list[SampleScore] = []
+        self.failures: Counter[str] = Counter()
+        self.total = 0
+
+    def _write(self, line: dict[str, Any]) -> None:
+        if self.writer is not None:
+            try:
+                self.writer.write(line)
+            except WriteFailed:
+                self.writer = None
+
+    def fail(self, record: Record, reason: str) -> None:
+        self.failures[failure_kind(reason)] += 1
+        self._write({"id": record.id, "score": None, "error": reason})
+
+    def add(self, record: Record, item: SampleScore) -> None:
+        self.items.append(item)
+        self._write({"id": record.id, **item})
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()

@@ -56,6 +56,8 @@ class Record:
     retry_wait: float = 0.0
     error: Optional[str] = None
     chunks: int = 1
+    key: Optional[str] = None                 # identity of the request: a stored prediction is reused only under the same key
+    usage: Optional[dict[str, int]] = None    # token counts the server reported (summed over chunks)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

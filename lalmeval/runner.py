@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 from lalmeval.cache import InferenceCache
-from lalmeval.config import Config, redacted, secrets
+from lalmeval.config import Config
 from lalmeval.data.filters import select
 from lalmeval.data.loader import iter_samples
-from lalmeval.engine import Engine, failure_kind
+from lalmeval.engine import SCORING_FAILED, Engine, failure_kind
+from lalmeval.files import check_writable_dir
 from lalmeval.inference.client import Endpoint
 from lalmeval.inference.job import AudioCache, InferenceJob
 from lalmeval.inference.launch import Launcher
@@ -31,7 +32,8 @@ from lalmeval.preprocess import PREPROCESSORS
 from lalmeval.records import Sample, Score
 from lalmeval.report import aggregates, failure_table, final_scores, score_table
 from lalmeval.runspecs import Dataset
-from lalmeval.store import RunStore
+from lalmeval.secrets import Redactor, config_secrets, redacted_config
+from lalmeval.store import RunStore, WriteFailed, watch_writes, write_error
 
 Jobs = dict[tuple[str, str], InferenceJob]
 
@@ -47,11 +49,18 @@ class RunResult:
     down: dict[str, str] = field(default_factory=dict)
     reused: int = 0        # stored predictions published again (resume, --reeval)
     cache_hits: int = 0    # replies and judgments answered by the cache
+    write_error: Optional[str] = None   # the disk refused a write: the run stopped early
+    unscored: int = 0      # predictions that a metric or judge could not score
 
     @property
-    def endpoint_failures(self) -> int:
-        """Failed samples whose cause was the endpoint (not their own audio or a missing prediction)."""
-        return sum(f["count"] for f in self.failures if f["kind"] not in ("audio", "not inferred"))
+    def failed_samples(self) -> int:
+        """Samples that ended without a prediction (request, audio, pass or interruption failures)."""
+        return sum(f["count"] for f in self.failures)
+
+    @property
+    def complete(self) -> bool:
+        """Every selected sample has a prediction and every prediction a score: the only case for exit 0."""
+        return not (self.failed_samples or self.unscored or self.interrupted or self.write_error)
 
 
 def load_samples(dataset: Dataset, config: Config) -> list[Sample]:
@@ -62,16 +71,19 @@ def load_samples(dataset: Dataset, config: Config) -> list[Sample]:
 class _Run:
     """The state of one run while it executes: endpoints, jobs, engines and the stop signal."""
 
-    def __init__(self, plan: Plan, store: RunStore, options: RunOptions):
+    def __init__(self, plan: Plan, store: RunStore, options: RunOptions, redactor: Redactor):
         self.plan, self.store, self.options = plan, store, options
-        self.endpoints = {m.name: Endpoint(m) for m in plan.config.models}
+        self.redact = redactor
+        self.endpoints = {m.name: Endpoint(m, redactor) for m in plan.config.models}
         self.stop = asyncio.Event()
         self.interrupts = 0
+        self.launcher: Optional[Launcher] = None
+        self.write_error: Optional[str] = None
         self.judge: Optional[Judge] = None
         if plan.uses_judge and plan.config.judge_properties is not None:
             props = plan.config.judge_properties
             cache = InferenceCache(self.cache_dir, f"judge_{props.judge_model}") if options.use_cache else None
-            self.judge = Judge(props, plan.judge_templates, cache)
+            self.judge = Judge(props, plan.judge_templates, cache, redactor)
 
     @property
     def cache_dir(self) -> Path:
@@ -105,16 +117,31 @@ class _Run:
             engines.append(Engine(dataset.name, scorer, engine_jobs, self.store))
         return engines
 
-    def on_sigint(self, job_tasks: list[asyncio.Task]) -> None:
-        """First Ctrl-C: stop starting requests, give in-flight ones a grace period. Second: leave now."""
+    def on_signal(self, job_tasks: list[asyncio.Task]) -> None:
+        """First Ctrl-C (or SIGTERM): stop starting requests, give in-flight ones a grace period. Second: leave now."""
         self.interrupts += 1
         if self.interrupts > 1:
-            print("\ninterrupted again: exiting now (finished records are on disk)", file=sys.stderr, flush=True)
+            print("\ninterrupted again: stopping launched servers and exiting now (finished records are on disk)", file=sys.stderr, flush=True)
+            if self.launcher is not None:
+                self.launcher.kill_now()
             os._exit(130)
         print(f"\ninterrupted: no new requests; waiting up to {self.options.grace:g}s for those in flight (Ctrl-C again to quit now)", file=sys.stderr, flush=True)
+        self.halt(job_tasks)
+
+    def halt(self, job_tasks: list[asyncio.Task]) -> None:
+        """Stop starting requests; cancel what is still in flight after the grace period."""
+        if self.stop.is_set():
+            return
         self.stop.set()
         loop = asyncio.get_running_loop()
         loop.call_later(self.options.grace, lambda: [t.cancel() for t in job_tasks])
+
+    def on_write_error(self, reason: str, job_tasks: list[asyncio.Task]) -> None:
+        """The disk refused a write: stop cleanly, keeping what is written, so the run can be resumed."""
+        if self.write_error is None:
+            self.write_error = reason
+            print(f"\n{reason}: stopping the run (what is written is kept)", file=sys.stderr, flush=True)
+        self.halt(job_tasks)
 
     async def progress(self, jobs: Jobs, interval: float) -> None:
         total = sum(len(j.samples) for j in jobs.values())
@@ -140,27 +167,53 @@ class _Run:
         jobs = self.jobs({d.name: s for d, s in zip(datasets, loaded)})
         engines = [] if self.options.skip_eval else self.engines(jobs)
         models = [] if self.options.reeval else config.models
-        async with Launcher(models, self.plan.base, self.store.root, secrets(config)):
+        self.launcher = Launcher(models, self.plan.base, self.store.root, self.redact)
+        async with self.launcher:
             clients = [*self.endpoints.values(), *([self.judge.endpoint] if self.judge else [])]
             for endpoint in clients:
                 await endpoint.open()
             if self.judge and self.judge.cache:
                 await loop.run_in_executor(None, self.judge.cache.load)
             job_tasks = [asyncio.ensure_future(j.run()) for j in jobs.values()]
-            loop.add_signal_handler(signal.SIGINT, self.on_sigint, job_tasks)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, self.on_signal, job_tasks)
+            watch_writes(lambda reason: loop.call_soon_threadsafe(self.on_write_error, reason, job_tasks))
             ticker = asyncio.ensure_future(self.progress(jobs, progress_every))
             try:
-                scores = await asyncio.gather(*(e.run() for e in engines))
+                scores = await asyncio.gather(*(_guarded(e) for e in engines))
                 await asyncio.gather(*job_tasks, return_exceptions=True)
             finally:
                 ticker.cancel()
-                loop.remove_signal_handler(signal.SIGINT)
+                watch_writes(None)
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.remove_signal_handler(sig)
                 for endpoint in clients:
                     await endpoint.close()
                 caches = [j.cache for j in jobs.values() if j.cache] + ([self.judge.cache] if self.judge and self.judge.cache else [])
                 for cache in {id(c): c for c in caches}.values():
                     cache.close()
         return [s for engine_scores in scores for s in engine_scores], jobs
+
+
+async def _guarded(engine: Engine) -> list[Score]:
+    """An Engine that fails as a whole still reports one Score per model, with its reason."""
+    try:
+        return await engine.run()
+    except Exception as exc:  # noqa: BLE001 - a bug must not take the other Engines' scores with it
+        reason = f"{SCORING_FAILED}: {type(exc).__name__}: {exc}"
+        return [Score(model, engine.dataset, engine.metric.name, None, len(job.samples), len(job.samples), {"error": reason})
+                for model, job in engine.jobs.items()]
+
+
+def _unscored(scores: list[Score]) -> int:
+    """Predictions a metric could not score: scoring failures and judge failures."""
+    total = 0
+    for score in scores:
+        total += (score.details.get("failures") or {}).get(SCORING_FAILED, 0)
+        total += score.details.get("num_judge_failed") or 0
+        if "error" in score.details and score.score is None:
+            total += max(1, score.num_samples - score.num_failed)
+    return total
 
 
 def failures(jobs: Jobs) -> list[dict[str, Any]]:
@@ -179,37 +232,62 @@ def failures(jobs: Jobs) -> list[dict[str, Any]]:
 def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options: RunOptions = RunOptions(), progress_every: float = 15.0) -> RunResult:
     """Run a plan end to end and write DIR/<run_id>/."""
     options = replace(options, cache_sampled=plan.config.cache_sampled)
+    redactor = Redactor(config_secrets(plan.config))
+    # Every folder the run writes to must take a file before the first request is sent.
+    check_writable_dir(output_dir, "output directory")
     store = RunStore(output_dir / run_id)
-    store.write_config(redacted(plan.config))
-    for name, reason in plan.skipped.items():
-        print(f"skipping dataset '{name}': filtered out ({reason})", file=sys.stderr)
-    state = _Run(plan, store, options)
-    scores, jobs = _event_loop_run(state.execute(progress_every))
-    caches = {id(c): c for c in [*(j.cache for j in jobs.values()), state.judge.cache if state.judge else None] if c}
-    result = RunResult(scores, [], None, sum(e.requests_sent for e in state.endpoints.values()), failures(jobs),
-                       state.stop.is_set(), {n: e.down_reason for n, e in state.endpoints.items() if e.down_reason},
-                       reused=sum(j.reused for j in jobs.values()), cache_hits=sum(c.hits for c in caches.values()))
-    if not options.skip_eval:
-        result.aggregates = aggregates(plan.config.aggregate, scores, plan.catalog)
-        data = final_scores(run_id, scores, result.aggregates)
-        data.update(failures=result.failures, interrupted=result.interrupted, endpoints_down=result.down)
-        result.final_path = store.write_final(data)
+    store.lock()
+    try:
+        state = _Run(plan, store, options, redactor)
+        if options.use_cache and not options.reeval:
+            check_writable_dir(state.cache_dir, "cache directory (cache_dir)")
+        check_writable_dir(store.root, "run directory")
+        store.write_config(redacted_config(plan.config))
+        for name, reason in plan.skipped.items():
+            print(f"skipping dataset '{name}': filtered out ({reason})", file=sys.stderr)
+        scores, jobs = _event_loop_run(state.execute(progress_every))
+        result = _result(state, scores, jobs)
+        if not options.skip_eval:
+            _write_final(result, plan, store, run_id)
+    finally:
+        store.unlock()
     if not quiet:
-        _print_summary(result, store, options)
+        _print_summary(result, store, options, redactor)
     return result
 
 
-def _print_summary(result: RunResult, store: RunStore, options: RunOptions) -> None:
+def _result(state: _Run, scores: list[Score], jobs: Jobs) -> RunResult:
+    caches = {id(c): c for c in [*(j.cache for j in jobs.values()), state.judge.cache if state.judge else None] if c}
+    write_failure = state.write_error or write_error() or next((j.failure for j in jobs.values() if j.failure and j.failure.startswith("cannot write")), None)
+    return RunResult(scores, [], None, sum(e.requests_sent for e in state.endpoints.values()), failures(jobs),
+                     state.stop.is_set() and not write_failure, {n: e.down_reason for n, e in state.endpoints.items() if e.down_reason},
+                     reused=sum(j.reused for j in jobs.values()), cache_hits=sum(c.hits for c in caches.values()),
+                     write_error=write_failure, unscored=_unscored(scores))
+
+
+def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str) -> None:
+    result.aggregates = aggregates(plan.config.aggregate, result.scores, plan.catalog)
+    data = final_scores(run_id, result.scores, result.aggregates)
+    data.update(failures=result.failures, interrupted=result.interrupted or bool(result.write_error), endpoints_down=result.down)
+    try:
+        result.final_path = store.write_final(data)
+    except WriteFailed as exc:
+        result.write_error = result.write_error or str(exc)
+
+
+def _print_summary(result: RunResult, store: RunStore, options: RunOptions, redact: Redactor) -> None:
     if result.reused or result.cache_hits:
         print(f"Reused {result.reused} stored prediction(s); {result.cache_hits} answer(s) from the cache", file=sys.stderr)
     if options.skip_eval:
         print(f"Inference done (--skip-eval): records in {store.root / 'records'}; score them with --reeval")
     else:
-        print(score_table(result.scores, result.aggregates))
+        if result.interrupted or result.write_error:
+            print("PARTIAL: the run stopped early; the scores below cover only the samples that finished.")
+        print(redact(score_table(result.scores, result.aggregates)))
     if result.failures:
-        print(failure_table(result.failures))
+        print(redact(failure_table(result.failures)))
     for name, reason in result.down.items():
-        print(f"endpoint of model '{name}' is down: {reason}", file=sys.stderr)
+        print(redact(f"endpoint of model '{name}' is down: {reason}"), file=sys.stderr)
     if result.final_path:
         print(f"Results: {result.final_path}")
 

@@ -1,44 +1,74 @@
-"""The run directory: resolved config, per-sample records and scores, final scores."""
+"""The run directory: resolved config, per-sample records and scores, final scores, and its lock."""
 
 from __future__ import annotations
 
 import json
 import os
 import queue
+import socket
 import threading
-import re
+import time
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable, Optional
+from typing import Any, BinaryIO, Callable, Iterable, Optional
 
 import yaml
 
+from lalmeval.errors import UserError
 from lalmeval.records import Record
+
+try:
+    import fcntl
+except ImportError:  # not on POSIX: runs are not locked
+    fcntl = None  # type: ignore[assignment]
+
+_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-_")
 
 
 def safe_name(name: str) -> str:
-    """A file-name-safe form of a dataset, model or metric name."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "_"
+    """A file-name-safe form of a dataset, model or metric name; distinct names stay distinct.
+
+    Unsafe characters are %-escaped ('m/1' and 'm 1' become 'm%2F1' and 'm%201'), and so are a
+    leading dot (no hidden files, no '..') and any '_' that would start, end or double an
+    underscore: '__' then only ever separates the parts of a file name like <dataset>__<model>."""
+    out: list[str] = []
+    for index, ch in enumerate(name):
+        plain = ch in _SAFE and not (index == 0 and ch == ".")
+        if ch == "_" and (index in (0, len(name) - 1) or (out and out[-1] == "_")):
+            plain = False
+        out.extend([ch] if plain else [f"%{byte:02X}" for byte in ch.encode("utf-8")])
+    return "".join(out) or "%00"
 
 
 def read_jsonl(path: Path) -> Iterable[dict[str, Any]]:
-    """The JSON objects of a JSONL file, skipping a line cut short by a crash."""
+    """The JSON objects of a JSONL file, skipping a line cut short by a crash (or by a full disk)."""
     if not path.exists():
         return
-    with path.open(encoding="utf-8") as handle:
+    with path.open("rb") as handle:
         for line in handle:
             try:
-                yield json.loads(line)
-            except ValueError:  # a line cut short by a crash
+                item = json.loads(line)
+            except ValueError:  # a torn line, or bytes that are not UTF-8
                 continue
+            if isinstance(item, dict):
+                yield item
+
+
+class WriteFailed(Exception):
+    """The disk refused a write (full, quota, file too large): the run must stop, keeping what is written."""
 
 
 class _WriterThread:
-    """One background thread doing every record write, so the event loop never waits on disk or the GIL."""
+    """One background thread doing every record write, so the event loop never waits on disk or the GIL.
+
+    It never dies: a failed write is kept as `error`, every later line is dropped (so nothing is
+    written out of order after a gap), waiters are always released, and `on_error` is called once."""
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: Optional[threading.Thread] = None
         self._lock = threading.Lock()
+        self.error: Optional[str] = None
+        self.on_error: Optional[Callable[[str], None]] = None
 
     def submit(self, file: BinaryIO, line: Optional[bytes], done: Optional[threading.Event] = None) -> None:
         with self._lock:
@@ -47,42 +77,91 @@ class _WriterThread:
                 self._thread.start()
         self._queue.put((file, line, done))
 
+    def reset(self) -> None:
+        """Forget an earlier failure (a new run in the same process)."""
+        self.error, self.on_error = None, None
+
     def _run(self) -> None:
         while True:
             batch = [self._queue.get()]
             while not self._queue.empty():
                 batch.append(self._queue.get_nowait())
-            chunks: dict[BinaryIO, list[bytes]] = {}
-            for file, line, _ in batch:
-                if line is not None:
-                    chunks.setdefault(file, []).append(line)
-            for file, lines in chunks.items():
-                file.write(b"".join(lines))  # each line is whole in the file once written
-            for _, _, done in batch:
-                if done is not None:
-                    done.set()
+            try:
+                self._write(batch)
+            except BaseException as exc:  # noqa: BLE001 - the thread must outlive any failure
+                self._fail(f"writer error: {type(exc).__name__}: {exc}")
+            finally:
+                for _, _, done in batch:
+                    if done is not None:
+                        done.set()
+
+    def _write(self, batch: list) -> None:
+        chunks: dict[BinaryIO, list[bytes]] = {}
+        for file, line, _ in batch:
+            if line is not None:
+                chunks.setdefault(file, []).append(line)
+        for file, lines in chunks.items():
+            if self.error is not None:
+                return
+            try:
+                _write_all(file, b"".join(lines))
+            except OSError as exc:
+                self._fail(f"cannot write {getattr(file, 'name', 'a file')}: {exc.strerror or exc}")
+
+    def _fail(self, reason: str) -> None:
+        if self.error is None:
+            self.error = reason
+            if self.on_error is not None:
+                self.on_error(reason)
+
+
+def _write_all(file: BinaryIO, data: bytes) -> None:
+    """Unbuffered writes may be partial (a nearly full disk): keep writing until all is out or it fails."""
+    view = memoryview(data)
+    while view:
+        written = file.write(view)
+        if not written:
+            raise OSError(28, "no progress writing (disk full?)")
+        view = view[written:]
 
 
 _WRITER = _WriterThread()
+
+
+def watch_writes(callback: Optional[Callable[[str], None]]) -> None:
+    """Call `callback(reason)` (from the writer thread) when a write fails; clears an earlier failure."""
+    _WRITER.reset()
+    _WRITER.on_error = callback
+
+
+def write_error() -> Optional[str]:
+    """The first failed write of this process since watch_writes(), if any."""
+    return _WRITER.error
 
 
 class JsonlWriter:
     """Appends JSON lines through the writer thread: written within moments, never torn by a crash."""
 
     def __init__(self, path: Path, mode: str = "a"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: Optional[BinaryIO] = path.open(mode + "b", buffering=0)
-        if mode == "a" and path.stat().st_size:
-            self._ensure_newline(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file: Optional[BinaryIO] = path.open(mode + "b", buffering=0)
+            if mode == "a" and path.stat().st_size:
+                self._ensure_newline(path)
+        except OSError as exc:
+            raise WriteFailed(f"cannot write {path}: {exc.strerror or exc}") from None
 
     def _ensure_newline(self, path: Path) -> None:
         with path.open("rb") as handle:
             handle.seek(-1, os.SEEK_END)
             if handle.read(1) != b"\n":
-                self._file.write(b"\n")  # a line cut short by a crash: start on a fresh line
+                _write_all(self._file, b"\n")  # a line cut short by a crash: start on a fresh line
 
     def write(self, item: dict[str, Any]) -> None:
+        """Queue one line; raises WriteFailed once the disk has refused a write."""
         assert self._file is not None, "write after close"
+        if _WRITER.error is not None:
+            raise WriteFailed(_WRITER.error)
         _WRITER.submit(self._file, (json.dumps(item, ensure_ascii=False) + "\n").encode())
 
     def close(self) -> None:
@@ -100,7 +179,36 @@ class RunStore:
 
     def __init__(self, root: Path):
         self.root = root
-        root.mkdir(parents=True, exist_ok=True)
+        self._lock_handle: Optional[Any] = None
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"{root}: cannot create the run directory: {exc.strerror or exc}") from None
+
+    def lock(self) -> None:
+        """Hold the run directory for this process; a second run on it is refused, naming the holder.
+
+        flock is released by the kernel when the holder dies, so a run killed with SIGKILL can be resumed."""
+        if fcntl is None:
+            return
+        handle = (self.root / ".lock").open("a+", encoding="utf-8")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            raise UserError(f"{self.root}: this run directory is in use by another run ({holder}); wait for it to end or choose another --run-id") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        handle.flush()
+        self._lock_handle = handle
+
+    def unlock(self) -> None:
+        if self._lock_handle is not None:
+            self._lock_handle.close()
+            self._lock_handle = None
 
     def records_path(self, dataset: str, model: str) -> Path:
         return self.root / "records" / f"{safe_name(dataset)}__{safe_name(model)}.jsonl"
@@ -130,5 +238,9 @@ class RunStore:
     @staticmethod
     def _atomic(path: Path, text: str) -> None:
         tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise WriteFailed(f"cannot write {path}: {exc.strerror or exc}") from None

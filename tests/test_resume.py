@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from lalmeval.options import RunOptions
 from lalmeval.runner import run
 from tests.support.endpoint import Reply, ScriptedEndpoint
@@ -52,6 +54,48 @@ def test_changed_request_settings_are_not_served_from_stored_records(ws):
         go(ws, ep, options=RunOptions(use_cache=False))
         go(ws, ep, options=RunOptions(use_cache=False), max_tokens=32)
     assert len(ep.requests) == 2 * COUNT
+
+
+@pytest.mark.parametrize("change", ["model id", "url", "inference type", "chunk size", "audio format", "system prompt"])
+def test_resume_requests_again_when_anything_that_decides_the_reply_changed(ws, change):
+    setup(ws)
+    with ScriptedEndpoint(answer_by_prompt_and_clip) as ep, ScriptedEndpoint(answer_by_prompt_and_clip) as other:
+        go(ws, ep, options=RunOptions(use_cache=False))
+        settings = {
+            "model id": {"model": "another-model"}, "url": {"url": other.url}, "inference type": {"inference_type": "vllm"},
+            "chunk size": {"chunk_size": 1.0}, "audio format": {"audio_format": "audio_url"}, "system prompt": {},
+        }[change]
+        extra = {"filters": {"system_prompts": ["concise"]}} if change == "system prompt" else None
+        url = settings.pop("url", ep.url)
+        ws.config([{**model(url), **settings}], [["cmds", "word_error_rate"]], **(extra or {}))
+        again = run(ws.plan(), ws.root / "runs", "r", quiet=True, options=RunOptions(use_cache=False))
+        assert len(ep.requests) + len(other.requests) >= 2 * COUNT
+    assert again.reused == 0 and again.scores[0].num_samples == COUNT
+
+
+def test_resume_requests_again_a_sample_whose_audio_changed_behind_its_id(ws):
+    rows = setup(ws)
+    with ScriptedEndpoint(answer_by_prompt_and_clip) as ep:
+        go(ws, ep, options=RunOptions(use_cache=False))
+        clip = ws.root / "data" / rows[0]["audio"]
+        clip.write_bytes((ws.root / "data" / rows[1]["audio"]).read_bytes())  # same id, other audio
+        again = go(ws, ep, options=RunOptions(use_cache=False))
+    assert len(ep.requests) == COUNT + 1 and again.reused == COUNT - 1
+    records = [json.loads(x) for x in (ws.root / "runs" / "r" / "records" / "cmds__m.jsonl").read_text().splitlines()]
+    assert records[-1]["id"] == rows[0]["id"]
+
+
+def test_distinct_model_names_get_distinct_files_even_when_their_safe_forms_would_meet(ws):
+    setup(ws)
+    with ScriptedEndpoint(lambda seen, n: "first") as a, ScriptedEndpoint(lambda seen, n: "second") as b:
+        ws.config([model(a.url, name="m/1"), model(b.url, name="m 1")], [["cmds", "word_error_rate"]])
+        result = run(ws.plan(), ws.root / "runs", "r", quiet=True, options=RunOptions(use_cache=False))
+    files = sorted(p.name for p in (ws.root / "runs" / "r" / "records").iterdir())
+    assert files == ["cmds__m%201.jsonl", "cmds__m%2F1.jsonl"]
+    for name, answer in (("m%2F1", "first"), ("m%201", "second")):
+        lines = (ws.root / "runs" / "r" / "records" / f"cmds__{name}.jsonl").read_text().splitlines()
+        assert len(lines) == COUNT and all(json.loads(x)["prediction"] == answer for x in lines)
+    assert {s.model for s in result.scores} == {"m/1", "m 1"}
 
 
 def test_cache_serves_identical_requests_in_a_new_run(ws):

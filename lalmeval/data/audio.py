@@ -5,7 +5,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import os
+import stat
 import struct
+import threading
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -20,8 +23,52 @@ class AudioError(Exception):
     """A clip that cannot be used; the message is the recorded reason."""
 
 
+def _check_regular(path: str) -> os.stat_result:
+    """A named pipe or a device would block the reader for ever; a directory is not a clip."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise AudioError(f"audio file not readable: {exc.strerror or exc}: {path}") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise AudioError(f"audio path is {kind}: {path}")
+    return info
+
+
+_FILE_DIGESTS: dict[tuple[str, int, int], str] = {}
+_FILE_DIGESTS_LOCK = threading.Lock()
+
+
+def source_digest(source: Union[bytes, str]) -> str:
+    """SHA-1 of the clip's bytes as stored (embedded bytes, or the file's content).
+
+    This is the identity of "the audio behind an id": a changed file changes it. File digests are
+    remembered by (path, size, mtime) so that resuming a run does not hash a file twice."""
+    if isinstance(source, bytes):
+        return hashlib.sha1(source).hexdigest()
+    info = _check_regular(source)
+    key = (source, info.st_size, info.st_mtime_ns)
+    with _FILE_DIGESTS_LOCK:
+        if key in _FILE_DIGESTS:
+            return _FILE_DIGESTS[key]
+    digest = hashlib.sha1()
+    try:
+        with open(source, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    except OSError as exc:
+        raise AudioError(f"audio file not readable: {exc.strerror or exc}: {source}") from None
+    with _FILE_DIGESTS_LOCK:
+        if len(_FILE_DIGESTS) > 100_000:
+            _FILE_DIGESTS.clear()
+        _FILE_DIGESTS[key] = digest.hexdigest()
+    return _FILE_DIGESTS[key]
+
+
 def _read(source: Union[bytes, str], as_pcm16_if_ready: bool) -> tuple[np.ndarray, int]:
     """Samples and rate; int16 when `as_pcm16_if_ready` and the clip is already 16-bit 16 kHz mono."""
+    if isinstance(source, str):
+        _check_regular(source)
     try:
         with sf.SoundFile(io.BytesIO(source) if isinstance(source, bytes) else source) as clip:
             rate = clip.samplerate
@@ -56,8 +103,10 @@ def decode(source: Union[bytes, str], target_rate: int = TARGET_RATE) -> np.ndar
 def duration(source: Union[bytes, str]) -> Optional[float]:
     """Clip duration in seconds from the header alone; None when the header cannot be read."""
     try:
+        if isinstance(source, str):
+            _check_regular(source)
         info = sf.info(io.BytesIO(source) if isinstance(source, bytes) else source)
-    except Exception:  # a corrupt clip fails later, at decode, with its reason recorded
+    except Exception:  # a corrupt or missing clip fails later, at decode, with its reason recorded
         return None
     return info.frames / info.samplerate if info.samplerate else None
 
@@ -120,4 +169,4 @@ def prepare(source: Union[bytes, str]) -> PreparedAudio:
     data, rate = _read(source, as_pcm16_if_ready=True)
     pcm = data if data.dtype == np.int16 else to_pcm16(_to_mono_16k(data, rate, TARGET_RATE))
     pcm = np.ascontiguousarray(pcm)
-    return PreparedAudio(pcm, hashlib.sha1(pcm.data).hexdigest()).encoded()
+    return PreparedAudio(pcm, source_digest(source)).encoded()

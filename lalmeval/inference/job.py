@@ -9,14 +9,17 @@ from typing import Any, AsyncIterator, Optional
 
 from lalmeval.cache import InferenceCache, deterministic, request_key
 from lalmeval.config import ModelInfo
-from lalmeval.data.audio import AudioError, PreparedAudio, prepare
+from lalmeval.data.audio import AudioError, PreparedAudio, prepare, source_digest
 from lalmeval.inference.client import Endpoint, RequestFailed
-from lalmeval.inference.protocols import Protocol, ReplyError
+from lalmeval.inference.protocols import Answer, Protocol, ReplyError
+from lalmeval.ledger import INTERRUPTED, Ledger
 from lalmeval.options import RunOptions
 from lalmeval.postprocess.base import Postprocessor
 from lalmeval.preprocess.base import Preprocessor
 from lalmeval.records import Prompt, Record, Sample
-from lalmeval.store import JsonlWriter, RunStore
+from lalmeval.store import JsonlWriter, RunStore, WriteFailed
+
+NOT_INFERRED = "not inferred: no stored prediction to re-evaluate"
 
 
 class RecordStream:
@@ -76,8 +79,12 @@ def _encode_chunks(audio: PreparedAudio, seconds: Optional[float]) -> list[Prepa
     return [piece.encoded() for piece in audio.chunks(seconds)]
 
 
+def _internal(exc: BaseException) -> str:
+    return f"internal error: {type(exc).__name__}: {exc}"
+
+
 class InferenceJob:
-    """Runs every pending sample of a dataset through one endpoint and publishes the records."""
+    """Runs every pending sample of a dataset through one endpoint and publishes one record per sample."""
 
     def __init__(
         self, dataset: str, language: str, samples: list[Sample], endpoint: Endpoint, protocol: Protocol,
@@ -94,57 +101,112 @@ class InferenceJob:
         self.stop = stop or asyncio.Event()
         self.stream = RecordStream()
         self.reused = 0
+        self.failure: Optional[str] = None   # why the pass as a whole could not go on, if it could not
+        self._writer: Optional[JsonlWriter] = None
 
     @property
     def info(self) -> ModelInfo:
         return self.endpoint.info
 
-    def _reusable(self, old: Optional[Record], prompt: Prompt) -> bool:
-        """A stored prediction counts only if the same request would be sent again."""
-        return old is not None and not old.failed and (old.prompt, old.system, old.params) == (prompt.text, prompt.system, self.params)
+    def _blank(self, sample_id: str) -> Record:
+        """The record of a sample that gets no prediction (its reason is set by the caller)."""
+        sample = self._by_id.get(sample_id)
+        return Record(id=sample_id, prompt="", system=None, params=self.params,
+                      reference=sample.reference if sample else None, transcript=sample.transcript if sample else None)
+
+    def _persist(self, record: Record) -> None:
+        if self._writer is None:
+            return
+        try:
+            self._writer.write(record.to_json())
+        except WriteFailed:
+            self.stop.set()  # the disk refused a write: stop; the record stays unwritten and a resume requests it
 
     async def run(self) -> None:
-        """Publish stored records that still hold (resume), then infer the rest."""
+        """Publish stored records that still hold (resume), infer the rest; every sample ends as one record."""
+        self._by_id = {s.id: s for s in self.samples}
+        ledger = Ledger(self._by_id, self.stream.push, self._persist, self._blank)
         loop = asyncio.get_running_loop()
-        stored = {} if self.options.force_reinfer else await loop.run_in_executor(None, self.store.stored_records, self.dataset, self.info.name)
-        pending: list[tuple[Sample, Prompt]] = []
-        for sample in self.samples:
-            prompt = self.preprocessor.prompt(sample)
-            old = stored.get(sample.id)
-            if old is not None:  # references and transcripts are data: score against the current ones
-                old = replace(old, reference=sample.reference, transcript=sample.transcript)
-            if self.options.reeval:
-                self.stream.push(old or self._missing(sample, prompt))
-                self.reused += old is not None
-            elif self._reusable(old, prompt):
-                self.stream.push(old)
-                self.reused += 1
-            else:
-                pending.append((sample, prompt))
-        if not pending:
-            self.stream.close()
-            return
-        if self.cache is not None:
-            await loop.run_in_executor(None, self.cache.load)
-        writer = JsonlWriter(self.store.records_path(self.dataset, self.info.name))
-        window = asyncio.Semaphore(self.info.batch_size * 2)  # bounds prepared audio held per pass
         try:
-            await asyncio.gather(*(self._one(s, p, window, writer) for s, p in pending))
+            stored = {} if self.options.force_reinfer else await loop.run_in_executor(None, self.store.stored_records, self.dataset, self.info.name)
+            if self.options.reeval:
+                self._republish(stored, ledger)
+                return
+            self._writer = JsonlWriter(self.store.records_path(self.dataset, self.info.name))
+            if self.cache is not None:
+                await loop.run_in_executor(None, self.cache.load)
+            await self._work(stored, ledger)
+        except WriteFailed as exc:
+            self.failure = str(exc)
+            self.stop.set()
+        except Exception as exc:  # a pass that cannot go on fails its remaining samples with the reason
+            self.failure = _internal(exc)
+            ledger.fail_open(f"pass failed: {self.failure}", persist=True)
         finally:
-            writer.close()
+            leftover = INTERRUPTED if self.stop.is_set() else "internal error: the pass ended without a record for this sample"
+            ledger.fail_open(leftover, persist=False)
+            if self._writer is not None:
+                self._writer.close()
             self.stream.close()
 
-    def _missing(self, sample: Sample, prompt: Prompt) -> Record:
-        return Record(id=sample.id, prompt=prompt.text, system=prompt.system, params=self.params, reference=sample.reference,
-                      transcript=sample.transcript, error="not inferred: no stored prediction to re-evaluate")
+    def _republish(self, stored: dict[str, Record], ledger: Ledger) -> None:
+        """--reeval: every sample's stored record, or a 'not inferred' failure; nothing is sent."""
+        for sample in self.samples:
+            old = stored.get(sample.id)
+            if old is None:
+                record = self._blank(sample.id)
+                record.error = NOT_INFERRED
+            else:
+                record = replace(old, reference=sample.reference, transcript=sample.transcript)
+                self.reused += 1
+            ledger.settle(record, persist=False)
 
-    async def _one(self, sample: Sample, prompt: Prompt, window: asyncio.Semaphore, writer: JsonlWriter) -> None:
-        async with window:
-            if self.stop.is_set():  # interrupted: leave the sample for a resumed run
-                return
-            record = await self.infer(sample, prompt)
-        writer.write(record.to_json())
-        self.stream.push(record)
+    async def _work(self, stored: dict[str, Record], ledger: Ledger) -> None:
+        """A fixed pool of workers pulls the samples: memory stays bounded however large the dataset."""
+        pending = iter(self.samples)
+
+        async def worker() -> None:
+            for sample in pending:  # one shared iterator: each sample goes to exactly one worker
+                if self.stop.is_set():
+                    return  # interrupted: the sample stays open and is left for a resumed run
+                record, persist = await self._resolve(sample, stored.get(sample.id))
+                ledger.settle(record, persist)
+
+        workers = [asyncio.ensure_future(worker()) for _ in range(self.info.batch_size * 2)]
+        try:
+            await asyncio.gather(*workers)
+        except BaseException:
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
+
+    async def _resolve(self, sample: Sample, old: Optional[Record]) -> tuple[Record, bool]:
+        """The record of one sample, and whether to write it: a reused one is already on disk."""
+        try:
+            prompt = self.preprocessor.prompt(sample)
+            if old is not None and not old.failed and old.key is not None:
+                if old.key == await self._identity(sample, prompt):
+                    self.reused += 1
+                    # references and transcripts are data: score against the current ones
+                    return replace(old, reference=sample.reference, transcript=sample.transcript), False
+            return await self.infer(sample, prompt), True
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # a bug or an input nobody foresaw fails this sample only
+            record = self._blank(sample.id)
+            record.error = _internal(exc)
+            return record, True
+
+    async def _identity(self, sample: Sample, prompt: Prompt) -> Optional[str]:
+        """The request key of a sample without decoding its audio (for deciding whether to resume it)."""
+        digest = None
+        if prompt.with_audio and sample.has_audio:
+            try:
+                digest = await asyncio.get_running_loop().run_in_executor(None, source_digest, sample.audio_source)
+            except AudioError:
+                return None
+        return request_key(self.info, prompt, self.params, digest, self.language)
 
     async def infer(self, sample: Sample, prompt: Prompt) -> Record:
         """The record for one sample: a prediction, or the reason there is none."""
@@ -154,14 +216,14 @@ class InferenceJob:
         started = loop.time()
         try:
             audio = await self._audio(sample, prompt)
-            key = self._cache_key(prompt, audio)
-            cached = self.cache.get(key) if key and not self.options.force_reinfer else None
+            record.key = request_key(self.info, prompt, self.params, audio.digest if audio else None, self.language)
+            cached = self.cache.get(record.key) if self._cacheable() else None
             if cached is not None:
                 record.reply, record.extra = cached, {"cached": True}
             else:
                 record.reply = await self._request(record, prompt, audio)
-                if key:
-                    self.cache.put(key, record.reply)
+                if self._cacheable():
+                    self.cache.put(record.key, record.reply)
             record.prediction = self.postprocessor.process(record.reply)
         except AudioError as exc:
             record.error = f"audio: {exc}"
@@ -172,10 +234,8 @@ class InferenceJob:
         record.latency = round(loop.time() - started, 4)
         return record
 
-    def _cache_key(self, prompt: Prompt, audio: Optional[PreparedAudio]) -> Optional[str]:
-        if self.cache is None or not (deterministic(self.params) or self.options.cache_sampled):
-            return None
-        return request_key(self.info, prompt, self.params, audio.digest if audio else None, self.language)
+    def _cacheable(self) -> bool:
+        return self.cache is not None and not self.options.force_reinfer and (deterministic(self.params) or self.options.cache_sampled)
 
     async def _request(self, record: Record, prompt: Prompt, audio: Optional[PreparedAudio]) -> str:
         """Send the clip (in chunks when longer than chunk_size) and join the replies in order."""
@@ -186,7 +246,8 @@ class InferenceJob:
         record.attempts = sum(r.attempts for r in replies)
         record.retry_wait = round(sum(r.retry_wait for r in replies), 3)
         record.chunks = len(pieces)
-        texts = [self.protocol.text(r.payload).strip() for r in replies]
+        record.usage = _sum_usage([r.value for r in replies])
+        texts = [r.value.text.strip() for r in replies]
         return " ".join(t for t in texts if t)
 
     async def _audio(self, sample: Sample, prompt: Prompt) -> Optional[PreparedAudio]:
@@ -198,4 +259,12 @@ class InferenceJob:
 
     async def _send(self, prompt: Prompt, audio: Optional[PreparedAudio]):
         body, content_type = self.protocol.body(self.info, prompt, audio, self.params, self.language)
-        return await self.endpoint.post(self.protocol.path, body, content_type)
+        return await self.endpoint.post(self.protocol.path, body, content_type, self.protocol.parse)
+
+
+def _sum_usage(answers: list[Answer]) -> Optional[dict[str, int]]:
+    totals: dict[str, int] = {}
+    for answer in answers:
+        for name, count in (answer.usage or {}).items():
+            totals[name] = totals.get(name, 0) + count
+    return totals or None

@@ -6,11 +6,12 @@ import asyncio
 import os
 import signal
 from pathlib import Path
-from typing import Sequence
+
 import aiohttp
 
 from lalmeval.config import ModelInfo
 from lalmeval.errors import UserError
+from lalmeval.secrets import NO_SECRETS, Redactor
 
 
 async def _answers(session: aiohttp.ClientSession, url: str) -> bool:
@@ -24,11 +25,11 @@ async def _answers(session: aiohttp.ClientSession, url: str) -> bool:
 class Launcher:
     """Async context manager owning the processes of every model with a `launch` command."""
 
-    def __init__(self, models: list[ModelInfo], workdir: Path, logdir: Path, secrets: Sequence[str] = ()):
+    def __init__(self, models: list[ModelInfo], workdir: Path, logdir: Path, redactor: Redactor = NO_SECRETS):
         self.models = [m for m in models if m.launch]
         self.workdir = workdir
         self.logdir = logdir
-        self.secrets = [s for s in secrets if s]
+        self.redact = redactor
         self.processes: dict[str, asyncio.subprocess.Process] = {}
         self._copiers: list[asyncio.Task] = []
 
@@ -60,13 +61,28 @@ class Launcher:
         self._copiers.append(asyncio.ensure_future(self._copy(process, log)))
 
     async def _copy(self, process: asyncio.subprocess.Process, log: Path) -> None:
-        """Servers print their arguments (an --api-key among them): the log gets their output scrubbed."""
+        """Drain the server's output into its log, scrubbed (servers print their arguments, an --api-key among them).
+
+        Read in chunks, not lines: a progress bar that only writes '\r' would otherwise fill the pipe
+        and stall the server. The tail of each chunk is held back so a secret split across two
+        chunks is still found."""
         assert process.stdout is not None
+        hold = max(0, self.redact.longest - 1)
+        pending = b""
         with log.open("ab", buffering=0) as handle:
-            async for line in process.stdout:
-                for secret in self.secrets:
-                    line = line.replace(secret.encode(), b"<redacted>")
-                handle.write(line)
+            while chunk := await process.stdout.read(1 << 16):
+                pending = self.redact.bytes(pending + chunk)
+                cut = max(0, len(pending) - hold)
+                self._write_log(handle, pending[:cut])
+                pending = pending[cut:]
+            self._write_log(handle, self.redact.bytes(pending))
+
+    @staticmethod
+    def _write_log(handle, data: bytes) -> None:
+        try:
+            handle.write(data)
+        except OSError:
+            pass  # a full disk must not stop the drain: the server would block on its pipe
 
     async def _check_ports_free(self) -> None:
         """A server already answering at a launch URL would be evaluated in place of the launched one."""
@@ -91,6 +107,11 @@ class Launcher:
                     raise UserError(f"model '{model.name}': launch command exited with code {process.returncode} just as {model.url} answered: another server holds the port (log: {log})")
                 await asyncio.sleep(0.3)
         raise UserError(f"model '{model.name}': {model.url} did not answer within {model.launch_timeout:g}s of launch (log: {log})")
+
+    def kill_now(self) -> None:
+        """Synchronously SIGKILL every launched process group (the process is about to exit)."""
+        for process in self.processes.values():
+            _signal(process, signal.SIGKILL)
 
     async def stop(self, grace: float = 10.0) -> None:
         """SIGTERM each process group, then SIGKILL what is still alive after `grace` seconds."""

@@ -1,0 +1,54 @@
+"""The invariant the product rests on: every selected sample of a pass ends as exactly one record.
+
+A pass (one dataset on one model) opens a Ledger with the ids it selected. Each sample is settled
+once, with a prediction or an error and its reason. Whatever stops the pass — an exception, a
+cancelled task, Ctrl-C, a full disk — the pass closes its ledger with the reason, and every sample
+still open is settled as failed with that reason. Scores are computed only from settled records,
+so `num_samples` always equals the samples selected.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from lalmeval.records import Record
+
+INTERRUPTED = "interrupted: not requested before the run stopped (resume the run to request it)"
+
+
+class InvariantError(AssertionError):
+    """A record for a sample that was not selected, or a second record for one sample."""
+
+
+class Ledger:
+    """The open samples of one pass; `settle` accepts exactly one record per selected id."""
+
+    def __init__(self, ids: Iterable[str], publish: Callable[[Record], None], persist: Callable[[Record], None], blank: Callable[[str], Record]):
+        self._open: dict[str, None] = dict.fromkeys(ids)
+        self.selected = len(self._open)
+        self._publish, self._persist, self._blank = publish, persist, blank
+
+    @property
+    def open_count(self) -> int:
+        return len(self._open)
+
+    def settle(self, record: Record, persist: bool = True) -> None:
+        """Publish the one record of a sample (and write it to the run's records unless `persist` is off)."""
+        if record.id not in self._open:
+            raise InvariantError(f"record for sample {record.id!r}, which is not open in this pass")
+        del self._open[record.id]
+        try:
+            if persist:
+                self._persist(record)
+        finally:
+            self._publish(record)
+
+    def fail_open(self, reason: str, persist: bool) -> int:
+        """Settle every open sample as failed with `reason`; returns how many there were."""
+        count = 0
+        for sample_id in list(self._open):
+            record = self._blank(sample_id)
+            record.error = reason
+            self.settle(record, persist=persist)
+            count += 1
+        return count

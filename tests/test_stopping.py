@@ -1,0 +1,189 @@
+"""A run stops cleanly whatever stops it — SIGTERM, a second Ctrl-C, a full disk, a second run on its
+directory — keeping what it wrote, stopping what it launched, and saying how to go on."""
+
+import json
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.support.workspace import REPO, model
+
+COUNT = 12
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+def text_dataset(ws, count=COUNT):
+    rows = [{"id": f"q{i}", "question": f"question w{i}", "reference": f"echo: w{i}"} for i in range(count)]
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None}})
+
+
+def launched_config(ws, port, delay=0.3, progress_bytes=0, batch_size=2, **extra):
+    launch = f"{sys.executable} {REPO / 'tests' / 'support' / 'slow_server.py'} --port {port} --delay {delay} --progress-bytes {progress_bytes}"
+    entry = model(f"http://127.0.0.1:{port}/v1", batch_size=batch_size, launch=launch, launch_timeout=60)
+    return ws.config([entry], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"), **extra)
+
+
+def start(config, run_id, **kwargs):
+    return subprocess.Popen([sys.executable, "-m", "lalmeval", "run", "--config", str(config), "--run-id", run_id, "--no-cache"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def record_lines(ws, run_id):
+    path = ws.root / "runs" / run_id / "records" / "qs__m.jsonl"
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue  # a line torn by the failure
+    return out
+
+
+def wait_for_records(ws, run_id, proc, count, limit=60):
+    deadline = time.time() + limit
+    while len(record_lines(ws, run_id)) < count:
+        assert proc.poll() is None and time.time() < deadline, proc.communicate()
+        time.sleep(0.05)
+
+
+def final(ws, run_id):
+    return json.loads((ws.root / "runs" / run_id / "final_scores.json").read_text())
+
+
+def test_sigterm_stops_launched_servers_writes_what_it_has_and_prints_the_resume_command(ws):
+    text_dataset(ws)
+    port = free_port()
+    config = launched_config(ws, port)
+    proc = start(config, "term")
+    wait_for_records(ws, "term", proc, 2)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Resume with: lalmeval run" in err and "--resume term" in err
+    assert port_is_free(port), "the launched server outlived the run"
+    data = final(ws, "term")
+    assert data["interrupted"] is True
+    score = data["scores"][0]
+    assert score["num_samples"] == COUNT and score["details"]["failures"].get("interrupted", 0) >= 1
+    assert "PARTIAL" in out
+
+
+def wait_for_log(ws, run_id, proc, text, limit=60):
+    log = ws.root / "runs" / run_id / "launch_m.log"
+    deadline = time.time() + limit
+    while not (log.exists() and text in log.read_text()):
+        assert proc.poll() is None and time.time() < deadline, proc.communicate()
+        time.sleep(0.05)
+
+
+def test_ctrl_c_while_starting_stops_the_launched_server_and_says_how_to_run_again(ws):
+    text_dataset(ws)
+    port = free_port()
+    config = launched_config(ws, port)
+    proc = start(config, "early")
+    wait_for_log(ws, "early", proc, "serving")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Run again with: lalmeval run" in err or "Resume with: lalmeval run" in err
+    time.sleep(0.5)
+    assert port_is_free(port)
+
+
+def test_second_ctrl_c_exits_at_once_and_still_stops_launched_servers(ws):
+    text_dataset(ws)
+    port = free_port()
+    config = launched_config(ws, port, delay=2.0)
+    proc = start(config, "twice")
+    wait_for_log(ws, "twice", proc, "request")
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "interrupted again" in err
+    time.sleep(0.5)
+    assert port_is_free(port), "the second Ctrl-C left the launched server running"
+
+
+def test_a_launched_server_writing_carriage_returns_without_newlines_never_stalls(ws):
+    text_dataset(ws, count=4)
+    port = free_port()
+    config = launched_config(ws, port, delay=0.01, progress_bytes=400_000)  # far beyond any pipe buffer
+    proc = start(config, "bars")
+    _, err = proc.communicate(timeout=90)
+    assert proc.returncode == 0, err
+    log = (ws.root / "runs" / "bars" / "launch_m.log").read_text()
+    assert "loading weights" in log and len(log) >= 400_000
+
+
+def test_a_second_run_on_a_run_directory_in_use_exits_2_and_the_first_finishes_whole(ws):
+    text_dataset(ws)
+    port = free_port()
+    config = launched_config(ws, port, delay=0.2)
+    first = start(config, "busy")
+    wait_for_records(ws, "busy", first, 1)
+    second = start(config, "busy")
+    _, err2 = second.communicate(timeout=60)
+    assert second.returncode == 2, err2
+    assert "this run directory is in use by another run (pid" in err2 and "choose another --run-id" in err2
+    _, err1 = first.communicate(timeout=120)
+    assert first.returncode == 0, err1
+    ids = [r["id"] for r in record_lines(ws, "busy")]
+    assert sorted(ids) == sorted(f"q{i}" for i in range(COUNT))
+
+
+def limit_file_size(max_bytes):
+    def apply():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
+    return apply
+
+
+def test_a_full_disk_stops_the_run_cleanly_and_resume_after_freeing_space_completes_it(ws):
+    text_dataset(ws, count=30)
+    port = free_port()
+    config = launched_config(ws, port, delay=0.02, batch_size=1)
+    proc = start(config, "full", preexec_fn=limit_file_size(6000))
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 4, err
+    assert "File too large" in err and "then resume with: lalmeval run" in err
+    assert "Traceback" not in err
+    kept = record_lines(ws, "full")
+    assert 0 < len(kept) < 30 and all(r["error"] is None for r in kept)
+
+    again = start(config, "full")
+    _, err = again.communicate(timeout=120)
+    assert again.returncode == 0, err
+    score = final(ws, "full")["scores"][0]
+    assert (score["num_samples"], score["num_failed"], score["score"]) == (30, 0, 100.0)
+    assert f"Reused {len(kept)} stored prediction(s)" in err
+
+
+@pytest.mark.parametrize("run_id", ["../../x", "a/b", ".hidden", ""])
+def test_run_ids_are_plain_names(ws, run_id):
+    text_dataset(ws, count=1)
+    config = ws.config([model("http://127.0.0.1:9/v1")], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+    out = subprocess.run([sys.executable, "-m", "lalmeval", "run", "--config", str(config), "--run-id", run_id],
+                         cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [f"error: --run-id / --resume must be a plain name (letters, digits, '.', '_', '-'; at most 128), got {run_id!r}"]
+    assert not (ws.root / "x").exists()
