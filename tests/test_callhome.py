@@ -174,7 +174,7 @@ def test_transcript_without_audio_names_the_file_to_put_and_where(tmp_path):
     root = copy_fixture(tmp_path)
     (root / "audio" / "5002.flac").unlink()
     message = one_line_error(root)
-    assert f"no audio for 5002.cha: put 5002.wav" in message and f"in {root / 'audio'}/" in message
+    assert "no audio for 5002.cha: put 5002.wav" in message and f"in {root / 'audio'}/" in message
 
 
 def test_unreadable_audio_is_an_error_naming_the_file(tmp_path):
