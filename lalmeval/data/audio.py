@@ -65,7 +65,29 @@ def source_digest(source: Union[bytes, str]) -> str:
     return _FILE_DIGESTS[key]
 
 
-def _read(source: Union[bytes, str], as_pcm16_if_ready: bool) -> tuple[np.ndarray, int]:
+Span = tuple[float, float]
+
+
+def _frames(span: Span, rate: int, total: int) -> tuple[int, int]:
+    """First frame and frame count of `span` (seconds); a span outside the clip is an AudioError."""
+    start, end = span
+    if not (0 <= start < end):
+        raise AudioError(f"invalid span {start:.3f}-{end:.3f} s")
+    first, last = round(start * rate), round(end * rate)
+    if first >= total:
+        raise AudioError(f"span {start:.3f}-{end:.3f} s starts after the end of the audio ({total / rate:.3f} s)")
+    if last > total:
+        raise AudioError(f"span {start:.3f}-{end:.3f} s ends after the audio ({total / rate:.3f} s)")
+    return first, max(1, last - first)
+
+
+def audio_identity(source: Union[bytes, str], span: Optional[Span] = None) -> str:
+    """What identifies the audio a request carries: the source's digest, and the span cut from it."""
+    digest = source_digest(source)
+    return digest if span is None else f"{digest}@{span[0]:.3f}-{span[1]:.3f}"
+
+
+def _read(source: Union[bytes, str], as_pcm16_if_ready: bool, span: Optional[Span] = None) -> tuple[np.ndarray, int]:
     """Samples and rate; int16 when `as_pcm16_if_ready` and the clip is already 16-bit 16 kHz mono."""
     if isinstance(source, str):
         _check_regular(source)
@@ -75,7 +97,12 @@ def _read(source: Union[bytes, str], as_pcm16_if_ready: bool) -> tuple[np.ndarra
             if rate <= 0:
                 raise AudioError(f"invalid sample rate {rate}")
             ready = as_pcm16_if_ready and rate == TARGET_RATE and clip.channels == 1 and clip.subtype in ("PCM_16", "PCM_S8", "PCM_U8")
-            data = clip.read(dtype="int16" if ready else "float32", always_2d=not ready)
+            frames = -1
+            if span is not None:
+                # Seek rather than decode the whole file: a call is many minutes, an utterance seconds.
+                first, frames = _frames(span, rate, clip.frames)
+                clip.seek(first)
+            data = clip.read(frames, dtype="int16" if ready else "float32", always_2d=not ready)
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
         raise AudioError(f"unreadable audio: {str(exc).strip() or type(exc).__name__}") from None
     except OSError as exc:
@@ -94,9 +121,9 @@ def _to_mono_16k(data: np.ndarray, rate: int, target_rate: int) -> np.ndarray:
     return mono
 
 
-def decode(source: Union[bytes, str], target_rate: int = TARGET_RATE) -> np.ndarray:
-    """Decode any soundfile-readable clip to float32 mono at `target_rate`."""
-    data, rate = _read(source, as_pcm16_if_ready=False)
+def decode(source: Union[bytes, str], target_rate: int = TARGET_RATE, span: Optional[Span] = None) -> np.ndarray:
+    """Decode any soundfile-readable clip (or its `span` in seconds) to float32 mono at `target_rate`."""
+    data, rate = _read(source, as_pcm16_if_ready=False, span=span)
     return _to_mono_16k(data, rate, target_rate)
 
 
@@ -164,9 +191,9 @@ class PreparedAudio:
         return self
 
 
-def prepare(source: Union[bytes, str]) -> PreparedAudio:
-    """Decode, resample and encode a clip for sending (16-bit 16 kHz mono is taken as is)."""
-    data, rate = _read(source, as_pcm16_if_ready=True)
+def prepare(source: Union[bytes, str], span: Optional[Span] = None) -> PreparedAudio:
+    """Decode, resample and encode a clip, or its `span` in seconds, for sending (16-bit 16 kHz mono is taken as is)."""
+    data, rate = _read(source, as_pcm16_if_ready=True, span=span)
     pcm = data if data.dtype == np.int16 else to_pcm16(_to_mono_16k(data, rate, TARGET_RATE))
     pcm = np.ascontiguousarray(pcm)
-    return PreparedAudio(pcm, source_digest(source)).encoded()
+    return PreparedAudio(pcm, audio_identity(source, span)).encoded()

@@ -1,0 +1,158 @@
+"""speaker_diarization: label parsing, cpWER equal to meeteval's, WDER and speaker count as DiarizationLM defines them."""
+
+import json
+from pathlib import Path
+
+import pytest
+from meeteval.wer import combine_error_rates, cp_word_error_rate
+
+from lalmeval.data.callhome import read_callhome
+from lalmeval.metrics import METRICS
+from lalmeval.metrics.diarization import SpeakerDiarization, align, parse_speakers
+from lalmeval.metrics.normalize import normalize_english
+from lalmeval.metrics.wer import WordErrorRate
+from lalmeval.postprocess.general import GeneralPostprocessor
+from lalmeval.records import Record
+from lalmeval.runspecs import Dataset, DatasetSpec
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "callhome"
+
+
+def metric(cls=SpeakerDiarization, language="english"):
+    return cls(Dataset("callhome", "c", "t", DatasetSpec(hf_repo="x", language=language), Path("x.json")), GeneralPostprocessor())
+
+
+def run(pairs, language="english"):
+    m = metric(language=language)
+    items = [m.score_record(Record(id=str(n), prompt="", system=None, params={}, reference=r, prediction=p)) for n, (r, p) in enumerate(pairs)]
+    value, details = m.aggregate(items)
+    return value, details, items
+
+
+@pytest.mark.parametrize("line", [
+    "A: hello there", "Speaker A: hello there", "speaker a: hello there", "**A:** hello there", "**A**: hello there",
+    "[A] hello there", "[A]: hello there", "A： hello there", "   A:   hello there   ", "- A: hello there", "__Speaker A__: hello there",
+])
+def test_label_forms_are_tolerated(line):
+    assert parse_speakers(line) == [("A", "hello there")]
+
+
+def test_numbered_labels_name_one_speaker_however_written():
+    assert {s for s, _ in parse_speakers("SPEAKER_01: a\nSpeaker 1: b\nspk1: c\n1: d")} == {"1"}
+
+
+def test_blank_lines_are_ignored_and_unlabelled_lines_continue_the_speaker():
+    assert parse_speakers("A: one\n\n  \ntwo\nB: three\n") == [("A", "one"), ("A", "two"), ("B", "three")]
+
+
+def test_text_before_the_first_label_is_a_speaker_of_its_own():
+    assert parse_speakers("Here is the transcript:\nA: hi") == [("?", "Here is the transcript:"), ("A", "hi")]
+
+
+def test_a_time_at_the_start_of_a_line_is_not_a_label():
+    assert parse_speakers("A: we met at\n10:30 sharp") == [("A", "we met at"), ("A", "10:30 sharp")]
+
+
+# DiarizationLM's worked examples (diarizationlm/metrics_test.py in github.com/google/speaker-id),
+# written as speaker-attributed transcripts: speaker numbers become line labels.
+SAME_WORDS = ("2: Hello. Good morning, how\n1: are you?", "1: hello good morning\n2: how are you")
+DIFF_WORDS = ("2: a bb c e\n3: f gg\n4: g\n3: h\n2: ii", "1: a b c\n2: d e f\n3: g\n2: h")
+
+
+def test_wder_and_cpwer_match_diarizationlm_worked_examples():
+    _, _, (same, diff) = run([SAME_WORDS, DIFF_WORDS])
+    # the hypothesis gives "how" to the wrong speaker: one of six aligned words, one deletion + one insertion
+    assert (same["wder_errors"], same["wder_words"]) == (1, 6)
+    assert (same["insertions"], same["deletions"], same["substitutions"], same["ref_words"]) == (1, 1, 0, 6)
+    # bb/b matched as a substitution, g attributed to the wrong speaker: one of seven aligned words
+    assert (diff["wder_errors"], diff["wder_words"]) == (1, 7)
+    assert (diff["insertions"], diff["deletions"], diff["substitutions"], diff["ref_words"]) == (1, 2, 3, 9)
+    assert same["speaker_count_error"] == diff["speaker_count_error"] == 0
+
+
+def test_corpus_wder_and_cpwer_sum_over_windows_as_diarizationlm_reports():
+    value, details, _ = run([SAME_WORDS, DIFF_WORDS])
+    assert details["wder"] == pytest.approx(2 / 13)  # DiarizationLM: WDER 0.1538
+    assert details["cpwer"] == pytest.approx(8 / 15)  # DiarizationLM: cpWER 0.5333
+    assert value == pytest.approx(100 * 8 / 15)
+
+
+def test_alignment_breaks_ties_as_diarizationlm_does():
+    # "x y" vs "y x": two substitutions cost as much as a deletion and an insertion around the match;
+    # DiarizationLM prefers the insertion, so one pair is aligned, not two.
+    assert align(["x", "y"], ["y", "x"]) == [(0, -1), (1, 0), (-1, 1)]
+    assert align(["a", "b", "c"], ["a", "x", "c"]) == [(0, 0), (1, 1), (2, 2)]
+    assert align([], ["a"]) == [(-1, 0)] and align(["a"], []) == [(0, -1)]
+
+
+def test_speaker_count_error_is_signed_per_window_and_mean_absolute_overall():
+    # DiarizationLM's example: hypothesis speakers 1 2 2 2, reference 1 2 2 3 → one speaker too few
+    _, details, items = run([("1: a\n2: b c\n3: d", "1: a\n2: b c d"), ("A: x y", "A: x\nB: y\nC: z")])
+    assert [x["speaker_count_error"] for x in items] == [-1, 2]
+    assert details["speaker_count_error"] == pytest.approx(1.5)
+
+
+def test_corpus_cpwer_equals_meeteval_on_whole_call_windows():
+    _, rows = read_callhome(FIXTURE, "turns", window_s=1e9)
+    rows = list(rows)
+    spoken = json.loads((FIXTURE / "spoken.json").read_text(encoding="utf-8"))
+    # Predictions: what was said (fillers, "Ben", the fragment "ch"), labels renamed and swapped,
+    # one utterance given to the other speaker and one left out.
+    predictions, references, hypotheses = [], [], []
+    for row in rows:
+        said = [u for u in spoken[row["call"]] if u["reference"]]
+        labels = [("Speaker 2" if u["speaker"] == "A" else "Speaker 1") for u in said]
+        labels[2] = "Speaker 1" if labels[2] == "Speaker 2" else "Speaker 2"
+        lines = [f"{label}: {u['said']}" for label, u in zip(labels, said)]
+        if row["call"] == "5002":
+            lines = lines[:-1]
+        predictions.append("\n".join(lines))
+        ref, hyp = {}, {}
+        for u in said:
+            ref.setdefault(u["speaker"], []).append(normalize_english(u["reference"]))
+        for line in lines:
+            label, text = line.split(": ", 1)
+            hyp.setdefault(label, []).append(normalize_english(text))
+        references.append({k: " ".join(v) for k, v in ref.items()})
+        hypotheses.append({k: " ".join(v) for k, v in hyp.items()})
+    value, details, items = run(list(zip([r["reference"] for r in rows], predictions)))
+    direct = [cp_word_error_rate(r, h, reference_sort=False, hypothesis_sort=False) for r, h in zip(references, hypotheses)]
+    assert abs(value - 100 * combine_error_rates(*direct).error_rate) < 1e-9
+    assert [x["errors"] for x in items] == [d.errors for d in direct]
+    assert value > 0 and details["wder"] > 0
+
+
+def test_relabelling_the_hypothesis_changes_nothing():
+    reference = "A: hello there how are you\nB: fine thanks and you\nA: good"
+    base = run([(reference, "X: hello there how are\nY: you fine thanks and you\nX: good")])
+    swapped = run([(reference, "**Speaker 7:** hello there how are\n**Speaker 3:** you fine thanks and you\n**Speaker 7:** good")])
+    assert base[0] == swapped[0] and base[1]["wder"] == swapped[1]["wder"] == pytest.approx(1 / 10)
+
+
+def test_a_one_speaker_window_scores_its_word_error_rate():
+    reference, prediction = "A: Set a timer for twenty-five minutes, please.", "A: set the timer for 25 minutes"
+    value, _, _ = run([(reference, prediction)])
+    wer = metric(WordErrorRate)
+    item = wer.score_record(Record(id="0", prompt="", system=None, params={}, reference=reference[3:], prediction=prediction[3:]))
+    assert value == pytest.approx(wer.aggregate([item])[0])
+
+
+def test_empty_prediction_deletes_every_reference_word():
+    value, details, items = run([("A: one two\nB: three", "")])
+    assert value == pytest.approx(100.0) and items[0]["deletions"] == 3 and items[0]["speaker_count_error"] == -2
+    assert items[0]["wder"] is None and details["wder"] is None
+
+
+def test_window_with_empty_reference_adds_its_insertions_as_meeteval_combines():
+    value, details, items = run([("A:", "A: ha ha"), ("A: one two", "A: one two")])
+    assert items[0]["score"] is None and items[0]["insertions"] == 2
+    assert value == pytest.approx(100.0) and details["empty_references"] == 1
+
+
+def test_unspaced_scripts_are_scored_by_characters():
+    _, _, (item,) = run([("A: 你好世界\nB: 谢谢", "1: 你好世\n2: 谢谢")], language="chinese")
+    assert (item["ref_words"], item["errors"]) == (6, 1)
+
+
+def test_metric_is_registered_by_name():
+    assert METRICS.get("speaker_diarization") is SpeakerDiarization
