@@ -40,8 +40,9 @@ class Engine:
 
         async def score(ok: list[Record]) -> None:
             for record, item in zip(ok, await self.metric.score_records(ok)):
-                writer.write({"id": record.id, **item})
-                items.append(item)
+                line = {"id": record.id, **item}  # the id also pairs samples across models
+                writer.write(line)
+                items.append(line)
 
         # Each batch is scored as soon as it arrives, while inference (and earlier batches) go on.
         pending: list[asyncio.Task] = []
@@ -60,8 +61,16 @@ class Engine:
             for task in pending:
                 task.cancel()
             writer.close()
+        # Batches finish in any order: sorted by id, sums and bootstrap resamples repeat exactly run to run.
+        items.sort(key=lambda x: x["id"])
         value, details = self.metric.aggregate(items)
         if failures:
             details["failures"] = dict(failures)
-        return Score(model, self.dataset, self.metric.name, value, total, sum(failures.values()), details)
+        # Resampling 100k samples takes a second or two: off the event loop.
+        loop = asyncio.get_running_loop()
+        uncertainty = await loop.run_in_executor(None, self.metric.uncertainty, items, value)
+        if uncertainty.method:
+            details["interval"] = uncertainty.method
+        return Score(model, self.dataset, self.metric.name, value, total, sum(failures.values()), details,
+                     uncertainty.ci95, uncertainty.stderr, self.metric.sample_stats(items))
 

@@ -29,7 +29,7 @@ from lalmeval.plan import Plan
 from lalmeval.postprocess import POSTPROCESSORS
 from lalmeval.preprocess import PREPROCESSORS
 from lalmeval.records import Sample, Score
-from lalmeval.report import aggregates, failure_table, final_scores, score_table
+from lalmeval.report import aggregates, comparison_table, comparisons, failure_table, final_scores, score_table
 from lalmeval.runspecs import Dataset
 from lalmeval.store import RunStore
 
@@ -47,6 +47,7 @@ class RunResult:
     down: dict[str, str] = field(default_factory=dict)
     reused: int = 0        # stored predictions published again (resume, --reeval)
     cache_hits: int = 0    # replies and judgments answered by the cache
+    comparisons: list[dict[str, Any]] = field(default_factory=list)  # model pairs on the same dataset–metric
 
     @property
     def endpoint_failures(self) -> int:
@@ -101,7 +102,8 @@ class _Run:
         for dataset, metric in self.plan.pairs:
             engine_jobs = {m.name: jobs[(dataset.name, m.name)] for m in models}
             postprocessor = engine_jobs[models[0].name].postprocessor
-            scorer = METRICS.get(metric)(dataset, postprocessor, MetricContext(judge=self.judge))
+            context = MetricContext(judge=self.judge, resamples=self.plan.config.bootstrap_resamples, seed=self.plan.config.seed)
+            scorer = METRICS.get(metric)(dataset, postprocessor, context)
             engines.append(Engine(dataset.name, scorer, engine_jobs, self.store))
         return engines
 
@@ -191,7 +193,8 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
                        reused=sum(j.reused for j in jobs.values()), cache_hits=sum(c.hits for c in caches.values()))
     if not options.skip_eval:
         result.aggregates = aggregates(plan.config.aggregate, scores, plan.catalog)
-        data = final_scores(run_id, scores, result.aggregates)
+        result.comparisons = comparisons(scores, plan.config.bootstrap_resamples, plan.config.seed)
+        data = final_scores(run_id, scores, result.aggregates, result.comparisons)
         data.update(failures=result.failures, interrupted=result.interrupted, endpoints_down=result.down)
         result.final_path = store.write_final(data)
     if not quiet:
@@ -206,6 +209,8 @@ def _print_summary(result: RunResult, store: RunStore, options: RunOptions) -> N
         print(f"Inference done (--skip-eval): records in {store.root / 'records'}; score them with --reeval")
     else:
         print(score_table(result.scores, result.aggregates))
+        if result.comparisons:
+            print(comparison_table(result.comparisons))
     if result.failures:
         print(failure_table(result.failures))
     for name, reason in result.down.items():

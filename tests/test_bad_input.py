@@ -75,6 +75,9 @@ CASES = {
     "duplicate dataset": (lambda ws: write(ws, "runspecs/other/more.json", json.dumps({"cmds": {"hf_repo": "x", "language": "en"}})), "dataset 'cmds' is defined twice"),
     "unknown language": (lambda ws: edit_runspec(ws, lambda s: s.update(language="Elvish")), "unknown language 'Elvish'"),
     "metric all without metrics": (lambda ws: (edit_runspec(ws, lambda s: s.update(metrics=[])), edit_config(ws, lambda d: d.update(dataset_metric=[["cmds", "all"]]))), "metric 'all' but dataset 'cmds' lists no metrics"),
+    "unknown normalizer": (lambda ws: edit_runspec(ws, lambda s: s.update(normalizer="whisper_englsh")), "commands.json: dataset 'cmds': normalizer: unknown normalizer 'whisper_englsh' (did you mean 'whisper_english'?)"),
+    "bad error unit": (lambda ws: edit_runspec(ws, lambda s: s.update(error_unit="characters")), "commands.json: dataset 'cmds': error_unit: Input should be 'word', 'character' or 'mixed' (got 'characters') (did you mean 'character'?)"),
+    "negative bootstrap resamples": (lambda ws: edit_config(ws, lambda d: d.update(bootstrap_resamples=-1)), "bootstrap_resamples: Input should be greater than or equal to 0"),
     "runspec missing language": (lambda ws: edit_runspec(ws, lambda s: s.pop("language")), "dataset 'cmds': language: Field required"),
     # --- data files ------------------------------------------------------------------------
     "missing column": (lambda ws: edit_runspec(ws, lambda s: s.update(target_column="text")), "target_column 'text' not found (columns:"),
