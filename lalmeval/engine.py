@@ -68,9 +68,9 @@ class Engine:
             details["failures"] = dict(failures)
         # Resampling 100k samples takes a second or two: off the event loop.
         loop = asyncio.get_running_loop()
-        uncertainty = await loop.run_in_executor(None, self.metric.uncertainty, items, value)
+        uncertainty, stats = await loop.run_in_executor(None, lambda: (self.metric.uncertainty(items, value), self.metric.sample_stats(items)))
         if uncertainty.method:
             details["interval"] = uncertainty.method
         return Score(model, self.dataset, self.metric.name, value, total, sum(failures.values()), details,
-                     uncertainty.ci95, uncertainty.stderr, self.metric.sample_stats(items))
+                     uncertainty.ci95, uncertainty.stderr, stats)
 

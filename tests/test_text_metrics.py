@@ -81,14 +81,22 @@ def test_bleu_uses_the_target_languages_tokenizer():
     assert details["tokenizer"] == "char"
 
 
-def test_japanese_bleu_without_mecab_refuses_at_start_instead_of_changing_tokenizer(monkeypatch):
-    import sacrebleu.tokenizers.tokenizer_ja_mecab as ja
+@pytest.mark.parametrize("code,language,module", [("ja", "Japanese", "tokenizer_ja_mecab"), ("ko", "Korean", "tokenizer_ko_mecab")])
+def test_bleu_without_mecab_refuses_at_start_instead_of_changing_tokenizer(monkeypatch, code, language, module):
+    import importlib
 
-    monkeypatch.setattr(ja, "MeCab", None)  # as when mecab-python3 is not installed
-    spec = DatasetSpec(hf_repo="x", language="en", target_language="ja")
-    dataset = Dataset("covost_en_ja", "c", "t", spec, Path("runspecs/st.json"))
-    with pytest.raises(UserError, match=r"runspecs/st.json: dataset 'covost_en_ja': metric 'bleu' tokenizes Japanese with MeCab .*pip install 'sacrebleu\[ja\]'"):
+    monkeypatch.setattr(importlib.import_module(f"sacrebleu.tokenizers.{module}"), "MeCab", None)  # as when not installed
+    spec = DatasetSpec(hf_repo="x", language="en", target_language=code)
+    dataset = Dataset(f"covost_en_{code}", "c", "t", spec, Path("runspecs/st.json"))
+    expected = rf"runspecs/st.json: dataset 'covost_en_{code}': metric 'bleu' tokenizes {language} with MeCab .*pip install 'sacrebleu\[{code}\]'"
+    with pytest.raises(UserError, match=expected):
         Bleu.check_dataset(dataset)
+
+
+def test_japanese_bleu_uses_mecab_when_installed():
+    (value, details), _ = scored(Bleu, [("今日は良い天気です", "今日はいい天気です")], target="ja")
+    assert details["tokenizer"] == "ja-mecab" and "tok:ja-mecab" in details["signature"]
+    assert value == sacrebleu.corpus_bleu(["今日は良い天気です"], [["今日はいい天気です"]], tokenize="ja-mecab").score
 
 
 def test_chrf_equals_sacrebleu_exactly():
@@ -103,11 +111,12 @@ def test_rouge_equals_rouge_score_for_english():
     expected = [scorer.score(r, h) for h, r in EN]
     assert value == pytest.approx(100 * sum(e["rougeL"].fmeasure for e in expected) / len(EN))
     assert details["rouge1"] == pytest.approx(100 * sum(e["rouge1"].fmeasure for e in expected) / len(EN))
+    assert details["tokenizer"] == "rouge-score default, Porter stemmer"
 
 
-def test_rouge_counts_characters_for_chinese():
-    (value, _), items = scored(Rouge, [("今天天气很好", "今天天气很好")], language="zh")
-    assert value == pytest.approx(100.0)
+def test_rouge_uses_the_datasets_normalizer_outside_english():
+    (value, details), items = scored(Rouge, [("今天天氣很好", "今天天气很好。")], language="zh")
+    assert value == pytest.approx(100.0) and details["tokenizer"] == "normalizer chinese, unit mixed"
 
 
 def test_empty_references_are_excluded_not_zero():
@@ -136,7 +145,8 @@ def test_meteor_without_wordnet_refuses_at_start(tmp_path, monkeypatch):
 def test_meteor_matches_wordnet_synonyms_with_debians_wordnet(monkeypatch):
     monkeypatch.delenv("LALMEVAL_WORDNET_DIR", raising=False)
     METRICS.get("meteor").check(config())
-    (synonym, _), _ = scored(Meteor, [("he drove the auto home", "he drove the car home")])
+    (synonym, details), _ = scored(Meteor, [("he drove the auto home", "he drove the car home")])
+    assert details["wordnet_version"] == "3.0" and details["tokenizer"] == "nltk NLTKWordTokenizer"
     (unrelated, _), _ = scored(Meteor, [("he drove the cow home", "he drove the car home")])
     from nltk.translate.meteor_score import meteor_score
 

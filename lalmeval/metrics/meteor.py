@@ -96,3 +96,9 @@ class Meteor(MeanMetric):
             return {"score": None, "reason": "empty reference"}
         value = meteor_score([self._tokenize(reference)], self._tokenize(hypothesis), wordnet=self._wordnet)
         return {"score": 100.0 * value}
+
+    def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
+        value, details = super().aggregate(items)
+        wordnet = wordnet_dir()
+        return value, {**details, "tokenizer": "nltk NLTKWordTokenizer", "wordnet": str(wordnet) if wordnet else None,
+                       "wordnet_version": self._wordnet.get_version() if wordnet and details["scored"] else None}

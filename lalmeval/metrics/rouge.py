@@ -52,4 +52,7 @@ class Rouge(MeanMetric):
         if not kept:
             return None, {"scored": 0}
         means = {name: sum(x[name] for x in kept) / len(kept) for name in ("rouge1", "rouge2", "rougeL")}
-        return means["rougeL"], {**means, "scored": len(kept), "empty_references": len(items) - len(kept)}
+        tokens = getattr(self._scorer, "_tokenizer", None)
+        tokenizer = (f"normalizer {tokens.normalizer_name}, unit {tokens.unit}" if isinstance(tokens, _Tokens)
+                     else "rouge-score default, Porter stemmer")
+        return means["rougeL"], {**means, "tokenizer": tokenizer, "scored": len(kept), "empty_references": len(items) - len(kept)}
