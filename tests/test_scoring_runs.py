@@ -4,6 +4,7 @@ import json
 
 import jiwer
 import pytest
+import soundfile as sf
 from whisper_normalizer.english import EnglishTextNormalizer
 
 from lalmeval.runner import run
@@ -36,8 +37,6 @@ def dataset(ws, pairs, name="heldout", **spec):
     for row, (reference, _) in zip(rows, pairs):
         row["reference"] = reference
     ws.runspec("asr", name, {name: {"hf_repo": ws.jsonl(rows, f"data/{name}.jsonl"), "id_column": "id", **spec}})
-    import soundfile as sf
-
     seconds = {}
     for row, (_, reply) in zip(rows, pairs):
         info = sf.info(str(DEMO / "audio" / row["audio"].split("/")[-1]))
