@@ -140,3 +140,17 @@ def test_error_unit_override_counts_characters_or_words():
 def test_language_defaults(language, unit, name):
     metric = wer_metric(language)
     assert (metric.unit, metric.normalizer_name) == (unit, name)
+
+
+def test_a_missing_normalizer_package_stops_the_run_at_start(monkeypatch):
+    from lalmeval.errors import UserError
+    from lalmeval.metrics.normalize import Normalizer
+
+    class NeedsMissing(Normalizer):
+        def __init__(self):
+            import lalmeval_missing_package  # noqa: F401
+
+    monkeypatch.setitem(NORMALIZERS._items, "needs_missing", NeedsMissing)
+    metric = wer_metric(normalizer="needs_missing")
+    with pytest.raises(UserError, match="x.json: dataset 'd': normalizer 'needs_missing' needs the 'lalmeval_missing_package' package"):
+        WordErrorRate.check_dataset(metric.dataset)

@@ -11,6 +11,7 @@ from typing import ClassVar
 
 import regex
 
+from lalmeval.errors import UserError
 from lalmeval.registry import Registry
 
 
@@ -30,6 +31,14 @@ NORMALIZERS: Registry[type[Normalizer]] = Registry("normalizer")
 def normalizer(name: str) -> Normalizer:
     """The one shared instance of a registered normalizer (they hold no state between calls)."""
     return NORMALIZERS.get(name)()
+
+
+def require(name: str, where: str) -> None:
+    """Build normalizer `name` now, so that a missing package stops the run at start (UserError naming `where`)."""
+    try:
+        normalizer(name)
+    except ImportError as exc:
+        raise UserError(f"{where}: normalizer '{name}' needs the '{exc.name}' package: pip install -r requirements.txt") from None
 
 
 @NORMALIZERS.register("whisper_english")

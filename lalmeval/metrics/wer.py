@@ -10,8 +10,9 @@ import numpy as np
 
 from lalmeval.languages import default_error_unit, default_normalizer
 from lalmeval.metrics.base import METRICS, Metric, SampleScore
-from lalmeval.metrics.normalize import normalizer, split_units
+from lalmeval.metrics.normalize import normalizer, require, split_units
 from lalmeval.records import Record
+from lalmeval.runspecs import Dataset
 from lalmeval.stats import SampleStats, ratio
 
 
@@ -31,6 +32,11 @@ class WordErrorRate(Metric):
     """Σ(S+D+I) / Σ(reference tokens), reported as a percentage."""
 
     name = "word_error_rate"
+
+    @classmethod
+    def check_dataset(cls, dataset: Dataset) -> None:
+        name = dataset.spec.normalizer or default_normalizer(dataset.iso_language)
+        require(name, f"{dataset.source}: dataset '{dataset.name}'")
 
     @functools.cached_property
     def normalizer_name(self) -> str:
