@@ -6,8 +6,8 @@ Convention (both sides of a comparison get it):
 - Traditional characters become simplified ones with zhconv's `zh-hans` table: a character-level
   conversion, without zh-cn's regional vocabulary swaps (軟體 → 软体, not 软件), so Cantonese words
   and character counts stay as spoken.
-- Numerals take their spoken, Chinese-character form, as the SpeechIO / WenetSpeech text normalizer
-  (SpeechColab `cn_tn.py`) does and as Qwen2-Audio's and Kimi-Audio-Evalkit's ASR scoring uses it:
+- Numerals take their spoken, Chinese-character form, as SpeechColab's `cn_tn.py` text normalizer
+  (SpeechIO leaderboard) writes them and as Qwen2-Audio's and Kimi-Audio-Evalkit's ASR scoring uses it:
   4-digit years before 年 are read digit by digit (2024年 → 二零二四年); other numbers as
   cardinals by cn2an (120 → 一百二十, 3.5 → 三点五, 50% → 百分之五十); digit strings with a leading
   zero or of 9+ digits (phone and id numbers) digit by digit. Characters are never turned into
