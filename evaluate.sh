@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
-check='import lalmeval, aiohttp, datasets, jiwer, pydantic, yaml, numpy, soundfile, soxr, sacrebleu, rouge_score'
+check='import lalmeval, aiohttp, datasets, jiwer, pydantic, yaml, numpy, soundfile, soxr, sacrebleu, rouge_score, whisper_normalizer, zhconv, cn2an, scipy, regex, MeCab, ipadic'
 if [ -z "${VIRTUAL_ENV:-}" ] && [ -x .venv/bin/python ]; then
   source .venv/bin/activate
 fi

@@ -9,6 +9,7 @@ from typing import Any, Optional
 from lalmeval.inference.job import InferenceJob
 from lalmeval.metrics.base import Metric, SampleScore
 from lalmeval.records import Record, Score
+from lalmeval.stats import Uncertainty
 from lalmeval.store import JsonlWriter, RunStore, WriteFailed
 
 SCORING_FAILED = "scoring failed"
@@ -45,10 +46,14 @@ class Engine:
             await self._consume(job, tally)
         finally:
             tally.close()
+        # Batches finish in any order: sorted by id, sums and bootstrap resamples repeat exactly run to run.
+        tally.items.sort(key=lambda x: x["id"])
         value, details = self._aggregate(tally.items)
         if tally.failures:
             details["failures"] = dict(tally.failures)
-        return Score(model, self.dataset, self.metric.name, value, tally.total, sum(tally.failures.values()), details)
+        uncertainty, stats = await self._uncertainty(tally.items, value, details)
+        return Score(model, self.dataset, self.metric.name, value, tally.total, sum(tally.failures.values()), details,
+                     uncertainty.ci95, uncertainty.stderr, stats)
 
     async def _consume(self, job: InferenceJob, tally: "_Tally") -> None:
         # Each batch is scored as soon as it arrives, while inference (and earlier batches) go on.
@@ -80,6 +85,18 @@ class Engine:
         for record, item in zip(records, items):
             tally.add(record, item)
 
+    async def _uncertainty(self, items: list[SampleScore], value: Optional[float], details: dict[str, Any]) -> tuple[Uncertainty, Any]:
+        """The interval and per-sample statistics, off the event loop: resampling 100k samples takes a second or two."""
+        loop = asyncio.get_running_loop()
+        try:
+            uncertainty, stats = await loop.run_in_executor(None, lambda: (self.metric.uncertainty(items, value), self.metric.sample_stats(items)))
+        except Exception as exc:  # noqa: BLE001 - the score stands; only its interval is missing, and says why
+            details["interval_error"] = f"{type(exc).__name__}: {exc}"
+            return Uncertainty(), None
+        if uncertainty.method:
+            details["interval"] = uncertainty.method
+        return uncertainty, stats
+
     def _aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
         try:
             return self.metric.aggregate(items)
@@ -108,8 +125,9 @@ class _Tally:
         self._write({"id": record.id, "score": None, "error": reason})
 
     def add(self, record: Record, item: SampleScore) -> None:
-        self.items.append(item)
-        self._write({"id": record.id, **item})
+        line = {"id": record.id, **item}  # the id also pairs samples across models
+        self.items.append(line)
+        self._write(line)
 
     def close(self) -> None:
         if self.writer is not None:

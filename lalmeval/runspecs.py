@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Optional
@@ -38,6 +39,8 @@ class DatasetSpec(BaseModel):
     postprocessor: str = Field("GeneralPostprocessor", description="Registered postprocessor name.")
     metrics: list[str] = Field(default_factory=list, description="Metrics that 'all' expands to.")
     instruction: Optional[str] = Field(None, description="Default instruction when the row has none.")
+    normalizer: Optional[str] = Field(None, description="Text normalizer of error rates (a registered name, or 'none'); default by language: whisper_english for English, chinese for Chinese and Cantonese, basic otherwise.")
+    error_unit: Optional[Literal["word", "character", "mixed"]] = Field(None, description="What error rates count: words, characters, or mixed (each CJK character and each other word a token); default by language: mixed for zh/yue, character for ja/ko/th/lo/my/km, word otherwise.")
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,10 @@ def _read_file(path: Path, category: str) -> list[Dataset]:
             field = ".".join(str(p) for p in err["loc"])
             if err["type"] == "extra_forbidden":
                 raise UserError(f"{path}: dataset '{name}': unknown field '{field}'{closest(field, DatasetSpec.model_fields)}") from None
-            raise UserError(f"{path}: dataset '{name}': {field or 'entry'}: {err['msg']}") from None
+            hint = ""
+            if err["type"] == "literal_error":  # e.g. error_unit: name the closest valid value
+                hint = f" (got {err['input']!r})" + closest(str(err["input"]), re.findall(r"'([^']*)'", err["ctx"]["expected"]))
+            raise UserError(f"{path}: dataset '{name}': {field or 'entry'}: {err['msg']}{hint}") from None
         iso_code(spec.language, where=f"{path}: dataset '{name}': language")
         if spec.target_language:
             iso_code(spec.target_language, where=f"{path}: dataset '{name}': target_language")

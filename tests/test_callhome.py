@@ -12,7 +12,9 @@ import soundfile as sf
 from lalmeval.data.audio import prepare
 from lalmeval.data.callhome import Turn, find_calls, read_callhome, windows
 from lalmeval.errors import UserError
-from lalmeval.metrics.normalize import normalize_english
+from whisper_normalizer.english import EnglishTextNormalizer
+
+normalize_english = EnglishTextNormalizer()
 from lalmeval.metrics.wer import WordErrorRate
 from lalmeval.postprocess.general import GeneralPostprocessor
 from lalmeval.records import Record

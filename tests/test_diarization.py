@@ -9,7 +9,9 @@ from meeteval.wer import combine_error_rates, cp_word_error_rate
 from lalmeval.data.callhome import read_callhome
 from lalmeval.metrics import METRICS
 from lalmeval.metrics.diarization import SpeakerDiarization, align, parse_speakers
-from lalmeval.metrics.normalize import normalize_english
+from whisper_normalizer.english import EnglishTextNormalizer
+
+normalize_english = EnglishTextNormalizer()
 from lalmeval.metrics.wer import WordErrorRate
 from lalmeval.postprocess.general import GeneralPostprocessor
 from lalmeval.records import Record
@@ -138,13 +140,13 @@ def test_a_one_speaker_window_scores_its_word_error_rate():
 
 
 def test_empty_prediction_deletes_every_reference_word():
-    value, details, items = run([("A: one two\nB: three", "")])
+    value, details, items = run([("A: hello there\nB: friend", "")])
     assert value == pytest.approx(100.0) and items[0]["deletions"] == 3 and items[0]["speaker_count_error"] == -2
     assert items[0]["wder"] is None and details["wder"] is None
 
 
 def test_window_with_empty_reference_adds_its_insertions_as_meeteval_combines():
-    value, details, items = run([("A:", "A: ha ha"), ("A: one two", "A: one two")])
+    value, details, items = run([("A:", "A: ha ha"), ("A: hello there", "A: hello there")])
     assert items[0]["score"] is None and items[0]["insertions"] == 2
     assert value == pytest.approx(100.0) and details["empty_references"] == 1
 

@@ -87,8 +87,8 @@ def test_run_directory_layout_and_final_scores_schema(ws):
         ws.run("r1")
     run_dir = ws.root / "runs" / "r1"
     final = json.loads((run_dir / "final_scores.json").read_text())
-    assert set(final) == {"run_id", "created", "versions", "scores", "aggregates", "failures", "interrupted", "endpoints_down"}
-    assert set(final["scores"][0]) == {"model", "dataset", "metric", "score", "num_samples", "num_failed", "details"}
+    assert set(final) == {"run_id", "created", "versions", "scores", "aggregates", "comparisons", "failures", "interrupted", "endpoints_down"}
+    assert set(final["scores"][0]) == {"model", "dataset", "metric", "score", "num_samples", "num_failed", "details", "ci95", "stderr"}
     record = ws.records("cmds", "m", "r1")[0]
     for key in ("id", "prompt", "params", "reply", "prediction", "reference", "latency", "attempts", "error"):
         assert key in record
@@ -125,6 +125,6 @@ def test_chinese_is_scored_by_character_error_rate(ws):
         ws.config([model(ep.url, batch_size=1)], [["zh_set", "word_error_rate"]])
         score = ws.run().scores[0]
     # 11 reference characters; 1 substitution (园→圆) + 1 insertion (吧); punctuation ignored.
-    assert score.details["unit"] == "character"
+    assert score.details["unit"] == "mixed"
     assert score.details["corpus_wer"] == pytest.approx(2 / 11)
     assert score.score == pytest.approx(100 * 2 / 11)

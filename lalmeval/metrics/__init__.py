@@ -1,6 +1,7 @@
-"""Metrics, looked up by name from config.yaml and runspecs."""
+"""Metrics and text normalizers, looked up by name from config.yaml and runspecs."""
 
 from lalmeval.metrics.base import METRICS, Metric, MetricContext
-from lalmeval.metrics import accuracy, diarization, judge, text, wer  # noqa: F401  (register the built-in metrics)
+from lalmeval.metrics.normalize import NORMALIZERS, Normalizer
+from lalmeval.metrics import accuracy, bertscore, bleu, chinese, diarization, judge, meteor, rouge, wer  # noqa: F401  (register the built-ins)
 
-__all__ = ["METRICS", "Metric", "MetricContext"]
+__all__ = ["METRICS", "Metric", "MetricContext", "NORMALIZERS", "Normalizer"]

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+
+import numpy as np
 
 from lalmeval.config import Config
-
 from lalmeval.postprocess.base import Postprocessor
 from lalmeval.records import Record
 from lalmeval.registry import Registry
 from lalmeval.runspecs import Dataset
+from lalmeval.stats import SampleStats, Statistic, Uncertainty, bootstrap, ratio, t_interval
 
 if TYPE_CHECKING:
     from lalmeval.judge import Judge
@@ -21,9 +23,11 @@ SampleScore = dict[str, Any]
 
 @dataclass(frozen=True)
 class MetricContext:
-    """Run-wide services a metric may use (the judge, for llm_judge_* metrics)."""
+    """Run-wide services and settings a metric may use: the judge (llm_judge_*), the bootstrap's size and seed."""
 
     judge: Optional["Judge"] = None
+    resamples: int = 1000  # config bootstrap_resamples; 0: no intervals
+    seed: int = 0
 
 
 class Metric:
@@ -48,6 +52,21 @@ class Metric:
         """The overall score (None when nothing could be scored) and its details."""
         raise NotImplementedError
 
+    @classmethod
+    def check_dataset(cls, dataset: Dataset) -> None:
+        """Refuse to start (UserError) when the metric cannot score this dataset, e.g. a tokenizer is missing."""
+
+    def sample_stats(self, items: list[SampleScore]) -> Optional[SampleStats]:
+        """Per-sample sufficient statistics whose column sums give the score (None: nothing to resample)."""
+        return None
+
+    def uncertainty(self, items: list[SampleScore], score: Optional[float]) -> Uncertainty:
+        """The score's ci95 and stderr: a bootstrap over sample_stats unless the metric has an analytic interval."""
+        stats = self.sample_stats(items)
+        if score is None or stats is None or self.context.resamples <= 0:
+            return Uncertainty()
+        return bootstrap(stats, score, self.context.resamples, self.context.seed)
+
     async def score_records(self, records: list[Record]) -> list[SampleScore]:
         """Score a batch off the event loop; metrics that call services override this."""
         loop = asyncio.get_running_loop()
@@ -55,3 +74,32 @@ class Metric:
 
 
 METRICS: Registry[type[Metric]] = Registry("metric")
+
+
+def sample_stats(items: list[SampleScore], row: Callable[[SampleScore], Sequence[float]], statistic: Statistic) -> Optional[SampleStats]:
+    """SampleStats of the scored items (score not None), one row each, keyed by sample id."""
+    kept = [(str(x.get("id", i)), row(x)) for i, x in enumerate(items) if x.get("score") is not None]
+    if not kept:
+        return None
+    return SampleStats(tuple(i for i, _ in kept), np.asarray([r for _, r in kept], dtype=np.float64), statistic)
+
+
+def text_pair(record: Record) -> tuple[str, str]:
+    """(hypothesis, reference), stripped."""
+    return (record.prediction or "").strip(), (record.reference or "").strip()
+
+
+class MeanMetric(Metric):
+    """A score that is the mean of per-sample 'score' values: Student-t interval, [score, 1] as statistics."""
+
+    def sample_stats(self, items: list[SampleScore]) -> Optional[SampleStats]:
+        return sample_stats(items, lambda x: (x["score"], 1.0), ratio())
+
+    def uncertainty(self, items: list[SampleScore], score: Optional[float]) -> Uncertainty:
+        if score is None or self.context.resamples <= 0:
+            return Uncertainty()
+        return t_interval([x["score"] for x in items if x["score"] is not None])
+
+    def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
+        kept = [x["score"] for x in items if x["score"] is not None]
+        return (sum(kept) / len(kept) if kept else None), {"scored": len(kept), "empty_references": len(items) - len(kept)}

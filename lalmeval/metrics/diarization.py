@@ -7,9 +7,9 @@ ignored, and text before the first label belongs to a speaker of its own (`?`). 
 only have to be consistent within one transcript: every measure below maps hypothesis speakers
 to reference speakers itself.
 
-Words are normalized as `word_error_rate` counts them (Whisper-style English normalizer, a basic
-Unicode one otherwise, characters for languages written without spaces), line by line, so a
-one-speaker window scores its WER. Speakers without a word after normalization do not count.
+Words are normalized and split exactly as `word_error_rate` counts them for the same dataset (its
+normalizer and error unit, see `metrics/wer.py` `Units`), line by line, so a one-speaker window
+scores its WER. Speakers without a word after normalization do not count.
 
 - **cpWER** (concatenated minimum-permutation WER; Watanabe et al., "CHiME-6 Challenge",
   arXiv:2004.09249): each speaker's words are concatenated, hypothesis speakers are assigned to
@@ -32,14 +32,19 @@ one-speaker window scores its WER. Speakers without a word after normalization d
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from lalmeval.metrics.base import METRICS, Metric, SampleScore
-from lalmeval.metrics.wer import _tokens as wer_tokens
+from lalmeval.metrics.wer import Units, check_units
 from lalmeval.records import Record
+from lalmeval.runspecs import Dataset
+from lalmeval.stats import SampleStats, ratio
+
+Tokens = Callable[[str], list[str]]
 
 UNLABELED = "?"
 _NAME = r"(?:(?:speaker|spkr|spk)[\s_-]*)?(?:\d{1,2}|[a-z]\d{0,2})"
@@ -73,17 +78,12 @@ def parse_speakers(text: str) -> list[tuple[str, str]]:
     return segments
 
 
-def scoring_words(text: str, language: str) -> list[str]:
-    """Tokens as word_error_rate counts them: the one seam to the text normalizers."""
-    return wer_tokens(text, language)
-
-
-def attributed_words(text: str, language: str) -> tuple[list[str], list[str]]:
+def attributed_words(text: str, units: Tokens) -> tuple[list[str], list[str]]:
     """The transcript's normalized words in order, and the speaker of each."""
     words: list[str] = []
     speakers: list[str] = []
     for speaker, line in parse_speakers(text):
-        tokens = scoring_words(line, language)
+        tokens = units(line)
         words += tokens
         speakers += [speaker] * len(tokens)
     return words, speakers
@@ -157,9 +157,9 @@ def wder_counts(ref: tuple[list[str], list[str]], hyp: tuple[list[str], list[str
     return len(pairs) - int(agree[rows, cols].sum()), len(pairs)
 
 
-def score_window(reference: str, prediction: str, language: str) -> SampleScore:
-    """cpWER, WDER and speaker-count error of one window."""
-    ref, hyp = attributed_words(reference, language), attributed_words(prediction, language)
+def score_window(reference: str, prediction: str, units: Tokens) -> SampleScore:
+    """cpWER, WDER and speaker-count error of one window, counting the `units` of each line."""
+    ref, hyp = attributed_words(reference, units), attributed_words(prediction, units)
     cp = cpwer(ref, hyp)
     wder_errors, wder_words = wder_counts(ref, hyp)
     return {
@@ -185,8 +185,23 @@ class SpeakerDiarization(Metric):
 
     name = "speaker_diarization"
 
+    @classmethod
+    def check_dataset(cls, dataset: Dataset) -> None:
+        check_units(dataset)
+
+    @functools.cached_property
+    def units(self) -> Units:
+        return Units(self.dataset)
+
     def score_record(self, record: Record) -> SampleScore:
-        return score_window(record.reference or "", record.prediction or "", self.dataset.iso_language)
+        return score_window(record.reference or "", record.prediction or "", self.units)
+
+    def sample_stats(self, items: list[SampleScore]) -> Optional[SampleStats]:
+        # Every window, empty references included: their insertions count, as in the corpus value.
+        if not items:
+            return None
+        ids = tuple(str(x.get("id", i)) for i, x in enumerate(items))
+        return SampleStats(ids, np.asarray([[x["errors"], x["ref_words"]] for x in items], dtype=np.float64), ratio(100.0))
 
     def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
         total = {key: sum(x[key] for x in items) for key in (
@@ -200,6 +215,6 @@ class SpeakerDiarization(Metric):
             **{("reference_words" if k == "ref_words" else k): v for k, v in total.items()},
             "windows": len(items),
             "empty_references": sum(1 for x in items if not x["ref_words"]),
-            "normalizer": "english" if self.dataset.iso_language == "en" else "basic",
+            "normalizer": self.units.normalizer_name, "unit": self.units.unit,
         }
         return (100.0 * cp if cp is not None else None), details

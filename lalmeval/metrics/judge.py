@@ -11,8 +11,9 @@ from lalmeval.errors import UserError
 from lalmeval.inference.client import RequestFailed
 from lalmeval.inference.protocols import ReplyError
 from lalmeval.judge import fields_for, parse_rating
-from lalmeval.metrics.base import METRICS, Metric, SampleScore
+from lalmeval.metrics.base import METRICS, Metric, SampleScore, sample_stats
 from lalmeval.records import Record
+from lalmeval.stats import SampleStats, Uncertainty, ratio, t_interval, wilson
 
 
 class LLMJudge(Metric):
@@ -55,6 +56,18 @@ class LLMJudge(Metric):
             reason = "unparseable judgment" if rating is None else f"rating {rating:g} outside 0-{self.scale}"
             return {"score": None, "variant": variant, "judge_failed": reason, "judgment": reply, "cached": cached}
         return {"score": rating, "variant": variant, "judgment": reply, "cached": cached}
+
+    def sample_stats(self, items: list[SampleScore]) -> Optional[SampleStats]:
+        return sample_stats(items, lambda x: (100.0 * x["score"] / self.scale, 1.0), ratio())
+
+    def uncertainty(self, items: list[SampleScore], score: Optional[float]) -> Uncertainty:
+        """Binary judge: Wilson score interval; rubric: Student-t interval of the mean (both on 0-100)."""
+        ratings = [x["score"] for x in items if x["score"] is not None]
+        if score is None or self.context.resamples <= 0:
+            return Uncertainty()
+        if self.scale == 1:
+            return wilson(sum(ratings), len(ratings))
+        return t_interval([100.0 * r / self.scale for r in ratings])
 
     def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
         ratings = [x["score"] for x in items if not x.get("judge_failed")]

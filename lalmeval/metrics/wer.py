@@ -1,22 +1,19 @@
-"""word_error_rate: corpus WER (CER for languages written without spaces) after normalization."""
+"""word_error_rate: corpus error rate over words, characters or mixed units, after a named normalizer."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Optional
 
 import jiwer
+import numpy as np
 
-from lalmeval.languages import uses_characters
+from lalmeval.languages import default_error_unit, default_normalizer
 from lalmeval.metrics.base import METRICS, Metric, SampleScore
-from lalmeval.metrics.normalize import normalize_basic, normalize_english
+from lalmeval.metrics.normalize import normalizer, require, split_units
 from lalmeval.records import Record
-
-
-def _tokens(text: str, language: str) -> list[str]:
-    if language == "en":
-        return normalize_english(text).split()
-    normalized = normalize_basic(text)
-    return list(normalized.replace(" ", "")) if uses_characters(language) else normalized.split()
+from lalmeval.runspecs import Dataset
+from lalmeval.stats import SampleStats, ratio
 
 
 def edit_counts(reference: list[str], hypothesis: list[str]) -> tuple[int, int, int]:
@@ -25,8 +22,27 @@ def edit_counts(reference: list[str], hypothesis: list[str]) -> tuple[int, int, 
         return 0, 0, len(hypothesis)
     if not hypothesis:
         return 0, len(reference), 0
+    # Tokens never hold spaces (see split_units), so jiwer splits the joined text back into the same tokens.
     out = jiwer.process_words(" ".join(reference), " ".join(hypothesis))
     return out.substitutions, out.deletions, out.insertions
+
+
+class Units:
+    """What an error rate counts for one dataset: its normalizer (runspec `normalizer`, else the
+    language default), then its unit (runspec `error_unit`, else the language default)."""
+
+    def __init__(self, dataset: Dataset):
+        self.normalizer_name = dataset.spec.normalizer or default_normalizer(dataset.iso_language)
+        self.unit = dataset.spec.error_unit or default_error_unit(dataset.iso_language)
+        self._normalize = normalizer(self.normalizer_name)
+
+    def __call__(self, text: str) -> list[str]:
+        return split_units(self._normalize(text), self.unit)
+
+
+def check_units(dataset: Dataset) -> None:
+    """Refuse to start when the dataset's normalizer needs a package that is not installed."""
+    require(dataset.spec.normalizer or default_normalizer(dataset.iso_language), f"{dataset.source}: dataset '{dataset.name}'")
 
 
 @METRICS.register("word_error_rate")
@@ -35,10 +51,29 @@ class WordErrorRate(Metric):
 
     name = "word_error_rate"
 
+    @classmethod
+    def check_dataset(cls, dataset: Dataset) -> None:
+        check_units(dataset)
+
+    @functools.cached_property
+    def units(self) -> Units:
+        return Units(self.dataset)
+
+    @property
+    def normalizer_name(self) -> str:
+        return self.units.normalizer_name
+
+    @property
+    def unit(self) -> str:
+        return self.units.unit
+
+    def tokens(self, text: str) -> list[str]:
+        """Normalized units of a text: what the error rate counts."""
+        return self.units(text)
+
     def score_record(self, record: Record) -> SampleScore:
-        language = self.dataset.iso_language
-        ref = _tokens(record.reference or "", language)
-        hyp = _tokens(record.prediction or "", language)
+        ref = self.tokens(record.reference or "")
+        hyp = self.tokens(record.prediction or "")
         s, d, i = edit_counts(ref, hyp)
         errors = s + d + i
         return {
@@ -47,13 +82,21 @@ class WordErrorRate(Metric):
             "ref_tokens": len(ref), "reference_norm": " ".join(ref), "prediction_norm": " ".join(hyp),
         }
 
+    def sample_stats(self, items: list[SampleScore]) -> Optional[SampleStats]:
+        # Every sample, empty references included: their insertions count in the numerator.
+        if not items:
+            return None
+        ids = tuple(str(x.get("id", i)) for i, x in enumerate(items))
+        values = np.asarray([[x["errors"], x["ref_tokens"]] for x in items], dtype=np.float64)
+        return SampleStats(ids, values, ratio(100.0))
+
     def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
         ref_total = sum(x["ref_tokens"] for x in items)
         errors = sum(x["errors"] for x in items)
         per_sample = [x["score"] for x in items if x["score"] is not None]
-        unit = "character" if uses_characters(self.dataset.iso_language) else "word"
         details = {
-            "unit": unit,
+            "unit": self.unit,
+            "normalizer": self.normalizer_name,
             "corpus_wer": errors / ref_total if ref_total else None,
             "mean_sample_wer": sum(per_sample) / len(per_sample) if per_sample else None,
             "substitutions": sum(x["substitutions"] for x in items),
@@ -61,6 +104,5 @@ class WordErrorRate(Metric):
             "insertions": sum(x["insertions"] for x in items),
             "reference_tokens": ref_total,
             "empty_references": len(items) - len(per_sample),
-            "normalizer": "english" if self.dataset.iso_language == "en" else "basic",
         }
         return (100.0 * errors / ref_total if ref_total else None), details

@@ -1,0 +1,125 @@
+"""bleu and chrf: sacrebleu corpus scores, from per-sample sufficient statistics.
+
+Each sample keeps sacrebleu's own segment statistics (BLEU: hypothesis and reference length,
+n-gram matches and totals; chrF: character n-gram counts). Their sum through sacrebleu's
+`_compute_score_from_stats` is exactly what `corpus_score` computes, and the bootstrap resums them.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Optional
+
+import numpy as np
+
+from lalmeval.errors import UserError
+from lalmeval.metrics.base import METRICS, Metric, SampleScore, sample_stats, text_pair
+from lalmeval.records import Record
+from lalmeval.runspecs import Dataset
+from lalmeval.stats import SampleStats
+
+# sacrebleu's own default per target language, plus char for scripts without spaces that it has
+# no word tokenizer for (13a would make a whole Thai sentence one token).
+_TOKENIZERS = {"zh": "zh", "yue": "zh", "ja": "ja-mecab", "ko": "ko-mecab", "th": "char", "lo": "char", "my": "char", "km": "char"}
+_EXTRAS = {"ja-mecab": ("Japanese", "ja"), "ko-mecab": ("Korean", "ko")}
+
+
+def bleu_tokenizer(language: str) -> str:
+    """sacrebleu's tokenizer for a target language: zh, ja-mecab, ko-mecab, char (th/lo/my/km) or 13a."""
+    return _TOKENIZERS.get(language, "13a")
+
+
+class _Sacrebleu(Metric):
+    """A sacrebleu metric scored from summed segment statistics."""
+
+    def corpus_metric(self) -> Any:
+        raise NotImplementedError
+
+    def sentence_metric(self) -> Any:
+        return self.corpus_metric()
+
+    @functools.cached_property
+    def _corpus(self) -> Any:
+        return self.corpus_metric()
+
+    @functools.cached_property
+    def _sentence(self) -> Any:
+        return self.sentence_metric()
+
+    def score_record(self, record: Record) -> SampleScore:
+        hypothesis, reference = text_pair(record)
+        if not reference:
+            return {"score": None, "reason": "empty reference", "hypothesis": hypothesis, "reference": reference}
+        stats = [int(v) for v in self._corpus._extract_corpus_statistics([hypothesis], [[reference]])[0]]
+        score = self._sentence._compute_score_from_stats(stats).score
+        return {"score": score, "hypothesis": hypothesis, "reference": reference, "stats": stats}
+
+    def _score_of(self, sums: np.ndarray) -> np.ndarray:
+        return np.array([self._corpus._compute_score_from_stats([int(v) for v in np.rint(row)]).score for row in sums])
+
+    def sample_stats(self, items: list[SampleScore]) -> Optional[SampleStats]:
+        return sample_stats(items, lambda x: x["stats"], self._score_of)
+
+    def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
+        kept = [x["stats"] for x in items if x["score"] is not None]
+        details: dict[str, Any] = {"scored": len(kept), "empty_references": len(items) - len(kept)}
+        if not kept:
+            return None, details
+        result = self._corpus._compute_score_from_stats([sum(column) for column in zip(*kept)])
+        details["signature"] = str(self._corpus.get_signature())
+        return result.score, {**details, **self.result_details(result)}
+
+    def result_details(self, result: Any) -> dict[str, Any]:
+        return {}
+
+
+@METRICS.register("bleu")
+class Bleu(_Sacrebleu):
+    """sacrebleu corpus BLEU with the target language's tokenizer (named in details with sacrebleu's signature)."""
+
+    name = "bleu"
+
+    @classmethod
+    def check_dataset(cls, dataset: Dataset) -> None:
+        tokenizer = bleu_tokenizer(dataset.iso_target_language)
+        if tokenizer not in _EXTRAS:
+            return
+        from sacrebleu.metrics import BLEU
+
+        try:
+            BLEU(tokenize=tokenizer)
+        except (RuntimeError, ImportError, AssertionError):
+            language, extra = _EXTRAS[tokenizer]
+            raise UserError(f"{dataset.source}: dataset '{dataset.name}': metric 'bleu' tokenizes {language} with MeCab "
+                            f"(sacrebleu's {tokenizer}), which is not installed: pip install 'sacrebleu[{extra}]' "
+                            f"(or pip install -e '.[{extra}]')") from None
+
+    @property
+    def tokenizer(self) -> str:
+        return bleu_tokenizer(self.dataset.iso_target_language)
+
+    def corpus_metric(self) -> Any:
+        from sacrebleu.metrics import BLEU
+
+        return BLEU(tokenize=self.tokenizer)
+
+    def sentence_metric(self) -> Any:
+        from sacrebleu.metrics import BLEU
+
+        return BLEU(tokenize=self.tokenizer, effective_order=True)  # as sacrebleu.sentence_bleu
+
+    def result_details(self, result: Any) -> dict[str, Any]:
+        return {"tokenizer": self.tokenizer, "precisions": result.precisions, "bp": result.bp,
+                "hyp_len": result.sys_len, "ref_len": result.ref_len}
+
+
+@METRICS.register("chrf")
+class Chrf(_Sacrebleu):
+    """sacrebleu corpus chrF (character 6-grams, beta 2), with sacrebleu's signature in details."""
+
+    name = "chrf"
+
+    def corpus_metric(self) -> Any:
+        from sacrebleu.metrics import CHRF
+
+        return CHRF()

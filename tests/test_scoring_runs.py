@@ -1,0 +1,138 @@
+"""Scores of real runs against a scripted endpoint: published WER conventions, intervals, comparisons, provenance."""
+
+import json
+
+import jiwer
+import pytest
+import soundfile as sf
+from whisper_normalizer.english import EnglishTextNormalizer
+
+from lalmeval.runner import run
+from tests.support.endpoint import ScriptedEndpoint
+from tests.support.workspace import DEMO, demo_rows, model
+
+# Held-out references and replies that differ in written vs spoken form (numbers, currency, years,
+# ordinals, percentages, British spellings, contractions, titles, fillers) and in a few real words.
+HELD_OUT = [
+    ("The ticket costs $20.", "the ticket costs twenty dollars"),
+    ("It happened in 1999, on the 3rd of May.", "it happened in nineteen ninety nine on the third of may"),
+    ("About 45% of voters agreed.", "about forty five percent of voters agreed"),
+    ("My favourite colour is grey.", "my favorite color is gray"),
+    ("I can't go, and he won't either.", "I cannot go and he will not either"),
+    ("Dr. Smith met Mr. Jones.", "doctor smith met mister jones"),
+    ("Um, we need, uh, 2,500 chairs.", "we need two thousand five hundred chairs"),
+    ("She finished 21st in the race.", "she finished twenty first in the race"),
+    ("The meeting is at 10 a.m. tomorrow.", "the meeting is at ten am tomorrow"),
+    ("We travelled to the theatre.", "we traveled to the theater"),
+    ("The price rose by £3.50.", "the price rose by three pounds fifty"),
+    ("Hmm, I think it's fine.", "i think it is fine"),
+    ("Prof. Lee organised the programme.", "professor lee organized the program"),
+    ("Turn left at the next light.", "turn right at the light"),
+]
+
+
+def dataset(ws, pairs, name="heldout", **spec):
+    """A dataset of demo clips carrying `pairs`' references; returns the reply for each request."""
+    rows = ws.copy_demo_audio(demo_rows(len(pairs)))
+    for row, (reference, _) in zip(rows, pairs):
+        row["reference"] = reference
+    ws.runspec("asr", name, {name: {"hf_repo": ws.jsonl(rows, f"data/{name}.jsonl"), "id_column": "id", **spec}})
+    seconds = {}
+    for row, (_, reply) in zip(rows, pairs):
+        info = sf.info(str(DEMO / "audio" / row["audio"].split("/")[-1]))
+        seconds[info.frames / info.samplerate] = reply
+    return lambda seen, n: seconds[seen.audio_seconds[0]]
+
+
+def final(ws, run_id="t"):
+    return json.loads((ws.root / "runs" / run_id / "final_scores.json").read_text())
+
+
+def test_english_corpus_wer_equals_jiwer_over_whispers_normalizer(ws):
+    with ScriptedEndpoint(dataset(ws, HELD_OUT)) as ep:
+        ws.config([model(ep.url)], [["heldout", "word_error_rate"]])
+        score = ws.run().scores[0]
+    normalize = EnglishTextNormalizer()
+    expected = jiwer.wer([normalize(r) for r, _ in HELD_OUT], [normalize(h) for _, h in HELD_OUT])
+    assert 0 < expected < 0.2
+    assert score.details["corpus_wer"] == pytest.approx(expected, abs=1e-9)
+    assert score.details["normalizer"] == "whisper_english" and score.details["unit"] == "word"
+    unnormalized = jiwer.wer([r for r, _ in HELD_OUT], [h for _, h in HELD_OUT])
+    assert abs(unnormalized - expected) > 0.3  # the equality above is about normalization, not chance
+
+
+def test_every_score_brackets_itself_and_identical_runs_give_identical_intervals(ws):
+    with ScriptedEndpoint(dataset(ws, HELD_OUT)) as ep:
+        ws.config([model(ep.url)], [["heldout", "word_error_rate"], ["heldout", "bleu"], ["heldout", "chrf"], ["heldout", "accuracy"]], seed=3)
+        ws.run("one")
+        ws.run("two")
+    first, second = final(ws, "one")["scores"], final(ws, "two")["scores"]
+    for entry in first:
+        low, high = entry["ci95"]
+        assert low <= entry["score"] <= high and entry["stderr"] >= 0, entry["metric"]
+    assert [(s["ci95"], s["stderr"]) for s in first] == [(s["ci95"], s["stderr"]) for s in second]
+    wer = next(s for s in first if s["metric"] == "word_error_rate")
+    assert wer["ci95"][0] < wer["score"] < wer["ci95"][1]
+    assert "bootstrap" in wer["details"]["interval"]
+    assert next(s for s in first if s["metric"] == "accuracy")["details"]["interval"] == "Wilson score interval"
+
+
+def test_bootstrap_resamples_zero_leaves_intervals_null(ws):
+    with ScriptedEndpoint(dataset(ws, HELD_OUT[:4])) as ep:
+        ws.config([model(ep.url)], [["heldout", "word_error_rate"], ["heldout", "accuracy"]], bootstrap_resamples=0)
+        ws.run()
+    for entry in final(ws)["scores"]:
+        assert entry["ci95"] is None and entry["stderr"] is None
+
+
+def test_the_seed_decides_the_interval(ws):
+    with ScriptedEndpoint(dataset(ws, HELD_OUT)) as ep:
+        ws.config([model(ep.url)], [["heldout", "word_error_rate"]], seed=1)
+        one = ws.run("a").scores[0]
+        ws.config([model(ep.url)], [["heldout", "word_error_rate"]], seed=2)
+        two = ws.run("b").scores[0]
+    assert one.score == two.score and one.ci95 != two.ci95
+
+
+def test_two_models_get_a_paired_comparison_in_final_scores_and_on_the_console(ws, capsys):
+    replies = dataset(ws, HELD_OUT)
+    with ScriptedEndpoint(replies) as good, ScriptedEndpoint(lambda s, n: replies(s, n) + " okay then") as wordy:
+        ws.config([model(good.url, "good"), model(wordy.url, "wordy")], [["heldout", "word_error_rate"]])
+        run(ws.plan(), ws.root / "runs", "t", quiet=False)
+    comparisons = final(ws)["comparisons"]
+    assert len(comparisons) == 1
+    c = comparisons[0]
+    assert (c["dataset"], c["metric"], c["model_a"], c["model_b"], c["num_samples"]) == ("heldout", "word_error_rate", "good", "wordy", len(HELD_OUT))
+    assert c["difference"] == pytest.approx(c["score_a"] - c["score_b"]) and c["difference"] < 0
+    assert c["ci95"][1] < 0 and c["p_value"] < 0.01 and "paired bootstrap" in c["test"]
+    out = capsys.readouterr().out
+    assert out.index("Paired comparisons") > out.index("95% CI")
+    assert "good" in out.split("Paired comparisons")[1]
+
+
+def test_per_sample_score_lines_keep_id_and_score(ws):
+    with ScriptedEndpoint(dataset(ws, HELD_OUT[:3])) as ep:
+        ws.config([model(ep.url)], [["heldout", "bleu"]])
+        ws.run()
+    lines = [json.loads(x) for x in (ws.root / "runs" / "t" / "scores" / "heldout__bleu__m.jsonl").read_text().splitlines()]
+    assert len(lines) == 3 and all("id" in x and "score" in x for x in lines)
+    assert all(len(x["stats"]) == 10 for x in lines)  # sacrebleu's segment statistics, for resampling
+
+
+def test_final_scores_name_every_scoring_packages_version(ws):
+    with ScriptedEndpoint(dataset(ws, HELD_OUT[:2])) as ep:
+        ws.config([model(ep.url)], [["heldout", "word_error_rate"]])
+        ws.run()
+    versions = final(ws)["versions"]
+    for package in ("sacrebleu", "jiwer", "whisper-normalizer", "zhconv", "cn2an", "rouge-score", "scipy", "numpy"):
+        assert versions.get(package), package
+
+
+def test_chinese_run_reports_normalizer_and_mixed_unit(ws):
+    pairs = [("我們明天去學校，2024年見。", "我们明天去学校二零二四年见"), ("我喜歡用Python寫程式", "我喜欢用python写程序")]
+    with ScriptedEndpoint(dataset(ws, pairs, language="chinese")) as ep:
+        ws.config([model(ep.url)], [["heldout", "word_error_rate"]])
+        score = ws.run().scores[0]
+    # Only 式 → 序 differs: one error over 13 + 8 tokens (python is one token).
+    assert score.details["normalizer"] == "chinese" and score.details["unit"] == "mixed"
+    assert score.details["corpus_wer"] == pytest.approx(1 / 21)
