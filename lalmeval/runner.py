@@ -30,6 +30,7 @@ from lalmeval.postprocess import POSTPROCESSORS
 from lalmeval.preprocess import PREPROCESSORS
 from lalmeval.records import Sample, Score
 from lalmeval.report import aggregates, failure_table, final_scores, score_table
+from lalmeval.reports import write_reports
 from lalmeval.runspecs import Dataset
 from lalmeval.store import RunStore
 
@@ -194,6 +195,7 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
         data = final_scores(run_id, scores, result.aggregates)
         data.update(failures=result.failures, interrupted=result.interrupted, endpoints_down=result.down)
         result.final_path = store.write_final(data)
+        write_reports(store.root)  # report.html, results.csv, results.md from the files just written
     if not quiet:
         _print_summary(result, store, options)
     return result
