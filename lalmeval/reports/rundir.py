@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from lalmeval.errors import UserError
 from lalmeval.store import RunStore, read_jsonl
@@ -54,15 +54,22 @@ class RunDir:
             metrics.setdefault((score["dataset"], score["model"]), []).append(score["metric"])
         return [(dataset, model, names) for (dataset, model), names in metrics.items()]
 
-    def records(self, dataset: str, model: str) -> dict[str, dict[str, Any]]:
-        """The last record of each sample (a resumed run appends newer ones), in file order."""
-        path = RunStore(self.path).records_path(dataset, model)
-        return {item["id"]: item for item in read_jsonl(path) if isinstance(item, dict) and "id" in item}
+    def records(self, dataset: str, model: str, keep: Optional[Sequence[str]] = None) -> dict[str, dict[str, Any]]:
+        """The last record of each sample (a resumed run appends newer ones), in file order; only `keep` fields if given."""
+        return _by_id(RunStore(self.path).records_path(dataset, model), keep)
 
-    def sample_scores(self, dataset: str, metric: str, model: str) -> dict[str, dict[str, Any]]:
-        """Per-sample scores of one (dataset, metric, model), by sample id."""
-        path = RunStore(self.path).scores_path(dataset, metric, model)
-        return {item["id"]: item for item in read_jsonl(path) if isinstance(item, dict) and "id" in item}
+    def sample_scores(self, dataset: str, metric: str, model: str, keep: Optional[Sequence[str]] = None) -> dict[str, dict[str, Any]]:
+        """Per-sample scores of one (dataset, metric, model), by sample id; only `keep` fields if given."""
+        return _by_id(RunStore(self.path).scores_path(dataset, metric, model), keep)
+
+
+def _by_id(path: Path, keep: Optional[Sequence[str]]) -> dict[str, dict[str, Any]]:
+    # Projecting while reading keeps a 100k-sample run's memory to what a report shows.
+    found = {}
+    for item in read_jsonl(path):
+        if isinstance(item, dict) and "id" in item:
+            found[item["id"]] = item if keep is None else {k: item.get(k) for k in keep}
+    return found
 
 
 def load_run(path: Path) -> RunDir:

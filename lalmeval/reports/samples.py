@@ -13,6 +13,7 @@ from lalmeval.store import RunStore
 # (README, "Reports"). The plots always use every sample.
 MAX_SAMPLE_BYTES = 4_000_000
 MAX_FIELD_CHARS = 2_000
+RECORD_FIELDS = ("prompt", "reference", "prediction", "reply", "error", "latency", "attempts")
 
 
 @dataclass
@@ -80,8 +81,8 @@ def _number(value: Any) -> Optional[float]:
 def _group(run: RunDir, index: int, dataset: str, model: str, metrics: list[str], table: SampleTable, budget: int) -> tuple[GroupStats, int]:
     """Read one (dataset, model): stats from every sample, browser rows (failed first) while the budget lasts."""
     stats = GroupStats(dataset, model, metrics, scores={m: [] for m in metrics})
-    scores = [run.sample_scores(dataset, m, model) for m in metrics]
-    records = run.records(dataset, model)
+    scores = [run.sample_scores(dataset, m, model, keep=("score", "judge_failed")) for m in metrics]
+    records = run.records(dataset, model, keep=RECORD_FIELDS)
     candidates = []
     for order, (sample_id, record) in enumerate(records.items()):
         per_metric = [s.get(sample_id) for s in scores]
