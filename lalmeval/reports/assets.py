@@ -38,7 +38,10 @@ svg { max-width: 100%; height: auto; }
 .controls select { padding: 4px; font-size: 13px; max-width: 220px; }
 .pager { display: flex; gap: 8px; align-items: center; margin: 8px 0; }
 .pager button { padding: 3px 10px; }
-#sample-table td { font-size: 13px; } #sample-table td:first-child { width: 16%; } #sample-table td.scores { width: 15%; white-space: nowrap; }
+#sample-table td { font-size: 13px; } #sample-table td.scores { white-space: nowrap; }
+#sample-table th:nth-child(1) { width: 15%; } #sample-table th:nth-child(2) { width: 14%; } #sample-table th:nth-child(3) { width: 24%; }
+#sample-table th:nth-child(4) { width: 27%; } #sample-table th:nth-child(5) { width: 20%; }
+#sample-table { table-layout: fixed; } #sample-table td.scores { overflow: hidden; text-overflow: ellipsis; }
 #sample-table tr.failed td:first-child { box-shadow: inset 3px 0 0 var(--bad); }
 .note { color: var(--warn); background: var(--warn-bg); padding: 6px 10px; border-radius: 6px; font-size: 13px; }
 .legend span { display: inline-block; margin-right: 14px; font-size: 12.5px; }

@@ -96,8 +96,16 @@ def _bar_row(bar: Bar, y: int, row_h: int, x: Callable[[float], float], label_w:
     return label + shape + f'<text x="{value_x}" y="{y + 14}">{escape(text)}</text>'
 
 
+def _single_bar(value: float, count: int, series: int, left: int, top: int, plot_w: int, plot_h: int) -> str:
+    mid = left + plot_w / 2
+    return (f'<rect x="{mid - 12:.1f}" y="{top}" width="24" height="{plot_h}" fill="{color(series)}"><title>{_num(value)}: {count}</title></rect>'
+            f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#888"/>'
+            f'<text x="{left - 4}" y="{top + 9}" font-size="10" fill="#555" text-anchor="end">{count}</text>'
+            f'<text x="{mid:.1f}" y="{top + plot_h + 16}" font-size="10" fill="#555" text-anchor="middle">all {_num(value)} · n = {count}</text>')
+
+
 def histogram(values: Sequence[float], title: str, bins: int = 20, series: int = 0,
-              markers: Sequence[tuple[str, float]] = (), width: int = 320, height: int = 150) -> str:
+              markers: Sequence[tuple[str, float]] = (), width: int = 280, height: int = 150) -> str:
     """A histogram of `values`, with labelled vertical markers (e.g. percentiles)."""
     left, right, top, bottom = 36, 10, 26, 30
     head = (f'<svg xmlns="http://www.w3.org/2000/svg" class="hist" role="img" width="{width}" height="{height}" '
@@ -106,8 +114,8 @@ def histogram(values: Sequence[float], title: str, bins: int = 20, series: int =
     if not values:
         return head + f'<text x="{left}" y="{height / 2}" fill="#777">no values</text></svg>'
     lo, hi = min(values), max(values)
-    if hi == lo:
-        lo, hi = lo - 0.5, hi + 0.5
+    if hi == lo:  # one value: a single centred bar, labelled with that value
+        return head + _single_bar(values[0], len(values), series, left, top, width - left - right, height - top - bottom) + "</svg>"
     counts = [0] * bins
     for v in values:
         counts[min(int((v - lo) / (hi - lo) * bins), bins - 1)] += 1
