@@ -23,6 +23,7 @@ from tests.support.workspace import DEMO, REPO, Workspace, demo_rows, model
 # A reply that would run script if any report put it into the page as HTML.
 INJECTION = '</script><script>document.title="pwned"</script><img src=x onerror="document.title=\'pwned\'"> & done'
 COUNT = 12
+LONG = 1500  # words in one reply: longer than the page shows of any text
 
 
 def clip_seconds(row):
@@ -31,7 +32,8 @@ def clip_seconds(row):
 
 
 def two_models(rows):
-    """'good' repeats each reference; 'flaky' fails two clips with HTTP 400, answers one with markup, drops a word elsewhere."""
+    """'good' repeats each reference; 'flaky' fails two clips with HTTP 400, answers one with markup and one at great
+    length, and drops a word elsewhere."""
     index = {clip_seconds(r): i for i, r in enumerate(rows)}
 
     def handler(seen, n):
@@ -41,6 +43,8 @@ def two_models(rows):
             return reference
         if i in (0, 1):
             return Reply(status=400, payload={"error": {"message": f"unsupported audio <b>clip {i}</b>"}})
+        if i == 3:
+            return reference + " la" * LONG
         return INJECTION if i == 2 else reference.rsplit(" ", 1)[0]
     return handler
 
@@ -147,6 +151,15 @@ def test_large_runs_embed_a_capped_sample_set_failed_first(run_dir):
     assert f"This page holds {len(table.rows)} of the run's {2 * COUNT} samples" in page
 
 
+def test_long_texts_are_cut_on_the_page_and_kept_whole_in_records(run_dir):
+    dom = rendered(run_dir, "#model=flaky&q=%20la%20la")
+    row = dom.by_id("sample-rows").all("tr")
+    assert len(row) == 1 and "… [" in row[0].text and "more characters in records/]" in row[0].text
+    assert "Texts longer than 2,000 characters are cut here (2 of them)" in dom.by_id("samples").text  # prediction and reply
+    stored = [json.loads(line) for line in (run_dir / "records" / "cmds__flaky.jsonl").read_text().splitlines()]
+    assert max(len(r["reply"] or "") for r in stored) > 3 * LONG
+
+
 def with_optional_fields(run_dir, tmp_path):
     """The run's directory, with final_scores.json carrying intervals, subsets, repeats and comparisons."""
     copy = tmp_path / "rich"
@@ -222,7 +235,9 @@ def test_report_command_ranks_models_across_runs_and_keeps_them_apart(run_dir, t
     assert out.returncode == 0, out.stderr
     lines = [line for line in out.stdout.splitlines() if line.startswith("| ")]
     labels = [line.split("|")[2].strip() for line in lines[1:]]
-    assert labels == ["good (r1)", "flaky (r1)", "flaky (r2)", "good (r2)"]  # ranked; same names told apart by run
+    # Mean rank over WER and accuracy: good r1 (1, 1); both r2 models (2, 2), tied and so by name; flaky r1, whose
+    # 1500-word reply puts its WER last (4, 2). The same model names stay apart by run.
+    assert labels == ["good (r1)", "flaky (r2)", "good (r2)", "flaky (r1)"]
     assert "100.00" in lines[1] and "Leaderboard: board/leaderboard.html" in out.stdout
     dom = parse(dump_dom((tmp_path / "board" / "leaderboard.html").as_uri()))
     board = dom.by_id("leaderboard")

@@ -70,6 +70,11 @@ def _details_cell(details: dict[str, Any]) -> str:
     return f"<details><summary>{len(rest)} fields</summary><pre>{esc(json.dumps(rest, indent=1, ensure_ascii=False))}</pre></details>"
 
 
+def _interval_cells(score: dict[str, Any], has_ci: bool, has_se: bool) -> list[str]:
+    """The 95% CI and stderr cells, when the table has those columns."""
+    return ([esc(fmt_ci(score))] if has_ci else []) + ([esc(fmt(score["stderr"])) if "stderr" in score else ""] if has_se else [])
+
+
 def score_rows(run: RunDir) -> tuple[list[str], list[list[str]], list[str]]:
     """Header, rows and row classes of the score table (subsets as indented rows under their score)."""
     has_ci = any(ci95(s) or any(ci95(x) for x in subsets(s).values()) for s in run.scores)
@@ -80,14 +85,13 @@ def score_rows(run: RunDir) -> tuple[list[str], list[list[str]], list[str]]:
     for s in run.scores:
         details = s.get("details") or {}
         failed = s.get("num_failed") or 0
-        rows.append([esc(s["model"]), esc(s["dataset"]), esc(s["metric"]), esc(fmt(s.get("score"))) + badge + _repeats(details)]
-                    + ([esc(fmt_ci(s))] if has_ci else []) + ([esc(fmt(s.get("stderr")) if "stderr" in s else "")] if has_se else [])
-                    + [esc(s.get("num_samples", "")), (f'<span class="reason">{esc(failed)}</span>' if failed else esc(failed)), _details_cell(details)])
+        rows.append([esc(s["model"]), esc(s["dataset"]), esc(s["metric"]), esc(fmt(s.get("score"))) + badge + _repeats(details),
+                     *_interval_cells(s, has_ci, has_se), esc(s.get("num_samples", "")),
+                     f'<span class="reason">{esc(failed)}</span>' if failed else "0", _details_cell(details)])
         classes.append("")
         for name, sub in subsets(s).items():
-            rows.append(["", esc(f"↳ {name}"), "", esc(fmt(sub.get("score")))] + ([esc(fmt_ci(sub))] if has_ci else [])
-                        + ([esc(fmt(sub.get("stderr")) if "stderr" in sub else "")] if has_se else [])
-                        + [esc(sub.get("num_samples", "")), esc(sub.get("num_failed", "")), ""])
+            rows.append(["", esc(f"↳ {name}"), "", esc(fmt(sub.get("score"))), *_interval_cells(sub, has_ci, has_se),
+                         esc(sub.get("num_samples", "")), esc(sub.get("num_failed", "")), ""])
             classes.append("subset")
     return header, rows, classes
 

@@ -59,7 +59,7 @@ def score_histograms(stats: Sequence[GroupStats], series: dict[str, int]) -> lis
     for group in stats:
         for metric in group.metrics:
             values = group.scores.get(metric, [])
-            title = f"{group.dataset} · {metric} · {group.model}"
+            title = f"{group.dataset} · {metric} · {group.model}" + (f" ({group.failed} failed)" if group.failed else "")
             out.append(histogram(values, title, series=series.get(group.model, 0)))
     return out
 

@@ -42,13 +42,13 @@ class SampleTable:
 
     def payload(self) -> dict[str, Any]:
         """What the page's script reads."""
-        return {"groups": self.groups, "strings": self.strings, "rows": self.rows, "total": self.total,
-                "max_field_chars": MAX_FIELD_CHARS}
+        return {"groups": self.groups, "strings": self.strings, "rows": self.rows, "total": self.total}
 
     def encode(self, head: list[Any], texts: list[Optional[str]], tail: list[Any], budget: int) -> Optional[tuple[list[Any], int]]:
         """The row head + string slots + tail and its size in bytes, or None when it does not fit the budget."""
         new = {t for t in texts if t is not None and t not in self._index}
         cost = sum(len(json.dumps(t, ensure_ascii=False).encode()) + 1 for t in new)
+        # A new string's index is not known yet; the next free one is close enough for a size.
         slots = [None if t is None else self._index.get(t, len(self._index)) for t in texts]
         cost += len(json.dumps(head + slots + tail, ensure_ascii=False).encode()) + 1
         if cost > budget:
@@ -60,10 +60,9 @@ class SampleTable:
         return head + [None if t is None else self._index[t] for t in texts] + tail, cost
 
 
-def _cut(text: Optional[str], table: SampleTable) -> Optional[str]:
+def _cut(text: Optional[str]) -> Optional[str]:
     if text is None or len(text) <= MAX_FIELD_CHARS:
         return text
-    table.truncated += 1
     return text[:MAX_FIELD_CHARS] + f" … [{len(text) - MAX_FIELD_CHARS} more characters in records/]"
 
 
@@ -99,12 +98,13 @@ def _group(run: RunDir, index: int, dataset: str, model: str, metrics: list[str]
     stats.total = len(records)
     used, kept = 0, []
     for _, order, sample_id, record, values, error in sorted(candidates, key=lambda c: c[:2]):
-        texts = [_cut(record.get(k), table) for k in ("prompt", "reference", "prediction", "reply")] + [_cut(error, table)]
-        encoded = table.encode([index, str(sample_id)], texts, [values, _number(record.get("latency"))], budget - used)
+        raw = [record.get(k) for k in ("prompt", "reference", "prediction", "reply")] + [error]
+        encoded = table.encode([index, str(sample_id)], [_cut(t) for t in raw], [values, _number(record.get("latency"))], budget - used)
         if encoded is None:
             break
         used += encoded[1]
         kept.append((order, encoded[0]))
+        table.truncated += sum(1 for t in raw if t is not None and len(t) > MAX_FIELD_CHARS)
     table.rows.extend(row for _, row in sorted(kept, key=lambda k: k[0]))  # back in file order
     return stats, used
 
