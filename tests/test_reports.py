@@ -16,6 +16,7 @@ import soundfile as sf
 from lalmeval.reports import load_run, render_run
 from lalmeval.reports.html import run_report
 from lalmeval.reports.samples import collect
+from lalmeval.reports.svg import Bar, bar_chart, histogram, nice_ticks
 from tests.support.browser import dump_dom, parse, screenshot
 from tests.support.endpoint import Reply, ScriptedEndpoint, chat_payload
 from tests.support.workspace import DEMO, REPO, Workspace, demo_rows, model
@@ -158,6 +159,15 @@ def test_long_texts_are_cut_on_the_page_and_kept_whole_in_records(run_dir):
     assert "Texts longer than 2,000 characters are cut here (2 of them)" in dom.by_id("samples").text  # prediction and reply
     stored = [json.loads(line) for line in (run_dir / "records" / "cmds__flaky.jsonl").read_text().splitlines()]
     assert max(len(r["reply"] or "") for r in stored) > 3 * LONG
+
+
+def test_plot_axes_use_round_ticks_covering_every_value_and_escape_names():
+    assert nice_ticks(0, 0.83) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    assert nice_ticks(-3.2, 12.5) == [-5, 0, 5, 10, 15]
+    chart = bar_chart([Bar("set<1>", "m&n", 3156.25, 3000.0, 3300.0)], "wer")
+    assert ">1000<" in chart and "e+03" not in chart and "set&lt;1&gt;" in chart and "m&amp;n" in chart
+    assert ">3156.25 [3000.00, 3300.00]<" in chart
+    assert "all 0 · n = 12" in histogram([0.0] * 12, "one value")  # no invented range around a single value
 
 
 def with_optional_fields(run_dir, tmp_path):

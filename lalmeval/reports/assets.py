@@ -38,10 +38,10 @@ svg { max-width: 100%; height: auto; }
 .controls select { padding: 4px; font-size: 13px; max-width: 220px; }
 .pager { display: flex; gap: 8px; align-items: center; margin: 8px 0; }
 .pager button { padding: 3px 10px; }
-#sample-table td { font-size: 13px; } #sample-table td.scores { white-space: nowrap; }
+#sample-table td { font-size: 13px; } #sample-table td.scores b { font-variant-numeric: tabular-nums; }
 #sample-table th:nth-child(1) { width: 15%; } #sample-table th:nth-child(2) { width: 14%; } #sample-table th:nth-child(3) { width: 24%; }
 #sample-table th:nth-child(4) { width: 27%; } #sample-table th:nth-child(5) { width: 20%; }
-#sample-table { table-layout: fixed; } #sample-table td.scores { overflow: hidden; text-overflow: ellipsis; }
+#sample-table { table-layout: fixed; }
 #sample-table tr.failed td:first-child { box-shadow: inset 3px 0 0 var(--bad); }
 .note { color: var(--warn); background: var(--warn-bg); padding: 6px 10px; border-radius: 6px; font-size: 13px; }
 .legend span { display: inline-block; margin-right: 14px; font-size: 12.5px; }
@@ -115,7 +115,9 @@ BROWSER_JS = r"""
     var scores = node("td", "scores");
     g.metrics.forEach(function (m, k) {
       var v = r[7][k];
-      scores.appendChild(node("div", null, m + ": " + (v === null ? "\u2013" : v.toFixed(2))));
+      var line = node("div", null, m + " ");
+      line.appendChild(node("b", null, v === null ? "\u2013" : v.toFixed(2)));
+      scores.appendChild(line);
     });
     tr.appendChild(scores);
     tr.appendChild(textCell(str(r[3])));

@@ -45,7 +45,8 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
 
 
 def _num(value: float) -> str:
-    return f"{value:.3g}"
+    # Whole numbers in full (ticks such as 1000 must not read '1e+03'), others to three significant digits.
+    return f"{value + 0.0:.0f}" if value == round(value) and abs(value) < 1e12 else f"{value:.3g}"
 
 
 def _shorten(text: str, limit: int) -> str:
