@@ -1,4 +1,4 @@
-"""Command line: lalmeval run | validate | list."""
+"""Command line: lalmeval run | validate | list | report."""
 
 from __future__ import annotations
 
@@ -42,6 +42,11 @@ def _parser() -> argparse.ArgumentParser:
 
     listing = sub.add_parser("list", parents=[common], help="print categories, task types and datasets")
     listing.add_argument("--config", "-c", help="also include the config's runspec_dirs")
+
+    report = sub.add_parser("report", parents=[common], help="compare runs: a leaderboard (HTML and console)",
+                            description="Build one leaderboard from the final_scores.json of one or more run directories.")
+    report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (run_logs/<run_id>)")
+    report.add_argument("--out", default="leaderboard.html", help="HTML file to write (default: leaderboard.html)")
     return parser
 
 
@@ -147,6 +152,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from lalmeval.reports import write_leaderboard
+
+    out = Path(args.out)
+    print(write_leaderboard([Path(p) for p in args.run_dirs], out))
+    print(f"Leaderboard: {out}")
+    return 0
+
+
 def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt  # SIGTERM behaves like Ctrl-C until the run installs its own handlers
 
@@ -156,7 +170,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "run":
         signal.signal(signal.SIGTERM, _terminate)
-    handlers = {"run": cmd_run, "validate": cmd_validate, "list": cmd_list}
+    handlers = {"run": cmd_run, "validate": cmd_validate, "list": cmd_list, "report": cmd_report}
     try:
         return handlers[args.command](args)
     except UserError as exc:

@@ -31,6 +31,7 @@ from lalmeval.postprocess import POSTPROCESSORS
 from lalmeval.preprocess import PREPROCESSORS
 from lalmeval.records import Sample, Score
 from lalmeval.report import aggregates, comparison_table, comparisons, failure_table, final_scores, score_table
+from lalmeval.reports import write_reports
 from lalmeval.runspecs import Dataset
 from lalmeval.secrets import Redactor, config_secrets, redacted_config
 from lalmeval.store import RunStore, WriteFailed, watch_writes, write_error
@@ -276,6 +277,8 @@ def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str) ->
         result.final_path = store.write_final(data)
     except WriteFailed as exc:
         result.write_error = result.write_error or str(exc)
+        return
+    write_reports(store.root)  # report.html, results.csv, results.md from the files just written
 
 
 def _print_summary(result: RunResult, store: RunStore, options: RunOptions, redact: Redactor) -> None:

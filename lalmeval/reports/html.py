@@ -1,0 +1,193 @@
+"""report.html of one run: scores, aggregates, comparisons, failures, plots and a per-sample browser."""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any, Iterable, Optional, Sequence
+
+from lalmeval.reports.assets import BROWSER_JS, CSS
+from lalmeval.reports.rundir import RunDir, ci95, subsets
+from lalmeval.reports.samples import MAX_FIELD_CHARS, MAX_SAMPLE_BYTES, GroupStats, SampleTable
+from lalmeval.reports.plots import Scored, latency_histograms, legend, score_charts, score_histograms
+from lalmeval.reports.tables import fmt, fmt_ci
+
+# Keys of a score's details that other columns already show.
+_SHOWN_ELSEWHERE = ("failures", "subsets")
+
+
+def esc(value: Any) -> str:
+    """Text made safe for HTML element content and attribute values."""
+    return escape("" if value is None else str(value), quote=True)
+
+
+def script_json(data: Any) -> str:
+    """JSON that can sit inside <script> whatever its strings hold ('</script>' included)."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    for raw, safe in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(raw, safe)
+    return text
+
+
+def page(title: str, body: str, script: str = "") -> str:
+    """A whole self-contained HTML document."""
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{esc(title)}</title>'
+            f"<style>{CSS}</style></head><body>{body}{script}</body></html>\n")
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]], numeric: Iterable[int] = (), row_classes: Optional[list[str]] = None, table_id: str = "") -> str:
+    """An HTML table; header texts are escaped here, row cells must already be HTML."""
+    numeric = set(numeric)
+    head = "".join(f'<th class="num">{esc(h)}</th>' if i in numeric else f"<th>{esc(h)}</th>" for i, h in enumerate(header))
+    body = []
+    for r, row in enumerate(rows):
+        cls = f' class="{row_classes[r]}"' if row_classes and row_classes[r] else ""
+        body.append(f"<tr{cls}>" + "".join(f'<td class="num">{c}</td>' if i in numeric else f"<td>{c}</td>" for i, c in enumerate(row)) + "</tr>")
+    ident = f' id="{esc(table_id)}"' if table_id else ""
+    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def partial_badge() -> str:
+    """The mark on every score of an interrupted run."""
+    return '<span class="badge partial" title="the run was interrupted: this score covers only the samples it finished">partial</span>'
+
+
+def _repeats(details: dict[str, Any]) -> str:
+    """'sd 1.20 over 5 repeats' for multiple-choice repeat runs."""
+    repeats, std = details.get("repeats"), details.get("std")
+    count = len(repeats) if isinstance(repeats, list) else repeats if isinstance(repeats, int) else None
+    if count is None and std is None:
+        return ""
+    parts = ([f"sd {fmt(std)}"] if isinstance(std, (int, float)) else []) + ([f"{count} repeats"] if count is not None else [])
+    return f'<div class="small">{esc(" over ".join(parts))}</div>'
+
+
+def _details_cell(details: dict[str, Any]) -> str:
+    rest = {k: v for k, v in details.items() if k not in _SHOWN_ELSEWHERE}
+    if not rest:
+        return ""
+    return f"<details><summary>{len(rest)} fields</summary><pre>{esc(json.dumps(rest, indent=1, ensure_ascii=False))}</pre></details>"
+
+
+def _interval_cells(score: dict[str, Any], has_ci: bool, has_se: bool) -> list[str]:
+    """The 95% CI and stderr cells, when the table has those columns."""
+    return ([esc(fmt_ci(score))] if has_ci else []) + ([esc(fmt(score["stderr"])) if "stderr" in score else ""] if has_se else [])
+
+
+def score_rows(run: RunDir) -> tuple[list[str], list[list[str]], list[str]]:
+    """Header, rows and row classes of the score table (subsets as indented rows under their score)."""
+    has_ci = any(ci95(s) or any(ci95(x) for x in subsets(s).values()) for s in run.scores)
+    has_se = any(isinstance(s.get("stderr"), (int, float)) for s in run.scores)
+    header = ["Model", "Dataset", "Metric", "Score"] + (["95% CI"] if has_ci else []) + (["Stderr"] if has_se else []) + ["Samples", "Failed", "Details"]
+    rows, classes = [], []
+    badge = partial_badge() if run.interrupted else ""
+    for s in run.scores:
+        details = s.get("details") or {}
+        failed = s.get("num_failed") or 0
+        rows.append([esc(s["model"]), esc(s["dataset"]), esc(s["metric"]), esc(fmt(s.get("score"))) + badge + _repeats(details),
+                     *_interval_cells(s, has_ci, has_se), esc(s.get("num_samples", "")),
+                     f'<span class="reason">{esc(failed)}</span>' if failed else "0", _details_cell(details)])
+        classes.append("")
+        for name, sub in subsets(s).items():
+            rows.append(["", esc(f"↳ {name}"), "", esc(fmt(sub.get("score"))), *_interval_cells(sub, has_ci, has_se),
+                         esc(sub.get("num_samples", "")), esc(sub.get("num_failed", "")), ""])
+            classes.append("subset")
+    return header, rows, classes
+
+
+def _scores_section(run: RunDir) -> str:
+    header, rows, classes = score_rows(run)
+    numeric = [i for i, h in enumerate(header) if h in ("Score", "95% CI", "Stderr", "Samples", "Failed")]
+    note = '<p class="small">Failed samples are excluded from a score and counted in "Failed"; they are never scored 0.</p>'
+    return f'<section id="scores"><h2>Scores</h2>{table(header, rows, numeric, classes, "score-table")}{note}</section>'
+
+
+def _aggregates_section(run: RunDir) -> str:
+    if not run.aggregates:
+        return ""
+    rows = [[esc(a.get("model")), esc(", ".join(a.get("names") or [])), esc(a.get("metric")), esc(fmt(a.get("weighted_mean"))),
+             esc(fmt(a.get("unweighted_mean"))), esc(a.get("num_samples", "")), esc(", ".join(a.get("datasets") or []))] for a in run.aggregates]
+    header = ["Model", "Aggregate", "Metric", "Weighted mean", "Unweighted mean", "Scored samples", "Datasets"]
+    return f'<section id="aggregates"><h2>Aggregates</h2>{table(header, rows, [3, 4, 5])}</section>'
+
+
+def _comparisons_section(run: RunDir) -> str:
+    if not run.comparisons:
+        return ""
+    rows = []
+    for c in run.comparisons:
+        p = c.get("p_value")
+        p_text = "n/a" if not isinstance(p, (int, float)) else ("< 0.001" if p < 0.001 else f"{p:.3f}")
+        rows.append([esc(c.get("dataset")), esc(c.get("metric")), esc(c.get("model_a")), esc(c.get("model_b")),
+                     esc(fmt(c.get("difference"))), esc(fmt_ci(c)), esc(p_text) + (" <strong>*</strong>" if isinstance(p, (int, float)) and p < 0.05 else "")])
+    header = ["Dataset", "Metric", "Model A", "Model B", "A − B", "95% CI", "p"]
+    note = '<p class="small">* p &lt; 0.05. The difference is model A\'s score minus model B\'s.</p>'
+    return f'<section id="comparisons"><h2>Comparisons</h2>{table(header, rows, [4, 5, 6])}{note}</section>'
+
+
+def _failures_section(run: RunDir) -> str:
+    down = "".join(f'<div class="banner down">Endpoint of model <strong>{esc(m)}</strong> went down: {esc(r)}</div>' for m, r in run.endpoints_down.items())
+    if not run.failures:
+        return f'<section id="failures"><h2>Failures</h2>{down}<p>No sample failed.</p></section>'
+    rows = [[esc(f.get("model")), esc(f.get("dataset")), esc(f.get("kind")), esc(f.get("count")), f'<pre class="reason">{esc(f.get("example"))}</pre>'] for f in run.failures]
+    total = sum(f.get("count") or 0 for f in run.failures)
+    return (f'<section id="failures"><h2>Failures <span class="small">({total} samples)</span></h2>{down}'
+            f'{table(["Model", "Dataset", "Kind", "Count", "Example reason"], rows, [3])}</section>')
+
+
+def model_series(run: RunDir) -> dict[str, int]:
+    """Each model's colour index, in the order models first appear in the scores."""
+    return {m: i for i, m in enumerate(dict.fromkeys(s["model"] for s in run.scores))}
+
+
+def _plots_section(run: RunDir, stats: list[GroupStats]) -> str:
+    series = model_series(run)
+    scored = [Scored(s["dataset"], s["model"], series[s["model"]], s, run.interrupted) for s in run.scores]
+    charts = "".join(f"<div>{c}</div>" for c in score_charts(scored))
+    hists = "".join(score_histograms(stats, series))
+    lat = "".join(latency_histograms(stats, series))
+    return (f'<section id="plots"><h2>Plots</h2>{legend(list(series))}'
+            f'<h3>Scores</h3><p class="small">Whiskers: 95% interval where the score has one.</p><div class="plots">{charts}</div>'
+            f'<h3>Per-sample scores</h3><p class="small">As each metric stores them per sample (word error rate as a fraction, '
+            f'accuracy as 0 or 1); failed samples have no score.</p><div class="plots">{hists}</div>'
+            f'<h3>Latency</h3><p class="small">Requests answered by the endpoint (cached and failed samples left out).</p>'
+            f'<div class="plots">{lat}</div></section>')
+
+
+def _samples_section(table_data: SampleTable) -> str:
+    shown, total = len(table_data.rows), table_data.total
+    note = ""
+    if shown < total:
+        note = (f'<p class="note">This page holds {shown:,} of the run\'s {total:,} samples: the per-sample data is capped at '
+                f'{MAX_SAMPLE_BYTES // 1_000_000} MB, failed samples first, shared over every dataset and model. '
+                f"Every sample is in records/ and scores/.</p>")
+    if table_data.truncated:
+        note += f'<p class="small">Texts longer than {MAX_FIELD_CHARS:,} characters are cut here ({table_data.truncated:,} of them); records/ holds them whole.</p>'
+    controls = ('<div class="controls"><input type="search" id="f-text" placeholder="Search id, prompt, reference, prediction, reply, error" aria-label="search">'
+                '<select id="f-dataset" aria-label="dataset"><option value="">all datasets</option></select>'
+                '<select id="f-model" aria-label="model"><option value="">all models</option></select>'
+                '<label><input type="checkbox" id="f-failed"> failed only</label><span id="sample-count" class="small"></span></div>')
+    pager = '<div class="pager"><button id="prev" type="button">‹ prev</button><span id="page-info" class="small"></span><button id="next" type="button">next ›</button></div>'
+    grid = table(["Sample", "Scores", "Reference", "Prediction", "Error"], [], table_id="sample-table").replace("<tbody>", '<tbody id="sample-rows">')
+    return (f'<section id="samples"><h2>Samples</h2>{note}<noscript><p class="note">The sample browser needs JavaScript.</p></noscript>'
+            f'{controls}{grid}{pager}</section>')
+
+
+def _header(run: RunDir) -> str:
+    versions = ", ".join(f"{k} {v}" for k, v in (run.final.get("versions") or {}).items())
+    banner = ('<div class="banner partial"><strong>Partial results.</strong> This run was interrupted: every score covers only the '
+              "samples it finished. Resume the run to complete it.</div>") if run.interrupted else ""
+    links = "".join(f'<a href="#{a}">{t}</a>' for a, t in (("scores", "Scores"), ("plots", "Plots"), ("aggregates", "Aggregates"),
+                                                          ("comparisons", "Comparisons"), ("failures", "Failures"), ("samples", "Samples"))
+                    if a not in ("aggregates", "comparisons") or getattr(run, a))
+    return (f"<header><h1>Run {esc(run.run_id)}{partial_badge() if run.interrupted else ''}</h1>"
+            f'<p class="meta">created {esc(run.final.get("created", "?"))} · {esc(versions)}</p>{banner}<nav>{links}</nav></header>')
+
+
+def run_report(run: RunDir, stats: list[GroupStats], samples: SampleTable) -> str:
+    """The whole report.html of one run."""
+    body = (_header(run) + _scores_section(run) + _plots_section(run, stats) + _aggregates_section(run)
+            + _comparisons_section(run) + _failures_section(run) + _samples_section(samples))
+    data = f'<script type="application/json" id="samples-data">{script_json(samples.payload())}</script>'
+    return page(f"lalmeval run {run.run_id}", body, data + f"<script>{BROWSER_JS}</script>")

@@ -1,0 +1,96 @@
+"""results.csv, results.md and plain-text tables, plus the number formats every report shares."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any, Optional
+
+from lalmeval.reports.rundir import RunDir, ci95, subsets
+
+CSV_FIELDS = ["run_id", "model", "dataset", "metric", "subset", "score", "ci_low", "ci_high", "stderr",
+              "num_samples", "num_failed", "partial"]
+
+
+def fmt(value: Any) -> str:
+    """A score with two decimals; 'n/a' when there is none."""
+    return f"{value:.2f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "n/a"
+
+
+def fmt_ci(score: dict[str, Any]) -> str:
+    """'[low, high]' with two decimals, or '' when the score has no interval."""
+    interval = ci95(score)
+    return f"[{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
+
+
+def result_rows(run: RunDir) -> list[dict[str, Any]]:
+    """One row per score, then one per subset of that score, with the CSV's fields."""
+    rows = []
+    for score in run.scores:
+        interval = ci95(score)
+        base = {"run_id": run.run_id, "model": score["model"], "dataset": score["dataset"], "metric": score["metric"],
+                "partial": run.interrupted}
+        rows.append({**base, "subset": "", "score": score.get("score"),
+                     "ci_low": interval[0] if interval else None, "ci_high": interval[1] if interval else None,
+                     "stderr": score.get("stderr"), "num_samples": score.get("num_samples"), "num_failed": score.get("num_failed")})
+        for name, sub in subsets(score).items():
+            sub_ci = ci95(sub)
+            rows.append({**base, "subset": name, "score": sub.get("score"),
+                         "ci_low": sub_ci[0] if sub_ci else None, "ci_high": sub_ci[1] if sub_ci else None,
+                         "stderr": sub.get("stderr"), "num_samples": sub.get("num_samples"), "num_failed": sub.get("num_failed")})
+    return rows
+
+
+def results_csv(run: RunDir) -> str:
+    """results.csv: full-precision numbers, empty cells where a value is absent."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for row in result_rows(run):
+        writer.writerow({k: ("" if v is None else str(v).lower() if isinstance(v, bool) else v) for k, v in row.items()})
+    return out.getvalue()
+
+
+def _md_cell(value: Any) -> str:
+    # A pipe or a newline in a name would break the table row.
+    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(header: list[str], rows: list[list[Any]]) -> str:
+    """A GitHub-flavoured markdown table."""
+    lines = ["| " + " | ".join(map(_md_cell, header)) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(map(_md_cell, row)) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def results_md(run: RunDir) -> str:
+    """results.md: the score table (and the aggregates) with two decimals."""
+    title = f"# Results of run {_md_cell(run.run_id)}"
+    if run.interrupted:
+        title += "\n\n**Partial:** the run was interrupted; scores cover only the samples it finished."
+    header = ["Model", "Dataset", "Metric", "Score", "95% CI", "Samples", "Failed"]
+    rows = [[r["model"], r["dataset"] + (f" / {r['subset']}" if r["subset"] else ""), r["metric"],
+             fmt(r["score"]) + (" (partial)" if r["partial"] else ""),
+             f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]" if r["ci_low"] is not None else "",
+             _count(r["num_samples"]), _count(r["num_failed"])] for r in result_rows(run)]
+    parts = [title, markdown_table(header, rows)]
+    if run.aggregates:
+        agg = [[a.get("model"), ", ".join(a.get("names") or []), a.get("metric"), fmt(a.get("weighted_mean")),
+                fmt(a.get("unweighted_mean")), _count(a.get("num_samples"))] for a in run.aggregates]
+        parts += ["## Aggregates", markdown_table(["Model", "Aggregate", "Metric", "Weighted", "Unweighted", "Samples"], agg)]
+    return "\n\n".join(parts) + "\n"
+
+
+def _count(value: Optional[Any]) -> str:
+    return "" if value is None else str(value)
+
+
+def text_table(header: list[str], rows: list[list[str]]) -> str:
+    """A boxed plain-text table for the console."""
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+
+    def render(row: list[str]) -> str:
+        return "| " + " | ".join(str(x).ljust(w) for x, w in zip(row, widths)) + " |"
+
+    return "\n".join([line, render(header), line, *map(render, rows), line])
