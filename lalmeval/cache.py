@@ -5,17 +5,17 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from lalmeval.config import ModelInfo
 from lalmeval.records import Prompt
 from lalmeval.store import JsonlWriter, read_jsonl, safe_name
 
 
-def request_key(info: ModelInfo, prompt: Prompt, params: dict[str, Any], audio_digest: Optional[str], language: str) -> str:
-    """What determines a reply: endpoint and model id, inference type, the whole prompt, the audio and the params."""
-    material = [info.url.rstrip("/"), info.model, info.inference_type, info.audio_format, info.chunk_size,
-                prompt.system, prompt.text, prompt.with_audio, audio_digest, language, sorted(params.items())]
+def request_key(info: ModelInfo, prompt: Prompt, params: dict[str, Any], audio_digests: Sequence[str], language: str, url: Optional[str] = None) -> str:
+    """What determines a reply: endpoint (or replica group) and model id, inference type, the whole prompt, the audio and the params."""
+    material = [(url or str(info.url)).rstrip("/"), info.model, info.inference_type, info.audio_format, info.chunk_size,
+                prompt.system, prompt.text, prompt.with_audio, list(audio_digests), language, sorted(params.items())]
     return hashlib.sha256(json.dumps(material, ensure_ascii=False, default=str).encode()).hexdigest()
 
 

@@ -105,6 +105,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"interrupted while starting (no sample finished). Run again with: {again}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    if result.data_errors:
+        print(f"{len(result.data_errors)} dataset(s) could not be read (see above); the others were evaluated.", file=sys.stderr)
+        return EXIT_USER_ERROR
     if result.write_error:
         print(f"error: {result.write_error}. Free space (or fix the folder), then resume with: {again}", file=sys.stderr)
         return EXIT_WRITE_FAILED

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Optional
-from urllib.parse import urlsplit
+from typing import Any, Literal, Optional, Union
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
@@ -75,7 +75,7 @@ class Filters(Strict):
 class ModelInfo(Strict):
     name: str = Field(description="Unique name of this model entry, used in reports and file names.")
     inference_type: Literal["openai", "vllm", "transcription"] = Field("openai", description="openai / vllm: POST {url}/chat/completions; transcription: POST {url}/audio/transcriptions.")
-    url: str = Field(description="Base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1.")
+    url: Union[str, list[str]] = Field(description="Base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1; a list of URLs serves the model from several replicas.")
     model: str = Field(min_length=1, description="Model id sent in the request body.")
     auth_token: Optional[SecretStr] = Field(None, description="Bearer token (or Azure api-key when api_version is set). Never written to any file.")
     api_version: Optional[str] = Field(None, description="Azure style: sends the token as an api-key header and api-version as a query parameter.")
@@ -84,7 +84,8 @@ class ModelInfo(Strict):
     timeout: float = Field(120.0, gt=0, le=DAY, description="Seconds before one attempt is abandoned (at most a day).")
     batch_size: int = Field(8, ge=1, le=10_000, description="Maximum requests in flight to this endpoint, shared by every Engine.")
     chunk_size: Optional[float] = Field(None, ge=1.0, le=DAY, description="Maximum seconds of audio per request (at least 1); longer audio is split and the outputs joined in order.")
-    launch: Optional[str] = Field(None, description="Shell command that serves this endpoint; started before the run, awaited until it answers, stopped at the end.")
+    replicas: int = Field(1, ge=1, le=256, description="Serve this entry from N replicas on consecutive ports, starting at the url's port (with launch: N servers, {replica} and {port} filled in).")
+    launch: Optional[str] = Field(None, description="Shell command that serves this endpoint; started before the run, awaited until it answers, stopped at the end. With replicas, {replica} (0, 1, ...) and {port} are filled in for each.")
     launch_timeout: float = Field(600.0, gt=0, le=DAY, description="Seconds to wait for a launched endpoint to answer.")
     temperature: float = Field(0.0, ge=0, le=2.0, description="Sampling temperature (0-2, the OpenAI range) unless a temperature_overrides entry is more specific.")
     max_tokens: Optional[int] = Field(None, gt=0, le=10_000_000, description="max_tokens sent with each chat request (omitted when unset).")
@@ -93,8 +94,37 @@ class ModelInfo(Strict):
 
     @field_validator("url")
     @classmethod
-    def _url(cls, value: str) -> str:
+    def _url(cls, value: Union[str, list[str]]) -> Union[str, list[str]]:
+        if isinstance(value, list):
+            if not value:
+                raise ValueError("a list of URLs must hold at least one")
+            if len(set(value)) != len(value):
+                raise ValueError("a URL is listed twice")
+            return [check_url(v) for v in value]
         return check_url(value)
+
+    @model_validator(mode="after")
+    def _replicas(self) -> "ModelInfo":
+        if self.replicas > 1 and isinstance(self.url, list):
+            raise ValueError("give either a list of URLs or replicas: N with one URL (its port is the first replica's), not both")
+        if self.replicas > 1 and urlsplit(self.url).port is None:
+            raise ValueError("replicas: N needs an explicit port in url (the first replica's; the others count up from it)")
+        if self.replicas > 1 and self.launch and "{port}" not in self.launch:
+            raise ValueError("with replicas and launch, the launch command must use {port} (every replica needs its own port)")
+        if self.replicas > 1 and urlsplit(self.url).port + self.replicas - 1 > 65535:
+            raise ValueError("replicas would need ports above 65535")
+        return self
+
+    def replica_urls(self) -> list[str]:
+        """The URL of each replica: the listed ones, or the url's port counted up `replicas` times."""
+        if isinstance(self.url, list):
+            return list(self.url)
+        if self.replicas == 1:
+            return [self.url]
+        parts = urlsplit(self.url)
+        host = parts.hostname if ":" not in (parts.hostname or "") else f"[{parts.hostname}]"
+        netloc = (parts.netloc.rsplit("@", 1)[0] + "@" if "@" in parts.netloc else "") + host
+        return [urlunsplit(parts._replace(netloc=f"{netloc}:{parts.port + i}")) for i in range(self.replicas)]
 
     @field_validator("auth_token", "api_version")
     @classmethod

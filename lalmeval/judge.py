@@ -104,10 +104,10 @@ class Judge:
     async def ask(self, text: str) -> tuple[str, bool]:
         """The judge's reply to a filled prompt, and whether it came from the cache."""
         prompt = Prompt(text=text, with_audio=False)
-        key = request_key(self.info, prompt, self.params, None, "") if self.cache is not None else None
+        key = request_key(self.info, prompt, self.params, (), "") if self.cache is not None else None
         if key and (cached := self.cache.get(key)) is not None:
             return cached, True
-        body, content_type = self.protocol.body(self.info, prompt, None, self.params, "")
+        body, content_type = self.protocol.body(self.info, prompt, [], self.params, "")
         reply = await self.endpoint.post(self.protocol.path, body, content_type, self.protocol.parse)
         text_reply = reply.value.text
         if key:

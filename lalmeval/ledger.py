@@ -9,7 +9,7 @@ so `num_samples` always equals the samples selected.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Optional
 
 from lalmeval.records import Record
 
@@ -21,22 +21,39 @@ class InvariantError(AssertionError):
 
 
 class Ledger:
-    """The open samples of one pass; `settle` accepts exactly one record per selected id."""
+    """The open samples of one pass; `settle` accepts exactly one record per selected id.
 
-    def __init__(self, ids: Iterable[str], publish: Callable[[Record], None], persist: Callable[[Record], None], blank: Callable[[str], Record]):
-        self._open: dict[str, None] = dict.fromkeys(ids)
+    With `ids=None` (a streamed dataset, whose ids are learnt as it is read) samples are opened one
+    by one with `admit`; the same rules hold for every sample admitted."""
+
+    def __init__(self, ids: Optional[Iterable[str]], publish: Callable[[Record], None], persist: Callable[[Record], None], blank: Callable[[str], Record]):
+        self._open: dict[str, None] = dict.fromkeys(ids) if ids is not None else {}
+        self.streamed = ids is None
         self.selected = len(self._open)
+        self._settled: set[str] = set()
         self._publish, self._persist, self._blank = publish, persist, blank
 
     @property
     def open_count(self) -> int:
         return len(self._open)
 
+    def admit(self, sample_id: str) -> None:
+        """A streamed sample becomes owed a record (a selected one already is)."""
+        if not self.streamed:
+            if sample_id not in self._open:
+                raise InvariantError(f"sample {sample_id!r} was read but not selected")
+            return
+        if sample_id in self._open or sample_id in self._settled:
+            raise InvariantError(f"sample {sample_id!r} was read twice")
+        self._open[sample_id] = None
+        self.selected += 1
+
     def settle(self, record: Record, persist: bool = True) -> None:
         """Publish the one record of a sample (and write it to the run's records unless `persist` is off)."""
         if record.id not in self._open:
             raise InvariantError(f"record for sample {record.id!r}, which is not open in this pass")
         del self._open[record.id]
+        self._settled.add(record.id)
         try:
             if persist:
                 self._persist(record)

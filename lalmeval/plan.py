@@ -10,6 +10,7 @@ from lalmeval.config import Config, ModelInfo, TemperatureOverride
 from lalmeval.data.filters import skip_reason
 from lalmeval.errors import UserError
 from lalmeval.inference.protocols import PROTOCOLS
+from lalmeval.inference.replicas import ModelGroup, model_groups
 from lalmeval.judge import check_templates
 from lalmeval.metrics import METRICS, NORMALIZERS
 from lalmeval.postprocess import POSTPROCESSORS
@@ -30,6 +31,7 @@ class Plan:
     add_on_texts: list[str]
     skipped: dict[str, str] = field(default_factory=dict)
     judge_templates: dict[str, Any] = field(default_factory=dict)
+    groups: list[ModelGroup] = field(default_factory=list)
 
     @property
     def uses_judge(self) -> bool:
@@ -129,4 +131,18 @@ def build_plan(config: Config, config_path: Path) -> Plan:
     kept = [(d, m) for d, m in pairs if d.name not in skipped]
     for dataset, metric in kept:
         METRICS.get(metric).check_dataset(dataset)
-    return Plan(config, base, catalog, kept, system_texts, add_on_texts, skipped, prompts["judge_prompts"])
+    plan = Plan(config, base, catalog, kept, system_texts, add_on_texts, skipped, prompts["judge_prompts"], model_groups(config))
+    _check_group_params(plan)
+    return plan
+
+
+def _check_group_params(plan: Plan) -> None:
+    """Replicas of one model must send the same generation parameters on every dataset (temperature overrides may differ by entry)."""
+    for group in plan.groups:
+        entries = [m for m in plan.config.models if m.name in group.entries]
+        for dataset in plan.datasets:
+            first = plan.params(entries[0], dataset)
+            for entry in entries[1:]:
+                if plan.params(entry, dataset) != first:
+                    raise UserError(f"models '{entries[0].name}' and '{entry.name}' are replicas of model '{entry.model}' but get different "
+                                    f"generation parameters on '{dataset.name}' ({first} vs {plan.params(entry, dataset)}): check temperature_overrides")

@@ -6,28 +6,33 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Optional, Union
 
 
+Span = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class AudioRef:
+    """One clip of a sample: embedded bytes or a file path, and optionally the span of it (seconds) to use."""
+
+    source: Union[bytes, str]
+    span: Optional[Span] = None
+
+
 @dataclass(frozen=True)
 class Sample:
-    """One dataset row, as loaded."""
+    """One dataset row, as loaded: its audio is referenced, decoded only just before its request."""
 
     id: str
-    audio_bytes: Optional[bytes] = None
-    audio_path: Optional[str] = None
+    audio: tuple[AudioRef, ...] = ()
     reference: Optional[str] = None
     instruction: Optional[str] = None
     text_input: Optional[str] = None
     transcript: Optional[str] = None
     language: Optional[str] = None
-    duration: Optional[float] = None
+    subset: Optional[str] = None
 
     @property
     def has_audio(self) -> bool:
-        return self.audio_bytes is not None or self.audio_path is not None
-
-    @property
-    def audio_source(self) -> Optional[Union[bytes, str]]:
-        """What to decode: the embedded bytes, else the file path."""
-        return self.audio_bytes if self.audio_bytes is not None else self.audio_path
+        return bool(self.audio)
 
 
 @dataclass(frozen=True)

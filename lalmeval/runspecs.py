@@ -21,9 +21,13 @@ class DatasetSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    hf_repo: str = Field(description="Hub dataset id, or a path (relative to the runspec file) to parquet/jsonl/csv/tsv or a save_to_disk folder.")
+    hf_repo: str = Field(description="Hub dataset id, or a path (relative to the runspec file) to parquet/jsonl/json/csv/tsv, a folder of data files, a save_to_disk folder, or (format: callhome) a CallHome folder.")
     subset: Optional[str] = Field(None, description="Hub configuration name.")
     split: str = Field("test", description="Split to evaluate.")
+    revision: Optional[str] = Field(None, description="Hub revision (branch, tag or commit), e.g. 'refs/convert/parquet' for datasets whose loading script no longer runs.")
+    format: Optional[Literal["callhome"]] = Field(None, description="A data layout with its own reader: callhome (transcripts/*.cha and audio/* under hf_repo).")
+    segment: Literal["utterance", "turns"] = Field("utterance", description="format callhome: one sample per timed utterance, or windows of whole turns of at most window_s seconds.")
+    window_s: float = Field(30.0, gt=0, le=3600, allow_inf_nan=False, description="format callhome, segment turns: the longest window, in seconds (a longer single turn is its own window).")
     language: str = Field(description="Language of the dataset: ISO code or English name.")
     target_language: Optional[str] = Field(None, description="Language of the references when it differs (speech translation); decides BLEU tokenization.")
     modality: Literal["audio", "text", "audio_text"] = Field("audio", description="audio: send the clip; text: send textual_input_column instead; audio_text: send both.")
@@ -34,6 +38,7 @@ class DatasetSpec(BaseModel):
     transcript_column: Optional[str] = Field(None, description="Column holding the text of the audio (shown to LLM judges, never to the model).")
     id_column: Optional[str] = Field(None, description="Column holding a stable sample id (row number when unset).")
     language_column: Optional[str] = Field(None, description="Column holding a per-row language, for filters.language.")
+    subset_column: Optional[str] = Field(None, description="Column whose values group the samples: every metric reports each group in details.subsets.")
     accented: bool = Field(False, description="Whether this dataset is accented speech (for filters.accented).")
     preprocessor: str = Field("GeneralPreprocessor", description="Registered preprocessor name.")
     postprocessor: str = Field("GeneralPostprocessor", description="Registered postprocessor name.")

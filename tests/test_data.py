@@ -10,8 +10,7 @@ import soundfile as sf
 
 from lalmeval.config import Filters
 from lalmeval.data.audio import AudioError, decode, prepare
-from lalmeval.data.filters import select
-from lalmeval.data.loader import iter_samples
+from lalmeval.data.source import iter_samples, open_source
 from lalmeval.errors import UserError
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.workspace import DEMO, demo_rows, model
@@ -32,7 +31,7 @@ def load(ws, spec):
 def assert_real_speech(samples):
     assert [s.reference for s in samples] == [r["reference"] for r in ROWS]
     for sample in samples:
-        audio = decode(sample.audio_source)
+        audio = decode(sample.audio[0].source)
         assert 0.5 < len(audio) / 16000 < 6
 
 
@@ -47,7 +46,7 @@ def test_parquet_with_hf_audio_structs(cfg):
     pq.write_table(pa.Table.from_pylist(struct_rows()), cfg.root / "data" / "set.parquet")
     samples = load(cfg, {"hf_repo": "data/set.parquet", "target_column": "text", "id_column": "uid"})
     assert_real_speech(samples)
-    assert samples[0].id == ROWS[0]["id"] and samples[0].audio_bytes is not None
+    assert samples[0].id == ROWS[0]["id"] and isinstance(samples[0].audio[0].source, bytes)
 
 
 def test_jsonl_with_paths_relative_to_the_data_file(cfg):
@@ -140,7 +139,7 @@ def filtered(ws, filters, seed=0, **spec):
     ws.runspec("asr", "layout", {"layout_set": {"hf_repo": ws.jsonl(rows), "id_column": "id", **spec}})
     ws.config([model("http://127.0.0.1:9/v1")], [["layout_set", "word_error_rate"]])
     dataset = ws.plan().catalog.datasets["layout_set"]
-    return [s.id for s in select(iter_samples(dataset), dataset, Filters(**filters), seed)], rows
+    return [s.id for s in open_source(dataset, Filters(**filters), seed).samples()], rows
 
 
 def test_num_samples_takes_the_first_n(ws):
@@ -170,7 +169,7 @@ def test_language_filter_by_row_column(ws):
     ws.runspec("asr", "layout", {"layout_set": {"hf_repo": ws.jsonl(rows), "language": "multilingual", "language_column": "lang"}})
     ws.config([model("http://127.0.0.1:9/v1")], [["layout_set", "word_error_rate"]])
     dataset = ws.plan().catalog.datasets["layout_set"]
-    kept = select(iter_samples(dataset), dataset, Filters(language="en"), 0)
+    kept = list(open_source(dataset, Filters(language="en"), 0).samples())
     assert [s.language for s in kept] == ["en", "English"]
 
 

@@ -30,7 +30,7 @@ def test_chat_request_carries_instruction_and_16k_wav_input_audio(ws):
         ws.config([model(ep.url)], [["cmds", "word_error_rate"]])
         ws.run()
     body = ep.requests[0].body
-    assert ep.requests[0].path == "/v1/chat/completions" and body["model"] == "scripted"
+    assert ep.requests[0].path == "/v1/chat/completions" and body["model"] == "scripted-m"
     assert body["messages"] == [{"role": "user", "content": [body["messages"][0]["content"][0], body["messages"][0]["content"][1]]}]
     text, audio = body["messages"][0]["content"]
     assert text == {"type": "text", "text": "Transcribe."}
@@ -115,7 +115,7 @@ def test_transcription_type_posts_multipart_with_language_and_temperature(ws):
     requests = run_and_capture(ws, dict(inference_type="transcription", temperature=0.2))
     seen = requests[0]
     assert seen.path == "/v1/audio/transcriptions"
-    assert seen.form["model"] == "scripted" and seen.form["language"] == "fr" and seen.form["temperature"] == "0.2"
+    assert seen.form["model"] == "scripted-m" and seen.form["language"] == "fr" and seen.form["temperature"] == "0.2"
     assert seen.audio_seconds[0] > 0.5
 
 

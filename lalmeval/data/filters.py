@@ -1,15 +1,15 @@
-"""Sample selection: language, accent, clip length and sample count."""
+"""Sample selection: language, accent, clip length and sample count — decided from light fields only."""
 
 from __future__ import annotations
 
 import random
-from dataclasses import replace
-from typing import Iterable, Optional
+from pathlib import Path
+from typing import Any, Optional
 
 from lalmeval.config import Filters
 from lalmeval.data.audio import duration
+from lalmeval.errors import UserError
 from lalmeval.languages import iso_code
-from lalmeval.records import Sample
 from lalmeval.runspecs import Dataset
 
 
@@ -24,38 +24,52 @@ def skip_reason(dataset: Dataset, filters: Filters) -> Optional[str]:
     return None
 
 
-def _row_language_ok(sample: Sample, wanted: str) -> bool:
+def _language_ok(value: Any, wanted: str) -> bool:
     try:
-        return sample.language is not None and iso_code(sample.language) == wanted
-    except Exception:  # an unknown row language simply does not match
+        return value is not None and iso_code(str(value)) == wanted
+    except UserError:  # an unknown row language simply does not match
         return False
 
 
-def _with_duration(sample: Sample) -> Sample:
-    return replace(sample, duration=duration(sample.audio_source)) if sample.has_audio else sample
+def clip_seconds(value: Any, base: Path) -> Optional[float]:
+    """Total seconds of a row's audio from headers (or spans) alone; None when a header cannot be read."""
+    from lalmeval.data.source import audio_refs
+
+    total = 0.0
+    refs = audio_refs(value, base)
+    for ref in refs:
+        seconds = ref.span[1] - ref.span[0] if ref.span else duration(ref.source)
+        if seconds is None:
+            return None
+        total += seconds
+    return total if refs else None
 
 
-def _length_ok(sample: Sample, bounds: tuple[float, float]) -> bool:
-    # A clip whose length cannot be read is kept: it fails at decode with its reason recorded.
-    return sample.duration is None or bounds[0] <= sample.duration <= bounds[1]
+class RowFilter:
+    """The per-row filters (language column, clip length); whole-dataset filters are skip_reason's."""
+
+    def __init__(self, dataset: Dataset, filters: Filters, base: Path):
+        spec = dataset.spec
+        self.language = spec.language_column if filters.language and spec.language_column else None
+        self.wanted = iso_code(filters.language, where="filters.language") if self.language else None
+        self.audio = spec.audio_column if filters.length_filter and spec.modality != "text" else None
+        self.bounds, self.base = filters.length_filter, base
+
+    def keep(self, row: dict[str, Any]) -> bool:
+        if self.language and not _language_ok(row.get(self.language), self.wanted):
+            return False
+        if self.audio and self.bounds:
+            # A clip whose length cannot be read is kept: it fails at decode with its reason recorded.
+            seconds = clip_seconds(row.get(self.audio), self.base)
+            return seconds is None or self.bounds[0] <= seconds <= self.bounds[1]
+        return True
 
 
-def select(samples: Iterable[Sample], dataset: Dataset, filters: Filters, seed: int) -> list[Sample]:
-    """Apply row filters, then take num_samples (first N, or a seeded draw kept in file order)."""
-    wanted = iso_code(filters.language, where="filters.language") if filters.language else None
-    stop_early = filters.num_samples and not filters.shuffle
-    kept: list[Sample] = []
-    for sample in samples:
-        if wanted and dataset.spec.language_column and not _row_language_ok(sample, wanted):
-            continue
-        if filters.length_filter:
-            sample = _with_duration(sample)
-            if not _length_ok(sample, filters.length_filter):
-                continue
-        kept.append(sample)
-        if stop_early and len(kept) >= filters.num_samples:
-            break
-    if filters.num_samples and filters.shuffle and len(kept) > filters.num_samples:
-        chosen = sorted(random.Random(seed).sample(range(len(kept)), filters.num_samples))
-        kept = [kept[i] for i in chosen]
-    return kept
+def sample_count(selected: list[int], filters: Filters, seed: int) -> list[int]:
+    """num_samples of the kept row indices: the first N, or N drawn with `seed` (kept in file order)."""
+    if filters.num_samples and len(selected) > filters.num_samples:
+        if not filters.shuffle:
+            return selected[: filters.num_samples]
+        chosen = sorted(random.Random(seed).sample(range(len(selected)), filters.num_samples))
+        return [selected[i] for i in chosen]
+    return selected

@@ -1,17 +1,20 @@
-"""One inference pass of a dataset on a model, shared by every Engine of that dataset."""
+"""One inference pass of a dataset on a model (a replica group), shared by every Engine of that dataset."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import OrderedDict
 from dataclasses import replace
-from typing import Any, AsyncIterator, Optional
+from typing import Any, AsyncIterator, Iterator, Optional
 
 from lalmeval.cache import InferenceCache, deterministic, request_key
 from lalmeval.config import ModelInfo
-from lalmeval.data.audio import AudioError, PreparedAudio, prepare, source_digest
+from lalmeval.data.audio import AudioError, PreparedAudio, audio_identity, prepare
+from lalmeval.data.source import Source
+from lalmeval.errors import UserError
 from lalmeval.inference.client import Endpoint, RequestFailed
-from lalmeval.inference.protocols import Answer, Protocol, ReplyError
+from lalmeval.inference.protocols import Answer, Protocol, ReplyError, RequestError
 from lalmeval.ledger import INTERRUPTED, Ledger
 from lalmeval.options import RunOptions
 from lalmeval.postprocess.base import Postprocessor
@@ -20,6 +23,7 @@ from lalmeval.records import Prompt, Record, Sample
 from lalmeval.store import JsonlWriter, RunStore, WriteFailed
 
 NOT_INFERRED = "not inferred: no stored prediction to re-evaluate"
+READ_AHEAD = 16   # samples read per trip to the reader thread
 
 
 class RecordStream:
@@ -27,11 +31,13 @@ class RecordStream:
 
     def __init__(self) -> None:
         self.records: list[Record] = []
+        self.failed = 0
         self.closed = False
         self._event = asyncio.Event()
 
     def push(self, record: Record) -> None:
         self.records.append(record)
+        self.failed += record.failed
         self._wake()
 
     def close(self) -> None:
@@ -61,57 +67,114 @@ class AudioCache:
 
     def __init__(self, capacity: int):
         self.capacity = capacity
-        self._items: OrderedDict[str, asyncio.Future] = OrderedDict()
+        self._items: OrderedDict[tuple[str, int], asyncio.Future] = OrderedDict()
 
-    async def get(self, sample: Sample) -> PreparedAudio:
-        future = self._items.get(sample.id)
+    async def get(self, sample: Sample, index: int) -> PreparedAudio:
+        key = (sample.id, index)
+        future = self._items.get(key)
         if future is None:
-            future = asyncio.get_running_loop().run_in_executor(None, prepare, sample.audio_source)
-            self._items[sample.id] = future
+            ref = sample.audio[index]
+            future = asyncio.get_running_loop().run_in_executor(None, prepare, ref.source, ref.span)
+            self._items[key] = future
             while len(self._items) > self.capacity:
                 self._items.popitem(last=False)
         else:
-            self._items.move_to_end(sample.id)
+            self._items.move_to_end(key)
         return await future
 
 
-def _encode_chunks(audio: PreparedAudio, seconds: Optional[float]) -> list[PreparedAudio]:
-    return [piece.encoded() for piece in audio.chunks(seconds)]
+class SampleQueue:
+    """The selected samples, read ahead from the source in a worker thread with backpressure.
+
+    Every worker of every replica takes from this one queue, so a replica that answers faster takes
+    more. A source that fails mid-read ends the queue and keeps the reason in `failure`."""
+
+    _END = object()
+
+    def __init__(self, samples: Iterator[Sample], ahead: int, admit):
+        self._samples, self._admit = samples, admit
+        self._queue: asyncio.Queue = asyncio.Queue(maxsize=max(ahead, READ_AHEAD))
+        self.failure: Optional[str] = None
+        self.read = 0
+
+    def _take(self) -> list[Sample]:
+        batch = []
+        for sample in self._samples:
+            batch.append(sample)
+            if len(batch) >= READ_AHEAD:
+                break
+        return batch
+
+    async def fill(self) -> None:
+        """Read until the source ends (run as a task)."""
+        loop = asyncio.get_running_loop()
+        try:
+            while batch := await loop.run_in_executor(None, self._take):
+                for sample in batch:
+                    self._admit(sample.id)
+                    self.read += 1
+                    await self._queue.put(sample)
+        except UserError as exc:  # bad data met while reading: its own one-line message
+            self.failure = str(exc)
+        except Exception as exc:  # noqa: BLE001 - a broken source ends the pass with its reason
+            self.failure = f"{type(exc).__name__}: {exc}"
+        await self._queue.put(self._END)  # not on cancellation: then every worker is cancelled too
+
+    async def get(self) -> Optional[Sample]:
+        item = await self._queue.get()
+        if item is self._END:
+            self._queue.put_nowait(self._END)  # every other worker sees the end too
+            return None
+        return item
+
+
+class _PassFailed(Exception):
+    """The pass cannot go on; the message is the reason every open sample fails with."""
 
 
 def _internal(exc: BaseException) -> str:
     return f"internal error: {type(exc).__name__}: {exc}"
 
 
+# Reasons that say a replica, not the request, was the problem: another replica may answer.
+_REPLICA_TROUBLE = ("endpoint down", "connection error", "timeout")
+
+
 class InferenceJob:
-    """Runs every pending sample of a dataset through one endpoint and publishes one record per sample."""
+    """Runs every selected sample of a dataset through one replica group; publishes one record per sample."""
 
     def __init__(
-        self, dataset: str, language: str, samples: list[Sample], endpoint: Endpoint, protocol: Protocol,
+        self, dataset: str, language: str, source: Source, name: str, endpoints: list[Endpoint], protocol: Protocol,
         preprocessor: Preprocessor, postprocessor: Postprocessor, params: dict[str, Any],
         audio: AudioCache, store: RunStore, options: RunOptions = RunOptions(),
-        cache: Optional[InferenceCache] = None, stop: Optional[asyncio.Event] = None,
+        cache: Optional[InferenceCache] = None, stop: Optional[asyncio.Event] = None, identity: Optional[str] = None,
     ):
-        self.dataset, self.language, self.samples = dataset, language, samples
-        self.endpoint, self.protocol = endpoint, protocol
+        self.dataset, self.language, self.source, self.name = dataset, language, source, name
+        self.endpoints, self.protocol = endpoints, protocol
         self.preprocessor, self.postprocessor = preprocessor, postprocessor
-        self.params, self.audio, self.store = params, audio, store
-        self.options = options
+        self.params, self.audio, self.store, self.options = params, audio, store, options
         self.cache = cache if options.use_cache else None
         self.stop = stop or asyncio.Event()
+        self.identity = identity or endpoints[0].info.url
         self.stream = RecordStream()
         self.reused = 0
         self.failure: Optional[str] = None   # why the pass as a whole could not go on, if it could not
+        self.started: Optional[float] = None
         self._writer: Optional[JsonlWriter] = None
+        self._stored: dict[str, Record] = {}
 
     @property
     def info(self) -> ModelInfo:
-        return self.endpoint.info
+        """The settings every replica of the group shares."""
+        return self.endpoints[0].info
 
-    def _blank(self, sample_id: str) -> Record:
-        """The record of a sample that gets no prediction (its reason is set by the caller)."""
-        sample = self._by_id.get(sample_id)
-        return Record(id=sample_id, prompt="", system=None, params=self.params,
+    @property
+    def total(self) -> Optional[int]:
+        return self.source.total
+
+    def _blank(self, sample_id: str, sample: Optional[Sample] = None, reason: Optional[str] = None) -> Record:
+        """The record of a sample that gets no prediction."""
+        return Record(id=sample_id, prompt="", system=None, params=self.params, error=reason,
                       reference=sample.reference if sample else None, transcript=sample.transcript if sample else None)
 
     def _persist(self, record: Record) -> None:
@@ -122,23 +185,40 @@ class InferenceJob:
         except WriteFailed:
             self.stop.set()  # the disk refused a write: stop; the record stays unwritten and a resume requests it
 
-    async def run(self) -> None:
-        """Publish stored records that still hold (resume), infer the rest; every sample ends as one record."""
-        self._by_id = {s.id: s for s in self.samples}
-        ledger = Ledger(self._by_id, self.stream.push, self._persist, self._blank)
+    async def prepare(self) -> None:
+        """Read the stored records (resume) and the cache, before anything is launched (off the loop)."""
         loop = asyncio.get_running_loop()
         try:
-            stored = {} if self.options.force_reinfer else await loop.run_in_executor(None, self.store.stored_records, self.dataset, self.info.name)
-            if self.options.reeval:
-                self._republish(stored, ledger)
-                return
-            self._writer = JsonlWriter(self.store.records_path(self.dataset, self.info.name))
-            if self.cache is not None:
+            if not self.options.force_reinfer:
+                self._stored = await loop.run_in_executor(None, self.store.stored_records, self.dataset, self.name)
+            if self.cache is not None and not self.options.reeval:
                 await loop.run_in_executor(None, self.cache.load)
-            await self._work(stored, ledger)
+        except Exception as exc:  # noqa: BLE001 - run() fails the pass's samples with this reason
+            self.failure = _internal(exc)
+
+    @property
+    def needs_requests(self) -> bool:
+        """Whether some selected sample has no stored prediction (so its server must be up)."""
+        if self.options.reeval or self.failure is not None:
+            return False
+        ids = self.source.ids
+        return ids is None or any((r := self._stored.get(i)) is None or r.failed for i in ids)
+
+    async def run(self) -> None:
+        """Publish stored records that still hold (resume), infer the rest; every sample ends as one record."""
+        ledger = Ledger(self.source.ids, self.stream.push, self._persist, self._blank)
+        self.started = time.monotonic()
+        try:
+            if not self.options.reeval:
+                self._writer = JsonlWriter(self.store.records_path(self.dataset, self.name))
+            if self.failure is not None:  # prepare() could not read what the pass needs
+                raise _PassFailed(self.failure)
+            await self._work(self._stored, ledger)
         except WriteFailed as exc:
             self.failure = str(exc)
             self.stop.set()
+        except _PassFailed as exc:
+            ledger.fail_open(f"pass failed: {exc}", persist=True)
         except Exception as exc:  # a pass that cannot go on fails its remaining samples with the reason
             self.failure = _internal(exc)
             ledger.fail_open(f"pass failed: {self.failure}", persist=True)
@@ -149,66 +229,63 @@ class InferenceJob:
                 self._writer.close()
             self.stream.close()
 
-    def _republish(self, stored: dict[str, Record], ledger: Ledger) -> None:
-        """--reeval: every sample's stored record, or a 'not inferred' failure; nothing is sent."""
-        for sample in self.samples:
-            old = stored.get(sample.id)
-            if old is None:
-                record = self._blank(sample.id)
-                record.error = NOT_INFERRED
-            else:
-                record = replace(old, reference=sample.reference, transcript=sample.transcript)
-                self.reused += 1
-            ledger.settle(record, persist=False)
-
     async def _work(self, stored: dict[str, Record], ledger: Ledger) -> None:
-        """A fixed pool of workers pulls the samples: memory stays bounded however large the dataset."""
-        pending = iter(self.samples)
-
-        async def worker() -> None:
-            for sample in pending:  # one shared iterator: each sample goes to exactly one worker
-                if self.stop.is_set():
-                    return  # interrupted: the sample stays open and is left for a resumed run
-                record, persist = await self._resolve(sample, stored.get(sample.id))
-                ledger.settle(record, persist)
-
-        workers = [asyncio.ensure_future(worker()) for _ in range(self.info.batch_size * 2)]
+        """Workers of every replica pull from one queue: memory stays bounded however large the dataset."""
+        queue = SampleQueue(self.source.samples(), sum(e.info.batch_size for e in self.endpoints), ledger.admit)
+        tasks = [asyncio.ensure_future(queue.fill())]
+        for endpoint in self.endpoints:
+            width = 1 if self.options.reeval else endpoint.info.batch_size * 2
+            tasks += [asyncio.ensure_future(self._worker(queue, endpoint, stored, ledger)) for _ in range(width)]
         try:
-            await asyncio.gather(*workers)
+            await asyncio.gather(*tasks)
         except BaseException:
-            for task in workers:
+            for task in tasks:
                 task.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
             raise
+        if queue.failure is not None:  # the data broke off: what it still owed cannot be read
+            self.failure = f"data: {queue.failure}"
+            ledger.fail_open(self.failure, persist=True)
 
-    async def _resolve(self, sample: Sample, old: Optional[Record]) -> tuple[Record, bool]:
+    async def _worker(self, queue: SampleQueue, home: Endpoint, stored: dict[str, Record], ledger: Ledger) -> None:
+        while not self.stop.is_set():
+            sample = await queue.get()
+            if sample is None or self.stop.is_set():
+                return  # interrupted: a taken sample stays open and is left for a resumed run
+            record, persist = await self._resolve(sample, stored.pop(sample.id, None), home)
+            ledger.settle(record, persist)
+
+    async def _resolve(self, sample: Sample, old: Optional[Record], home: Endpoint) -> tuple[Record, bool]:
         """The record of one sample, and whether to write it: a reused one is already on disk."""
         try:
+            if self.options.reeval:  # score what is stored; send nothing
+                if old is None:
+                    return self._blank(sample.id, sample, NOT_INFERRED), False
+                self.reused += 1
+                return replace(old, reference=sample.reference, transcript=sample.transcript), False
             prompt = self.preprocessor.prompt(sample)
-            if old is not None and not old.failed and old.key is not None:
-                if old.key == await self._identity(sample, prompt):
-                    self.reused += 1
-                    # references and transcripts are data: score against the current ones
-                    return replace(old, reference=sample.reference, transcript=sample.transcript), False
-            return await self.infer(sample, prompt), True
+            if old is not None and not old.failed and old.key is not None and old.key == await self._identity(sample, prompt):
+                self.reused += 1
+                # references and transcripts are data: score against the current ones
+                return replace(old, reference=sample.reference, transcript=sample.transcript), False
+            return await self.infer(sample, prompt, home), True
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as exc:  # a bug or an input nobody foresaw fails this sample only
-            record = self._blank(sample.id)
-            record.error = _internal(exc)
-            return record, True
+            return self._blank(sample.id, sample, _internal(exc)), True
 
     async def _identity(self, sample: Sample, prompt: Prompt) -> Optional[str]:
         """The request key of a sample without decoding its audio (for deciding whether to resume it)."""
-        digest = None
-        if prompt.with_audio and sample.has_audio:
+        digests: list[str] = []
+        if prompt.with_audio:
+            loop = asyncio.get_running_loop()
             try:
-                digest = await asyncio.get_running_loop().run_in_executor(None, source_digest, sample.audio_source)
+                digests = [await loop.run_in_executor(None, audio_identity, ref.source, ref.span) for ref in sample.audio]
             except AudioError:
                 return None
-        return request_key(self.info, prompt, self.params, digest, self.language)
+        return request_key(self.info, prompt, self.params, digests, self.language, url=self.identity)
 
-    async def infer(self, sample: Sample, prompt: Prompt) -> Record:
+    async def infer(self, sample: Sample, prompt: Prompt, home: Endpoint) -> Record:
         """The record for one sample: a prediction, or the reason there is none."""
         record = Record(id=sample.id, prompt=prompt.text, system=prompt.system, params=self.params,
                         reference=sample.reference, transcript=sample.transcript)
@@ -216,17 +293,19 @@ class InferenceJob:
         started = loop.time()
         try:
             audio = await self._audio(sample, prompt)
-            record.key = request_key(self.info, prompt, self.params, audio.digest if audio else None, self.language)
+            record.key = request_key(self.info, prompt, self.params, [a.digest for a in audio], self.language, url=self.identity)
             cached = self.cache.get(record.key) if self._cacheable() else None
             if cached is not None:
                 record.reply, record.extra = cached, {"cached": True}
             else:
-                record.reply = await self._request(record, prompt, audio)
+                record.reply = await self._request(record, prompt, audio, home)
                 if self._cacheable():
                     self.cache.put(record.key, record.reply)
             record.prediction = self.postprocessor.process(record.reply)
         except AudioError as exc:
             record.error = f"audio: {exc}"
+        except RequestError as exc:
+            record.error = f"request: {exc}"
         except RequestFailed as exc:
             record.error, record.attempts, record.retry_wait = exc.reason, exc.attempts, round(exc.retry_wait, 3)
         except ReplyError as exc:
@@ -237,29 +316,53 @@ class InferenceJob:
     def _cacheable(self) -> bool:
         return self.cache is not None and not self.options.force_reinfer and (deterministic(self.params) or self.options.cache_sampled)
 
-    async def _request(self, record: Record, prompt: Prompt, audio: Optional[PreparedAudio]) -> str:
+    async def _audio(self, sample: Sample, prompt: Prompt) -> list[PreparedAudio]:
+        if not prompt.with_audio:
+            return []
+        if not sample.audio:
+            raise AudioError("sample has no audio")
+        return [await self.audio.get(sample, i) for i in range(len(sample.audio))]
+
+    async def _request(self, record: Record, prompt: Prompt, audio: list[PreparedAudio], home: Endpoint) -> str:
         """Send the clip (in chunks when longer than chunk_size) and join the replies in order."""
-        pieces: list[Optional[PreparedAudio]] = [audio]
-        if audio is not None and self.info.chunk_size and audio.seconds > self.info.chunk_size:
-            pieces = await asyncio.get_running_loop().run_in_executor(None, _encode_chunks, audio, self.info.chunk_size)
-        replies = await asyncio.gather(*(self._send(prompt, piece) for piece in pieces))
-        record.attempts = sum(r.attempts for r in replies)
-        record.retry_wait = round(sum(r.retry_wait for r in replies), 3)
-        record.chunks = len(pieces)
-        record.usage = _sum_usage([r.value for r in replies])
-        texts = [r.value.text.strip() for r in replies]
+        requests: list[list[PreparedAudio]] = [audio]
+        if len(audio) == 1 and self.info.chunk_size and audio[0].seconds > self.info.chunk_size:
+            pieces = await asyncio.get_running_loop().run_in_executor(None, _encode_chunks, audio[0], self.info.chunk_size)
+            requests = [[piece] for piece in pieces]
+        replies = await asyncio.gather(*(self._send(prompt, clips, home) for clips in requests))
+        record.attempts = sum(r.attempts for r, _ in replies)
+        record.retry_wait = round(sum(r.retry_wait for r, _ in replies), 3)
+        record.chunks = len(requests)
+        record.usage = _sum_usage([r.value for r, _ in replies])
+        if len(self.endpoints) > 1:
+            answered = list(dict.fromkeys(label for _, label in replies))
+            record.extra["replica"] = answered[0] if len(answered) == 1 else answered
+        texts = [r.value.text.strip() for r, _ in replies]
         return " ".join(t for t in texts if t)
 
-    async def _audio(self, sample: Sample, prompt: Prompt) -> Optional[PreparedAudio]:
-        if not prompt.with_audio:
-            return None
-        if not sample.has_audio:
-            raise AudioError("sample has no audio")
-        return await self.audio.get(sample)
-
-    async def _send(self, prompt: Prompt, audio: Optional[PreparedAudio]):
+    async def _send(self, prompt: Prompt, audio: list[PreparedAudio], home: Endpoint):
+        """POST to the home replica; when a replica is down or unreachable, the request moves to a live one."""
         body, content_type = self.protocol.body(self.info, prompt, audio, self.params, self.language)
-        return await self.endpoint.post(self.protocol.path, body, content_type, self.protocol.parse)
+        tried: list[Endpoint] = []
+        endpoint: Optional[Endpoint] = home
+        while True:
+            endpoint = endpoint if endpoint is not None and endpoint.down_reason is None else self._other(tried) or home
+            try:
+                return await endpoint.post(self.protocol.path, body, content_type, self.protocol.parse), endpoint.info.url
+            except RequestFailed as exc:
+                tried.append(endpoint)
+                if not exc.reason.startswith(_REPLICA_TROUBLE) or self._other(tried) is None:
+                    raise
+                endpoint = None
+
+    def _other(self, tried: list[Endpoint]) -> Optional[Endpoint]:
+        """The least loaded live replica not tried yet for this request."""
+        live = [e for e in self.endpoints if e.down_reason is None and e not in tried]
+        return min(live, key=lambda e: e.limit.in_flight / max(1, e.limit.limit), default=None)
+
+
+def _encode_chunks(audio: PreparedAudio, seconds: Optional[float]) -> list[PreparedAudio]:
+    return [piece.encoded() for piece in audio.chunks(seconds)]
 
 
 def _sum_usage(answers: list[Answer]) -> Optional[dict[str, int]]:

@@ -9,9 +9,28 @@ from pathlib import Path
 
 import aiohttp
 
+from urllib.parse import urlsplit
+
 from lalmeval.config import ModelInfo
 from lalmeval.errors import UserError
+from lalmeval.inference.replicas import ModelGroup
 from lalmeval.secrets import NO_SECRETS, Redactor
+
+
+def launch_list(groups: list[ModelGroup]) -> list[ModelInfo]:
+    """One launch per replica that has a command: {replica} and {port} filled in, a log name of its own."""
+    out = []
+    for group in groups:
+        for replica in group.replicas:
+            info = replica.info
+            if not info.launch:
+                continue
+            port = urlsplit(info.url).port
+            command = info.launch.replace("{replica}", str(replica.index)).replace("{port}", str(port) if port else "")
+            siblings = sum(1 for r in group.replicas if r.entry == replica.entry)
+            name = f"{replica.entry}-replica{replica.index}" if siblings > 1 else replica.entry
+            out.append(info.model_copy(update={"launch": command, "name": name}))
+    return out
 
 
 async def _answers(session: aiohttp.ClientSession, url: str) -> bool:

@@ -5,18 +5,22 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from lalmeval.config import ModelInfo
 from lalmeval.data.audio import PreparedAudio
 from lalmeval.records import Prompt
 from lalmeval.registry import Registry
 
-_AUDIO_SLOT = "@@lalmeval-audio@@"
+_AUDIO_SLOT = "@@lalmeval-audio-{}@@"
 
 
 class ReplyError(Exception):
     """A 200 reply that holds no usable text; the message says what was wrong with its shape."""
+
+
+class RequestError(Exception):
+    """A sample that cannot become a request of this inference type (recorded as 'request: ...')."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +68,7 @@ class Protocol:
 
     path = ""
 
-    def body(self, info: ModelInfo, prompt: Prompt, audio: Optional[PreparedAudio], params: dict[str, Any], language: str) -> tuple[bytes, str]:
+    def body(self, info: ModelInfo, prompt: Prompt, audio: Sequence[PreparedAudio], params: dict[str, Any], language: str) -> tuple[bytes, str]:
         raise NotImplementedError
 
     def parse(self, payload: Any) -> Answer:
@@ -79,28 +83,35 @@ class Protocol:
 PROTOCOLS: Registry[Protocol] = Registry("inference type")
 
 
+def splice(template: bytes, payloads: Sequence[bytes]) -> bytes:
+    """The base64 payloads put in their slots: spliced in rather than JSON-encoded, as they are most of the bytes."""
+    pieces, rest = [], template
+    for index, payload in enumerate(payloads):
+        head, rest = rest.split(_AUDIO_SLOT.format(index).encode(), 1)
+        pieces.extend((head, payload))
+    pieces.append(rest)
+    return b"".join(pieces)
+
+
 class ChatCompletions(Protocol):
     """POST /chat/completions with the audio as an input_audio part or an audio_url data URI."""
 
     path = "/chat/completions"
 
-    def body(self, info: ModelInfo, prompt: Prompt, audio: Optional[PreparedAudio], params: dict[str, Any], language: str) -> tuple[bytes, str]:
+    def body(self, info: ModelInfo, prompt: Prompt, audio: Sequence[PreparedAudio], params: dict[str, Any], language: str) -> tuple[bytes, str]:
         content: list[dict[str, Any]] = []
         if prompt.text:
             content.append({"type": "text", "text": prompt.text})
-        if audio is not None:
+        for index in range(len(audio)):
+            slot = _AUDIO_SLOT.format(index)
             if info.audio_format == "audio_url":
-                content.append({"type": "audio_url", "audio_url": {"url": "data:audio/wav;base64," + _AUDIO_SLOT}})
+                content.append({"type": "audio_url", "audio_url": {"url": "data:audio/wav;base64," + slot}})
             else:
-                content.append({"type": "input_audio", "input_audio": {"data": _AUDIO_SLOT, "format": "wav"}})
+                content.append({"type": "input_audio", "input_audio": {"data": slot, "format": "wav"}})
         messages = [{"role": "system", "content": prompt.system}] if prompt.system else []
         messages.append({"role": "user", "content": content})
         template = json.dumps({"model": info.model, "messages": messages, **params}, ensure_ascii=False).encode()
-        if audio is None:
-            return template, "application/json"
-        # The base64 payload is spliced in rather than JSON-encoded: it is most of the bytes.
-        head, tail = template.split(_AUDIO_SLOT.encode(), 1)
-        return b"".join((head, audio.b64, tail)), "application/json"
+        return splice(template, [clip.b64 for clip in audio]), "application/json"
 
     def parse(self, payload: Any) -> Answer:
         payload = _object(payload, "reply")
@@ -145,9 +156,9 @@ class Transcriptions(Protocol):
 
     path = "/audio/transcriptions"
 
-    def body(self, info: ModelInfo, prompt: Prompt, audio: Optional[PreparedAudio], params: dict[str, Any], language: str) -> tuple[bytes, str]:
-        if audio is None:
-            raise ReplyError("transcription endpoints need audio; this sample has none")
+    def body(self, info: ModelInfo, prompt: Prompt, audio: Sequence[PreparedAudio], params: dict[str, Any], language: str) -> tuple[bytes, str]:
+        if len(audio) != 1:
+            raise RequestError(f"transcription endpoints take exactly one clip; this sample has {len(audio)}")
         boundary = uuid.uuid4().hex
         fields = {"model": info.model, "language": language, "temperature": str(params.get("temperature", 0.0))}
         if prompt.text:
@@ -157,7 +168,7 @@ class Transcriptions(Protocol):
             for name, value in fields.items()
         ]
         parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="audio.wav"\r\nContent-Type: audio/wav\r\n\r\n'.encode())
-        parts.extend((audio.wav, f"\r\n--{boundary}--\r\n".encode()))
+        parts.extend((audio[0].wav, f"\r\n--{boundary}--\r\n".encode()))
         return b"".join(parts), f"multipart/form-data; boundary={boundary}"
 
     def parse(self, payload: Any) -> Answer:

@@ -82,5 +82,6 @@ class Workspace:
 
 
 def model(url: str, name: str = "m", **settings: Any) -> dict[str, Any]:
-    """A model entry pointing at a scripted endpoint, with fast retries."""
-    return {"name": name, "url": url, "model": "scripted", "batch_size": 4, "timeout": 10, **settings}
+    """A model entry pointing at a scripted endpoint, with fast retries. Its model id is `scripted-<name>`:
+    entries sharing a model id would be replicas of one model."""
+    return {"name": name, "url": url, "model": f"scripted-{name}", "batch_size": 4, "timeout": 10, **settings}

@@ -1,0 +1,231 @@
+"""A dataset's selected samples: chosen from a light scan of its rows, then read lazily, in order.
+
+Opening a source reads what selection needs (ids, row languages, clip lengths) and keeps only the
+selected row indices and ids, so a pass knows every sample it owes a record before the first
+request, and memory holds no audio. `samples()` then reads whole rows batch by batch; each call is
+a fresh iterator, so every model reads the dataset independently.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from lalmeval.config import Filters
+from lalmeval.data import hub  # noqa: F401  (registers the hub and disk formats)
+from lalmeval.data.filters import RowFilter, sample_count
+from lalmeval.data.tables import FORMATS, MemoryTable, Table, TableRequest
+from lalmeval.errors import UserError
+from lalmeval.languages import iso_code
+from lalmeval.records import AudioRef, Sample
+from lalmeval.runspecs import Dataset
+
+_LOCAL_SUFFIXES = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".tsv": "tsv"}
+_SAVED_MARKERS = ("dataset_info.json", "dataset_dict.json", "state.json")
+
+
+def locate(dataset: Dataset) -> tuple[str, Path]:
+    """Which format reads this dataset, and from where."""
+    if dataset.spec.format:
+        return dataset.spec.format, dataset.resolve_path(dataset.spec.hf_repo)
+    repo = dataset.spec.hf_repo
+    local = dataset.resolve_path(repo)
+    looks_local = repo.startswith((".", "/", "~")) or Path(repo).suffix.lower() in _LOCAL_SUFFIXES
+    if local.is_dir() and local.suffix.lower() in _LOCAL_SUFFIXES:
+        raise UserError(f"{local}: data file is a directory, expected a file")
+    if local.is_dir():
+        # A save_to_disk folder has its own metadata; any other folder of data files goes through load_dataset.
+        return ("disk", local) if any((local / m).exists() for m in _SAVED_MARKERS) else ("hub", local)
+    if local.is_file():
+        kind = _LOCAL_SUFFIXES.get(local.suffix.lower())
+        if kind is None:
+            raise UserError(f"{dataset.source}: dataset '{dataset.name}': unsupported data file type '{local.suffix}' ({local})")
+        return kind, local
+    if looks_local:
+        raise UserError(f"{dataset.source}: dataset '{dataset.name}': data file not found: {local}")
+    return "hub", local
+
+
+def _light_fields(dataset: Dataset, filters: Filters) -> list[str]:
+    """The fields selection reads from every row."""
+    spec = dataset.spec
+    fields = [spec.id_column]
+    if filters.language and spec.language_column:
+        fields.append(spec.language_column)
+    if filters.length_filter and spec.audio_column and spec.modality != "text":
+        fields.append(spec.audio_column)
+    return [f for f in fields if f]
+
+
+def mapped_columns(dataset: Dataset) -> dict[str, Optional[str]]:
+    """Runspec field → the column it names."""
+    spec = dataset.spec
+    return {
+        "audio_column": spec.audio_column if spec.modality != "text" else None,
+        "target_column": spec.target_column, "additional_instruction_column": spec.additional_instruction_column,
+        "textual_input_column": spec.textual_input_column, "transcript_column": spec.transcript_column,
+        "id_column": spec.id_column, "language_column": spec.language_column, "subset_column": spec.subset_column,
+    }
+
+
+def check_columns(dataset: Dataset, columns: list[str], where: str) -> None:
+    """Every column the runspec maps must exist in the data."""
+    for name, column in mapped_columns(dataset).items():
+        if column and columns and column not in columns:
+            raise UserError(f"{where}: dataset '{dataset.name}': {name} '{column}' not found (columns: {', '.join(sorted(columns))})")
+
+
+def open_table(dataset: Dataset, fields: list[str], streaming: bool = False) -> tuple[Table, Path, str]:
+    """The dataset's table, the folder its relative audio paths start from, and how to name it in messages."""
+    kind, path = locate(dataset)
+    spec = dataset.spec
+    if kind == "callhome":
+        from lalmeval.data.callhome import read_callhome
+
+        columns, rows = read_callhome(path, spec.segment, spec.window_s)
+        return MemoryTable(columns, list(rows), fields), path, str(path)
+    request = TableRequest(fields, dataset.name, spec.split, spec.subset, spec.hf_repo, streaming, spec.audio_column, spec.revision)
+    table = FORMATS.get(kind, where=f"{dataset.source}: dataset '{dataset.name}'")(path, request)
+    hub_id = kind == "hub" and not path.is_dir()
+    where = f"{spec.hf_repo} ({dataset.source})" if hub_id else str(path)
+    return table, (dataset.source.parent if hub_id else path.parent if path.is_file() else path), where
+
+
+def _text(value: Any) -> Optional[str]:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value)
+
+
+def _one_audio(value: Any, base: Path) -> Optional[AudioRef]:
+    span = None
+    if isinstance(value, dict):
+        if value.get("start") is not None and value.get("end") is not None:
+            span = (float(value["start"]), float(value["end"]))
+        if value.get("bytes"):
+            return AudioRef(value["bytes"], span)
+        value = value.get("path")
+    if isinstance(value, str) and value:
+        path = Path(value).expanduser()
+        return AudioRef(str(path if path.is_absolute() else base / path), span)
+    return None
+
+
+def audio_refs(value: Any, base: Path) -> tuple[AudioRef, ...]:
+    """A row's audio: an HF struct {bytes, path}, a path, a {path, start, end} span, or a list of those."""
+    values = value if isinstance(value, (list, tuple)) else [value]
+    return tuple(ref for ref in (_one_audio(v, base) for v in values) if ref is not None)
+
+
+def row_id(row: dict[str, Any], index: int, dataset: Dataset, where: str) -> str:
+    """The sample id of a row: its id column, or the row number; null or empty ids are errors."""
+    column = dataset.spec.id_column
+    if not column:
+        return str(index)
+    value = _text(row.get(column))
+    if value is None or not value.strip():
+        state = "empty" if value is not None else "null or missing"
+        raise UserError(f"{where}: dataset '{dataset.name}': row {index + 1} has no id (column '{column}' is {state})")
+    return value
+
+
+def to_sample(row: dict[str, Any], index: int, dataset: Dataset, base: Path, where: str = "data") -> Sample:
+    """One row → Sample, reading the runspec's column mapping."""
+    spec = dataset.spec
+    text = lambda column: _text(row.get(column)) if column else None  # noqa: E731
+    return Sample(
+        id=row_id(row, index, dataset, where),
+        audio=audio_refs(row.get(spec.audio_column), base) if spec.audio_column else (),
+        reference=text(spec.target_column), instruction=text(spec.additional_instruction_column),
+        text_input=text(spec.textual_input_column), transcript=text(spec.transcript_column),
+        language=text(spec.language_column), subset=text(spec.subset_column),
+    )
+
+
+def _select(scan: Iterator[dict[str, Any]], dataset: Dataset, keep: RowFilter, filters: Filters, seed: int, where: str) -> tuple[list[int], list[str]]:
+    """Indices and ids of the selected rows, in file order, from the light scan."""
+    kept: list[int] = []
+    ids: dict[int, str] = {}
+    seen: set[str] = set()
+    stop_early = filters.num_samples and not filters.shuffle
+    rows = 0
+    for index, light in enumerate(scan):
+        rows += 1
+        sample_id = row_id(light, index, dataset, where)
+        unique_id(sample_id, seen, dataset, where)
+        if keep.keep(light):
+            kept.append(index)
+            ids[index] = sample_id
+            if stop_early and len(kept) >= filters.num_samples:
+                break
+    if not rows:
+        raise UserError(f"{where}: dataset '{dataset.name}': the data has no rows")
+    chosen = sample_count(kept, filters, seed)
+    return chosen, [ids[i] for i in chosen]
+
+
+def unique_id(sample_id: str, seen: set[str], dataset: Dataset, where: str) -> None:
+    """Sample ids must be unique: they key records, resume and comparisons."""
+    if sample_id in seen:
+        raise UserError(f"{where}: dataset '{dataset.name}': duplicate sample id '{sample_id}' in {dataset.spec.id_column}")
+    seen.add(sample_id)
+
+
+@dataclass
+class Source:
+    """A dataset opened for a run: the selected rows (or, for a stream, the rule to select them)."""
+
+    dataset: Dataset
+    table: Table
+    base: Path
+    where: str
+    filters: Filters
+    indices: Optional[list[int]] = None      # None: a stream, selected while it is read
+    ids: Optional[list[str]] = None
+    keep: Optional[RowFilter] = field(default=None, repr=False)
+
+    @property
+    def total(self) -> Optional[int]:
+        """How many samples the pass owes a record (a stream knows only its num_samples cap)."""
+        return len(self.ids) if self.ids is not None else self.filters.num_samples
+
+    def samples(self) -> Iterator[Sample]:
+        """The selected samples, in file order, read lazily (blocking I/O: call from a worker thread)."""
+        if self.indices is None:
+            yield from self._stream()
+            return
+        for index, row in zip(self.indices, self.table.rows(self.indices)):
+            yield to_sample(row, index, self.dataset, self.base, self.where)
+
+    def _stream(self) -> Iterator[Sample]:
+        seen: set[str] = set()
+        for index, row in enumerate(self.table.rows(None)):
+            if self.keep is not None and not self.keep.keep(row):
+                continue
+            sample = to_sample(row, index, self.dataset, self.base, self.where)
+            unique_id(sample.id, seen, self.dataset, self.where)
+            yield sample
+            if self.filters.num_samples and len(seen) >= self.filters.num_samples:
+                return
+
+
+def open_source(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bool = False) -> Source:
+    """Open, check and select a dataset (blocking: call from a worker thread)."""
+    table, base, where = open_table(dataset, _light_fields(dataset, filters), streaming)
+    check_columns(dataset, table.columns, where)
+    keep = RowFilter(dataset, filters, base)
+    scan = table.scan()
+    if scan is None:
+        if filters.shuffle and filters.num_samples:
+            raise UserError(f"dataset '{dataset.name}': filters.shuffle needs the whole dataset, which a stream does not give ahead; drop shuffle or streaming")
+        return Source(dataset, table, base, where, filters, keep=keep)
+    indices, ids = _select(scan, dataset, keep, filters, seed, where)
+    return Source(dataset, table, base, where, filters, indices, ids, keep)
+
+
+def iter_samples(dataset: Dataset, streaming: bool = False) -> Iterator[Sample]:
+    """Every sample of a dataset, unfiltered (for inspection and tests)."""
+    return open_source(dataset, Filters(), 0, streaming).samples()

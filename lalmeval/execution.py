@@ -1,0 +1,204 @@
+"""One run while it executes: sources, replica groups, inference jobs, Engines, launching and signals."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Optional
+
+from lalmeval.cache import InferenceCache
+from lalmeval.data.source import Source, open_source
+from lalmeval.engine import SCORING_FAILED, Engine
+from lalmeval.errors import UserError
+from lalmeval.inference.client import Endpoint
+from lalmeval.inference.job import AudioCache, InferenceJob
+from lalmeval.inference.launch import Launcher, launch_list
+from lalmeval.inference.protocols import PROTOCOLS
+from lalmeval.judge import Judge
+from lalmeval.metrics import METRICS, MetricContext
+from lalmeval.options import RunOptions
+from lalmeval.plan import Plan
+from lalmeval.postprocess import POSTPROCESSORS
+from lalmeval.preprocess import PREPROCESSORS
+from lalmeval.progress import PassView, Progress
+from lalmeval.records import Score
+from lalmeval.secrets import Redactor
+from lalmeval.store import RunStore, watch_writes
+
+Jobs = dict[tuple[str, str], InferenceJob]   # (dataset, model group) → its pass
+
+
+class Execution:
+    """The state of one run: endpoints per replica group, jobs, engines, the stop signal."""
+
+    def __init__(self, plan: Plan, store: RunStore, options: RunOptions, redactor: Redactor):
+        self.plan, self.store, self.options, self.redact = plan, store, options, redactor
+        self.endpoints = {g.name: [Endpoint(r.info, redactor) for r in g.replicas] for g in plan.groups}
+        self.stop = asyncio.Event()
+        self.interrupts = 0
+        self.launcher: Optional[Launcher] = None
+        self.write_error: Optional[str] = None
+        self.data_errors: dict[str, str] = {}   # dataset → why it could not be opened
+        self.judge: Optional[Judge] = None
+        if plan.uses_judge and plan.config.judge_properties is not None:
+            props = plan.config.judge_properties
+            cache = InferenceCache(self.cache_dir, f"judge_{props.judge_model}") if options.use_cache else None
+            self.judge = Judge(props, plan.judge_templates, cache, redactor)
+
+    @property
+    def cache_dir(self) -> Path:
+        config = self.plan.config
+        return Path(config.cache_dir) if config.cache_dir else Path(self.store.root.parent) / ".cache"
+
+    def all_endpoints(self) -> list[Endpoint]:
+        return [e for group in self.endpoints.values() for e in group]
+
+    async def open_sources(self) -> dict[str, Source]:
+        """Open and select every dataset at once; one that fails is reported and the others go on."""
+        loop = asyncio.get_running_loop()
+        config = self.plan.config
+        datasets = self.plan.datasets
+        opened = await asyncio.gather(*(loop.run_in_executor(None, open_source, d, config.filters, config.seed, config.streaming)
+                                        for d in datasets), return_exceptions=True)
+        sources = {}
+        for dataset, result in zip(datasets, opened):
+            if isinstance(result, UserError):
+                self.data_errors[dataset.name] = str(result)
+            elif isinstance(result, BaseException):
+                self.data_errors[dataset.name] = f"internal error: {type(result).__name__}: {result}"
+            else:
+                sources[dataset.name] = result
+        return sources
+
+    def jobs(self, sources: dict[str, Source]) -> Jobs:
+        """One inference job per (dataset, model group): the pass every metric of that dataset reads."""
+        plan = self.plan
+        caches = {g.name: InferenceCache(self.cache_dir, g.name) for g in plan.groups}
+        width = 2 * sum(e.info.batch_size for e in self.all_endpoints())
+        jobs: Jobs = {}
+        for dataset in plan.datasets:
+            if dataset.name not in sources:
+                continue
+            preprocessor = PREPROCESSORS.get(dataset.spec.preprocessor)(dataset, plan.system_texts, plan.add_on_texts)
+            postprocessor = POSTPROCESSORS.get(dataset.spec.postprocessor)()
+            audio = AudioCache(capacity=max(64, width))
+            for group in plan.groups:
+                entry = next(m for m in plan.config.models if m.name == group.name)
+                jobs[(dataset.name, group.name)] = InferenceJob(
+                    dataset.name, dataset.iso_language, sources[dataset.name], group.name, self.endpoints[group.name],
+                    PROTOCOLS.get(group.info.inference_type), preprocessor, postprocessor, plan.params(entry, dataset),
+                    audio, self.store, self.options, caches[group.name], self.stop, group.identity,
+                )
+        return jobs
+
+    def engines(self, jobs: Jobs) -> list[Engine]:
+        engines = []
+        for dataset, metric in self.plan.pairs:
+            engine_jobs = {g.name: jobs[(dataset.name, g.name)] for g in self.plan.groups if (dataset.name, g.name) in jobs}
+            if not engine_jobs:
+                continue  # the dataset could not be opened: reported in data_errors
+            postprocessor = next(iter(engine_jobs.values())).postprocessor
+            context = MetricContext(judge=self.judge, resamples=self.plan.config.bootstrap_resamples, seed=self.plan.config.seed)
+            engines.append(Engine(dataset.name, METRICS.get(metric)(dataset, postprocessor, context), engine_jobs, self.store))
+        return engines
+
+    def on_signal(self, job_tasks: list[asyncio.Task]) -> None:
+        """First Ctrl-C (or SIGTERM): stop starting requests, give in-flight ones a grace period. Second: leave now."""
+        self.interrupts += 1
+        if self.interrupts > 1:
+            print("\ninterrupted again: stopping launched servers and exiting now (finished records are on disk)", file=sys.stderr, flush=True)
+            if self.launcher is not None:
+                self.launcher.kill_now()
+            os._exit(130)
+        print(f"\ninterrupted: no new requests; waiting up to {self.options.grace:g}s for those in flight (Ctrl-C again to quit now)", file=sys.stderr, flush=True)
+        self.halt(job_tasks)
+
+    def halt(self, job_tasks: list[asyncio.Task]) -> None:
+        """Stop starting requests; cancel what is still in flight after the grace period."""
+        if self.stop.is_set():
+            return
+        self.stop.set()
+        asyncio.get_running_loop().call_later(self.options.grace, lambda: [t.cancel() for t in job_tasks])
+
+    def on_write_error(self, reason: str, job_tasks: list[asyncio.Task]) -> None:
+        """The disk refused a write: stop cleanly, keeping what is written, so the run can be resumed."""
+        if self.write_error is None:
+            self.write_error = reason
+            print(f"\n{reason}: stopping the run (what is written is kept)", file=sys.stderr, flush=True)
+        self.halt(job_tasks)
+
+    def _launch_list(self, jobs: Jobs):
+        """The servers to start: those of groups that still owe a request (none when every answer is stored)."""
+        needed = {name for (_, name), job in jobs.items() if job.needs_requests}
+        return launch_list([g for g in self.plan.groups if g.name in needed])
+
+    async def execute(self, progress_every: float) -> tuple[list[Score], Jobs]:
+        """Open the data, launch what is needed, run every job and Engine concurrently."""
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(max_workers=min(8, (os.cpu_count() or 2) + 2)))
+        sources = await self.open_sources()
+        if not sources and self.data_errors:  # nothing to evaluate: the first problem is the whole story
+            raise UserError(next(iter(self.data_errors.values())))
+        jobs = self.jobs(sources)
+        engines = [] if self.options.skip_eval else self.engines(jobs)
+        await asyncio.gather(*(job.prepare() for job in jobs.values()))
+        self.launcher = Launcher(self._launch_list(jobs), self.plan.base, self.store.root, self.redact)
+        async with self.launcher:
+            clients = [*self.all_endpoints(), *([self.judge.endpoint] if self.judge else [])]
+            for endpoint in clients:
+                await endpoint.open()
+            if self.judge and self.judge.cache:
+                await loop.run_in_executor(None, self.judge.cache.load)
+            try:
+                scores = await self._run_all(jobs, engines, progress_every)
+            finally:
+                for endpoint in clients:
+                    await endpoint.close()
+                self._close_caches(jobs)
+        return scores + self._data_error_scores(), jobs
+
+    async def _run_all(self, jobs: Jobs, engines: list[Engine], progress_every: float) -> list[Score]:
+        loop = asyncio.get_running_loop()
+        job_tasks = [asyncio.ensure_future(j.run()) for j in jobs.values()]
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.on_signal, job_tasks)
+        watch_writes(lambda reason: loop.call_soon_threadsafe(self.on_write_error, reason, job_tasks))
+        progress = Progress([PassView(f"{d} × {m}", j) for (d, m), j in jobs.items()], self.endpoints, progress_every)
+        ticker = asyncio.ensure_future(progress.run())
+        try:
+            scores = await asyncio.gather(*(_guarded(e) for e in engines))
+            await asyncio.gather(*job_tasks, return_exceptions=True)
+        finally:
+            ticker.cancel()
+            await asyncio.gather(ticker, return_exceptions=True)
+            progress.finish()
+            watch_writes(None)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+        return [s for engine_scores in scores for s in engine_scores]
+
+    def _close_caches(self, jobs: Jobs) -> None:
+        caches = [j.cache for j in jobs.values() if j.cache] + ([self.judge.cache] if self.judge and self.judge.cache else [])
+        for cache in {id(c): c for c in caches}.values():
+            cache.close()
+
+    def _data_error_scores(self) -> list[Score]:
+        """A dataset that could not be opened still has its rows in the score table, with the reason."""
+        if self.options.skip_eval:
+            return []
+        return [Score(g.name, dataset.name, metric, None, 0, 0, {"error": f"data: {self.data_errors[dataset.name]}"})
+                for dataset, metric in self.plan.pairs if dataset.name in self.data_errors for g in self.plan.groups]
+
+
+async def _guarded(engine: Engine) -> list[Score]:
+    """An Engine that fails as a whole still reports one Score per model, with its reason."""
+    try:
+        return await engine.run()
+    except Exception as exc:  # noqa: BLE001 - a bug must not take the other Engines' scores with it
+        reason = f"{SCORING_FAILED}: {type(exc).__name__}: {exc}"
+        return [Score(model, engine.dataset, engine.metric.name, None, len(job.stream.records), len(job.stream.records), {"error": reason})
+                for model, job in engine.jobs.items()]
