@@ -126,13 +126,26 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from lalmeval.data.source import inspect
+
     plan = _plan(args.config)
-    print(f"{args.config}: OK — {len(plan.config.models)} model(s), {len(plan.pairs)} dataset–metric pair(s)")
+    print(f"{args.config}: config and runspecs OK — {len(plan.config.models)} model entr(ies) in {len(plan.groups)} group(s), {len(plan.pairs)} dataset–metric pair(s)")
+    for group in plan.groups:
+        if len(group.replicas) > 1:
+            print(f"  model '{group.name}': {len(group.replicas)} replicas ({', '.join(r.info.url for r in group.replicas)})")
     for dataset, metric in plan.pairs:
         print(f"  {dataset.name} × {metric}  ({dataset.category}/{dataset.task_type}, {dataset.source})")
     for name, reason in plan.skipped.items():
         print(f"  skipped {name}: {reason}")
-    return 0
+    problems = 0
+    for dataset in plan.datasets:  # open every data file and check every mapped column
+        try:
+            columns = inspect(dataset, plan.config.streaming)
+            print(f"  data of {dataset.name}: OK ({len(columns)} columns)")
+        except UserError as exc:
+            problems += 1
+            print(f"error: {exc}", file=sys.stderr)
+    return EXIT_USER_ERROR if problems else 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:

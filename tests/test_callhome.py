@@ -8,17 +8,17 @@ import jiwer
 import numpy as np
 import pytest
 import soundfile as sf
+from whisper_normalizer.english import EnglishTextNormalizer
 
 from lalmeval.data.audio import prepare
 from lalmeval.data.callhome import Turn, find_calls, read_callhome, windows
 from lalmeval.errors import UserError
-from whisper_normalizer.english import EnglishTextNormalizer
-
-normalize_english = EnglishTextNormalizer()
 from lalmeval.metrics.wer import WordErrorRate
 from lalmeval.postprocess.general import GeneralPostprocessor
 from lalmeval.records import Record
 from lalmeval.runspecs import Dataset, DatasetSpec
+
+normalize_english = EnglishTextNormalizer()
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "callhome"
 SPOKEN = json.loads((FIXTURE / "spoken.json").read_text(encoding="utf-8"))

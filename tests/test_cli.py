@@ -103,3 +103,62 @@ def test_launch_refuses_when_another_server_already_holds_the_url(tmp_path):
     with ScriptedEndpoint() as other:
         path = write_config(tmp_path, url=other.url, launch="sleep 30")
         assert_one_line_error(cli("run", "--config", str(path)), f"{other.url} already answers before launch")
+
+
+def test_validate_opens_every_data_file_and_checks_every_mapped_column(ws):
+    from tests.support.workspace import demo_rows
+
+    ws.runspec("asr", "sets", {
+        "good": {"hf_repo": ws.jsonl(demo_rows(2), "data/good.jsonl"), "id_column": "id"},
+        "bad_column": {"hf_repo": ws.jsonl(demo_rows(2), "data/bad.jsonl"), "id_column": "id", "target_column": "transcript"},
+        "broken_csv": {"hf_repo": "data/broken.csv"},
+        "from_hub": {"hf_repo": "hub:no-such-org/no-such-dataset"},
+    })
+    (ws.root / "data" / "broken.csv").write_text('audio,reference\nx.wav,"never closed\n')
+    config = ws.config([{"name": "m", "url": "http://127.0.0.1:9/v1", "model": "m"}], [["sets", "word_error_rate"]])
+    out = cli("validate", "--config", str(config))
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "data of good: OK" in out.stdout
+    errors = out.stderr.strip().splitlines()
+    assert len(errors) == 3 and all(line.startswith("error: ") for line in errors)
+    assert any("bad.jsonl: dataset 'bad_column': target_column 'transcript' not found" in e for e in errors)
+    assert any("broken.csv: line 2: malformed CSV" in e for e in errors)
+    assert any("dataset 'from_hub': cannot read 'no-such-org/no-such-dataset' (offline: it is not in the local cache)" in e for e in errors)
+
+
+def test_a_hub_dataset_unavailable_offline_fails_in_one_line_and_the_rest_of_the_run_goes_on(ws):
+    from tests.support.endpoint import ScriptedEndpoint
+
+    rows = [{"id": "q0", "question": "question", "reference": "answer"}]
+    ws.runspec("qa", "sets", {
+        "local": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text", "textual_input_column": "question", "audio_column": None},
+        "hub": {"hf_repo": "hub:no-such-org/no-such-dataset", "modality": "text", "textual_input_column": "question", "audio_column": None},
+    })
+    with ScriptedEndpoint(lambda seen, n: "answer") as ep:
+        config = ws.config([{"name": "m", "url": ep.url, "model": "m"}], [["sets", "accuracy"]], output_dir=str(ws.root / "runs"))
+        out = cli("run", "--config", str(config), "--run-id", "t")
+        assert len(ep.requests) == 1
+    assert out.returncode == 2, out.stderr
+    hub_lines = [line for line in out.stderr.splitlines() if "no-such-org/no-such-dataset" in line]
+    assert len(hub_lines) == 1 and "dataset 'hub' was not evaluated" in hub_lines[0] and "not in the local cache" in hub_lines[0]
+    assert "Traceback" not in out.stderr and "| m     | local   | accuracy | 1   | 0      | 100.00" in out.stdout
+
+
+def test_without_network_a_hub_dataset_fails_at_once_saying_how_to_use_the_cache(ws, monkeypatch):
+    from lalmeval.config import Filters
+    from lalmeval.data.source import open_source
+    from lalmeval.errors import UserError
+
+    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there: as good as no network
+    ws.runspec("asr", "sets", {"hub": {"hf_repo": "hub:some-org/some-dataset"}})
+    ws.config([{"name": "m", "url": "http://127.0.0.1:9/v1", "model": "m"}], [["sets", "word_error_rate"]])
+    dataset = ws.plan().catalog.datasets["hub"]
+    try:
+        open_source(dataset, Filters())
+        raise AssertionError("expected an error")
+    except UserError as exc:
+        message = str(exc)
+    assert "dataset 'hub': cannot load 'some-org/some-dataset' from the hub: 127.0.0.1:9 is unreachable" in message
+    assert "set HF_HUB_OFFLINE=1 to use the cache offline" in message

@@ -5,17 +5,17 @@ from pathlib import Path
 
 import pytest
 from meeteval.wer import combine_error_rates, cp_word_error_rate
+from whisper_normalizer.english import EnglishTextNormalizer
 
 from lalmeval.data.callhome import read_callhome
 from lalmeval.metrics import METRICS
 from lalmeval.metrics.diarization import SpeakerDiarization, align, parse_speakers
-from whisper_normalizer.english import EnglishTextNormalizer
-
-normalize_english = EnglishTextNormalizer()
 from lalmeval.metrics.wer import WordErrorRate
 from lalmeval.postprocess.general import GeneralPostprocessor
 from lalmeval.records import Record
 from lalmeval.runspecs import Dataset, DatasetSpec
+
+normalize_english = EnglishTextNormalizer()
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "callhome"
 

@@ -125,3 +125,18 @@ def _open_disk(path: Path, request: TableRequest) -> Table:
             ds = ds[request.split]
         ds = _undecoded(ds, request.audio_column)
     return ArrowTable(ds, request)
+
+
+def hub_columns(name: str, repo: str, subset: Optional[str], revision: Optional[str]) -> list[str]:
+    """A hub dataset's columns from its metadata, without downloading its data."""
+    from datasets import load_dataset_builder
+
+    if not _offline() and (problem := _hub_reachable()):
+        raise UserError(f"dataset '{name}': cannot reach the hub to check '{repo}': {problem}")
+    with DATASETS_LOCK:
+        try:
+            builder = load_dataset_builder(repo, subset, revision=revision)
+        except Exception as exc:  # the library raises many types; the message is what matters
+            hint = " (offline: it is not in the local cache)" if _offline() else ""
+            raise UserError(f"dataset '{name}': cannot read '{repo}'{hint}: {_first_line(exc)}") from None
+    return list(builder.info.features or {})

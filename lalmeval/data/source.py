@@ -229,3 +229,18 @@ def open_source(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bo
 def iter_samples(dataset: Dataset, streaming: bool = False) -> Iterator[Sample]:
     """Every sample of a dataset, unfiltered (for inspection and tests)."""
     return open_source(dataset, Filters(), 0, streaming).samples()
+
+
+def inspect(dataset: Dataset, streaming: bool = False) -> list[str]:
+    """Open the data as a run would — for a hub id only its schema — and check the mapped columns."""
+    kind, path = locate(dataset)
+    spec = dataset.spec
+    if kind == "hub" and not path.is_dir():
+        from lalmeval.data.hub import hub_columns
+
+        columns, where = hub_columns(dataset.name, spec.hf_repo, spec.subset, spec.revision), f"{spec.hf_repo} ({dataset.source})"
+    else:
+        table, _, where = open_table(dataset, [spec.id_column] if spec.id_column else [], streaming)
+        columns = table.columns
+    check_columns(dataset, columns, where)
+    return columns

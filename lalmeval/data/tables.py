@@ -8,6 +8,7 @@ selected indices, in order, holding at most a small batch in memory.
 
 from __future__ import annotations
 
+import bisect
 import csv
 import json
 import threading
@@ -185,48 +186,53 @@ def _open_tsv(path: Path, request: TableRequest) -> Table:
 
 
 class ParquetTable(Table):
-    """A parquet file: the light scan reads only its columns; whole rows come batch by batch."""
+    """A parquet file, read one row group at a time: the scan reads only its light columns, and whole
+    rows come from the row groups that hold selected rows (iter_batches would read ahead through the
+    whole file). Memory is bounded by the largest row group."""
 
     def __init__(self, path: Path, request: TableRequest):
         import pyarrow.parquet as pq  # only paid by runs that read parquet
 
         self.path, self.request = path, request
         try:
-            self.columns = list(pq.ParquetFile(path).schema_arrow.names)
+            meta = pq.ParquetFile(path).metadata
+            self.columns = list(meta.schema.to_arrow_schema().names)
+            self._sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
         except Exception as exc:  # pyarrow raises several types for a bad file
             raise UserError(f"{path}: not a readable parquet file: {exc}") from None
 
-    def _batches(self, columns: Optional[list[str]]) -> Iterator[Any]:
+    def _groups(self, columns: Optional[list[str]], wanted: Optional[set[int]] = None) -> Iterator[tuple[int, Any]]:
+        """(first row index, table) of each row group, skipping those not in `wanted`."""
         import pyarrow.parquet as pq
 
         try:
-            yield from pq.ParquetFile(self.path).iter_batches(batch_size=BATCH, columns=columns)
+            handle = pq.ParquetFile(self.path)
+            start = 0
+            for group, size in enumerate(self._sizes):
+                if wanted is None or group in wanted:
+                    yield start, handle.read_row_group(group, columns=columns)
+                start += size
         except Exception as exc:  # a file that went bad after opening
             raise UserError(f"{self.path}: not a readable parquet file: {exc}") from None
 
     def scan(self) -> Iterator[dict[str, Any]]:
         fields = [f for f in self.request.fields if f in self.columns]
-        for batch in self._batches(fields or self.columns[:1]):
-            for row in batch.to_pylist():
+        for _, table in self._groups(fields or self.columns[:1]):
+            for row in table.to_pylist():
                 yield {f: row.get(f) for f in self.request.fields}
 
     def rows(self, indices: Optional[Sequence[int]]) -> Iterator[dict[str, Any]]:
-        wanted = None if indices is None else iter(indices)
-        target = next(wanted, None) if wanted is not None else None
-        start = 0
-        for batch in self._batches(None):
-            if wanted is None:
-                yield from batch.to_pylist()
-                continue
-            local = []
-            while target is not None and target < start + batch.num_rows:
-                local.append(target - start)
-                target = next(wanted, None)
-            if local:
-                yield from batch.take(local).to_pylist()  # only the selected rows become Python objects
-            if target is None:
-                return
-            start += batch.num_rows
+        bounds = [0]
+        for size in self._sizes:
+            bounds.append(bounds[-1] + size)
+        by_group: dict[int, list[int]] = {}
+        for index in range(bounds[-1]) if indices is None else indices:
+            by_group.setdefault(bisect.bisect_right(bounds, index) - 1, []).append(index)
+        for start, table in self._groups(None, set(by_group)):
+            group = bisect.bisect_right(bounds, start) - 1
+            local = [i - start for i in by_group[group]]
+            for at in range(0, len(local), BATCH):  # only the selected rows become Python objects, a batch at a time
+                yield from table.take(local[at : at + BATCH]).to_pylist()
 
 
 @FORMATS.register("parquet")

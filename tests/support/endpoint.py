@@ -152,7 +152,13 @@ class ScriptedEndpoint:
         self._ready.wait(10)
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def die(self) -> None:
+        """Stop serving at once, as a crashed server would (callable from a handler)."""
         assert self._loop is not None
         self._loop.call_soon_threadsafe(self._loop.stop)
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._loop is not None
+        if self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)

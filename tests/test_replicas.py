@@ -1,0 +1,112 @@
+"""Replica groups: entries sharing a model id serve it together from one queue; a dead replica's
+work goes to the others; `replicas: N` launches N servers from one command."""
+
+import json
+import socket
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from lalmeval.errors import UserError
+from tests.support.endpoint import Reply, ScriptedEndpoint, chat_payload
+from tests.support.workspace import REPO, model
+
+
+def questions(ws, count):
+    rows = [{"id": f"q{i}", "question": f"question w{i}", "reference": f"answer w{i}"} for i in range(count)]
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None}})
+
+
+def answer(seen, n):
+    return f"answer {seen.text.split()[-1]}"
+
+
+def replica(url, name, **settings):
+    return {**model(url, name, **settings), "model": "shared"}
+
+
+def test_a_faster_replica_takes_most_of_the_work_and_scores_are_reported_once(ws):
+    questions(ws, 96)
+    with ScriptedEndpoint(answer, latency=0.04) as fast, ScriptedEndpoint(answer, latency=0.12) as slow:
+        ws.config([replica(fast.url, "fast", batch_size=4), replica(slow.url, "slow", batch_size=4)], [["qs", "accuracy"]])
+        result = ws.run()
+        served = len(fast.requests), len(slow.requests)
+    assert sum(served) == 96 and served[0] / 96 >= 0.65, served
+    assert [(s.model, s.num_samples, s.num_failed, s.score) for s in result.scores] == [("fast", 96, 0, 100.0)]
+    replicas = Counter(r["extra"]["replica"] for r in ws.records("qs", "fast"))
+    assert replicas == {fast.url: served[0], slow.url: served[1]}
+
+
+def test_a_replica_that_dies_mid_run_leaves_its_work_to_the_others_and_no_sample_fails(ws, capsys):
+    questions(ws, 60)
+    with ScriptedEndpoint(answer, latency=0.03) as alive:
+        def dying(seen, n):
+            if n == 8:
+                doomed.die()  # crashes with requests in flight
+            return Reply(payload=chat_payload(answer(seen, n)), delay=0.05)
+
+        with ScriptedEndpoint(dying) as doomed:
+            ws.config([replica(alive.url, "a", batch_size=4, retry_attempts=1), replica(doomed.url, "b", batch_size=4, retry_attempts=1)],
+                      [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+            from lalmeval.cli import main
+
+            code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+    score = json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())["scores"][0]
+    assert (score["num_samples"], score["num_failed"], score["score"]) == (60, 0, 100.0)
+    err = capsys.readouterr().err
+    assert f"endpoint of model 'a ({doomed.url})' is down" in err
+    assert code == 0
+
+
+def free_port_pair() -> int:
+    for _ in range(50):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        with socket.socket() as other:
+            if other.connect_ex(("127.0.0.1", port + 1)) != 0 and port < 65000:
+                return port
+    raise RuntimeError("no free port pair")
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_replicas_n_launches_n_servers_from_one_command_and_stops_them_all(ws):
+    questions(ws, 24)
+    port = free_port_pair()
+    server = REPO / "tests" / "support" / "slow_server.py"
+    entry = {**model(f"http://127.0.0.1:{port}/v1", "m", batch_size=2), "replicas": 2, "launch_timeout": 60,
+             "launch": f"{sys.executable} {server} --port {{port}} --delay 0.05 # replica {{replica}}"}
+    rows = [{"id": f"q{i}", "question": f"question w{i}", "reference": f"echo: w{i}"} for i in range(24)]
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None}})
+    config = ws.config([entry], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+    out = subprocess.run([sys.executable, "-m", "lalmeval", "run", "--config", str(config), "--run-id", "r", "--no-cache"],
+                         cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    logs = sorted(p.name for p in (ws.root / "runs" / "r").glob("launch_*.log"))
+    assert logs == ["launch_m-replica0.log", "launch_m-replica1.log"]
+    served = Counter(json.loads(x)["extra"]["replica"] for x in (ws.root / "runs" / "r" / "records" / "qs__m.jsonl").read_text().splitlines())
+    assert set(served) == {f"http://127.0.0.1:{port}/v1", f"http://127.0.0.1:{port + 1}/v1"} and sum(served.values()) == 24
+    assert port_is_free(port) and port_is_free(port + 1)
+
+
+def test_replicas_of_one_model_must_agree_on_what_decides_a_reply(ws):
+    questions(ws, 2)
+    ws.config([replica("http://127.0.0.1:9/v1", "a"), replica("http://127.0.0.1:10/v1", "b", temperature=0.7)], [["qs", "accuracy"]])
+    with pytest.raises(UserError, match=r"models 'a' and 'b' share model 'shared' and inference_type, so they are replicas of one model, but their temperature differs"):
+        ws.plan()
+
+
+def test_replicas_need_their_own_ports(ws):
+    questions(ws, 2)
+    entry = {**model("http://127.0.0.1:8100/v1", "m"), "replicas": 2, "launch": "serve --port 8100"}
+    ws.config([entry], [["qs", "accuracy"]])
+    with pytest.raises(UserError, match=r"the launch command must use \{port\}"):
+        ws.plan()

@@ -1,0 +1,100 @@
+"""Streaming: rows are read as they are needed, so memory follows the read-ahead window, not the dataset;
+nothing is launched when every answer is already stored; progress shows even a short run."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+from tests.support.endpoint import ScriptedEndpoint
+from tests.support.workspace import REPO, model
+
+PEAK_RSS = textwrap.dedent("""
+    import resource, sys
+    sys.path.insert(0, {repo!r})
+    path = {path!r}
+    import pyarrow.parquet
+    from lalmeval.config import Filters
+    from lalmeval.data.source import open_source
+    from lalmeval.runspecs import Dataset, DatasetSpec
+    from pathlib import Path
+    dataset = Dataset("big", "c", "t", DatasetSpec(hf_repo=path, language="en", id_column="id"), Path(path).parent / "x.json")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    source = open_source(dataset, Filters())
+    count = sum(1 for sample in source.samples() if sample.audio)
+    print(count, len(source.ids), before // 1024, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+""")
+
+
+def write_parquet(path, rows):
+    """`rows` rows of 200 kB of (distinct) audio bytes, in row groups of 16."""
+    import os
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    blob = os.urandom(200_000)
+    schema = pa.schema([("id", pa.string()), ("audio", pa.struct([("bytes", pa.binary()), ("path", pa.string())])), ("reference", pa.string())])
+    with pq.ParquetWriter(path, schema) as writer:
+        for start in range(0, rows, 16):
+            batch = [{"id": str(i), "audio": {"bytes": blob[i:] + blob[:i], "path": None}, "reference": "x"} for i in range(start, min(rows, start + 16))]
+            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+
+
+def peak_reading(path):
+    out = subprocess.run([sys.executable, "-c", PEAK_RSS.format(repo=str(REPO), path=str(path))], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    count, selected, _, peak_mb = map(int, out.stdout.split())
+    assert count == selected
+    return count, peak_mb
+
+
+def test_reading_a_parquet_holds_a_row_group_not_the_dataset(tmp_path):
+    """Peak memory is the same for 160 and 640 rows of 200 kB (32 vs 128 MB): it follows the row group."""
+    write_parquet(tmp_path / "small.parquet", 160)  # written here: the measuring process only reads
+    write_parquet(tmp_path / "large.parquet", 640)
+    (small, small_peak), (large, large_peak) = peak_reading(tmp_path / "small.parquet"), peak_reading(tmp_path / "large.parquet")
+    assert (small, large) == (160, 640)
+    assert large_peak - small_peak < 40, f"96 MB more rows grew peak memory from {small_peak} to {large_peak} MB"
+
+
+def questions(ws, count):
+    rows = [{"id": f"q{i}", "question": f"question w{i}", "reference": f"echo: w{i}"} for i in range(count)]
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None}})
+
+
+def test_no_server_is_launched_when_every_answer_is_already_stored(ws):
+    import socket
+
+    questions(ws, 6)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = REPO / "tests" / "support" / "slow_server.py"
+    entry = model(f"http://127.0.0.1:{port}/v1", launch=f"{sys.executable} {server} --port {port} --delay 0.01", launch_timeout=60)
+    config = ws.config([entry], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+    run = lambda: subprocess.run([sys.executable, "-m", "lalmeval", "run", "--config", str(config), "--run-id", "r", "--no-cache"],  # noqa: E731
+                                 cwd=REPO, capture_output=True, text=True, timeout=120)
+    first = run()
+    assert first.returncode == 0, first.stderr
+    log = ws.root / "runs" / "r" / "launch_m.log"
+    log.unlink()
+    again = run()
+    assert again.returncode == 0, again.stderr
+    assert not log.exists(), "the server was launched although every answer was stored"
+    assert "Reused 6 stored prediction(s)" in again.stderr
+
+
+def test_a_short_run_still_shows_its_progress(ws):
+    questions(ws, 3)
+    with ScriptedEndpoint(lambda seen, n: "echo: " + seen.text.split()[-1]) as ep:
+        config = ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        out = subprocess.run([sys.executable, "-m", "lalmeval", "run", "--config", str(config), "--run-id", "p"],
+                             cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = [line for line in out.stderr.splitlines() if "qs × m:" in line]
+    assert len(lines) >= 2
+    assert "qs × m: 0/3" in lines[0] or "qs × m:" in lines[0]
+    assert "qs × m: 3/3 — done" in lines[-1] and f"m {ep.url}: 0 in flight (limit 4/4)" in lines[-1]
+    assert json.loads((ws.root / "runs" / "p" / "final_scores.json").read_text())["scores"][0]["score"] == 100.0
