@@ -23,11 +23,12 @@ REPLY = json.dumps({
 
 def make_app(latency: float, capacity: int) -> web.Application:
     slots = asyncio.Semaphore(capacity)
-    stats = {"requests": 0, "bytes": 0, "first_start": None, "last_end": None, "max_in_flight": 0}
+    stats = {"requests": 0, "bytes": 0, "first_arrival": None, "first_start": None, "last_end": None, "max_in_flight": 0}
     in_flight = 0
 
     async def chat(request: web.Request) -> web.Response:
         nonlocal in_flight
+        stats["first_arrival"] = stats["first_arrival"] or time.time()
         body = await request.read()
         async with slots:
             in_flight += 1

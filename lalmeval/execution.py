@@ -78,14 +78,15 @@ class Execution:
         """One inference job per (dataset, model group): the pass every metric of that dataset reads."""
         plan = self.plan
         caches = {g.name: InferenceCache(self.cache_dir, g.name) for g in plan.groups}
-        width = 2 * sum(e.info.batch_size for e in self.all_endpoints())
+        # Prepared clips are shared by the models of a dataset; with one model nothing can be shared.
+        width = 2 * sum(e.info.batch_size for e in self.all_endpoints()) if len(plan.groups) > 1 else 0
         jobs: Jobs = {}
         for dataset in plan.datasets:
             if dataset.name not in sources:
                 continue
             preprocessor = PREPROCESSORS.get(dataset.spec.preprocessor)(dataset, plan.system_texts, plan.add_on_texts)
             postprocessor = POSTPROCESSORS.get(dataset.spec.postprocessor)()
-            audio = AudioCache(capacity=max(64, width))
+            audio = AudioCache(capacity=width)
             for group in plan.groups:
                 entry = next(m for m in plan.config.models if m.name == group.name)
                 jobs[(dataset.name, group.name)] = InferenceJob(

@@ -70,12 +70,12 @@ class _WriterThread:
         self.error: Optional[str] = None
         self.on_error: Optional[Callable[[str], None]] = None
 
-    def submit(self, file: BinaryIO, line: Optional[bytes], done: Optional[threading.Event] = None) -> None:
+    def submit(self, file: BinaryIO, item: Optional[dict[str, Any]], done: Optional[threading.Event] = None) -> None:
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="lalmeval-writer", daemon=True)
                 self._thread.start()
-        self._queue.put((file, line, done))
+        self._queue.put((file, item, done))
 
     def reset(self) -> None:
         """Forget an earlier failure (a new run in the same process)."""
@@ -97,9 +97,9 @@ class _WriterThread:
 
     def _write(self, batch: list) -> None:
         chunks: dict[BinaryIO, list[bytes]] = {}
-        for file, line, _ in batch:
-            if line is not None:
-                chunks.setdefault(file, []).append(line)
+        for file, item, _ in batch:
+            if item is not None:  # serialized here, off the event loop
+                chunks.setdefault(file, []).append((json.dumps(item, ensure_ascii=False, default=_plain) + "\n").encode())
         for file, lines in chunks.items():
             if self.error is not None:
                 return
@@ -113,6 +113,17 @@ class _WriterThread:
             self.error = reason
             if self.on_error is not None:
                 self.on_error(reason)
+
+
+def _plain(value: Any) -> Any:
+    """What json cannot write itself: numpy scalars and arrays, sets, anything else as text."""
+    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    return str(value)
 
 
 def _write_all(file: BinaryIO, data: bytes) -> None:
@@ -158,11 +169,11 @@ class JsonlWriter:
                 _write_all(self._file, b"\n")  # a line cut short by a crash: start on a fresh line
 
     def write(self, item: dict[str, Any]) -> None:
-        """Queue one line; raises WriteFailed once the disk has refused a write."""
+        """Queue one line (the item must not change afterwards); raises WriteFailed once the disk has refused a write."""
         assert self._file is not None, "write after close"
         if _WRITER.error is not None:
             raise WriteFailed(_WRITER.error)
-        _WRITER.submit(self._file, (json.dumps(item, ensure_ascii=False) + "\n").encode())
+        _WRITER.submit(self._file, item)
 
     def close(self) -> None:
         """Wait until every queued line is written, then close the file."""

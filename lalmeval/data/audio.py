@@ -155,11 +155,13 @@ def wav_bytes(pcm: np.ndarray, rate: int = TARGET_RATE) -> bytes:
 
 @dataclass
 class PreparedAudio:
-    """A clip ready to send: 16-bit 16 kHz mono PCM, with its WAV and base64 forms made once."""
+    """A clip ready to send: 16-bit 16 kHz mono PCM, and its base64 WAV made once.
+
+    The WAV itself is not kept: it is the PCM plus a 44-byte header, rebuilt when a multipart
+    request needs it, so a clip in flight costs its PCM and its base64 only."""
 
     pcm: np.ndarray
     digest: str = ""
-    _wav: Optional[bytes] = field(default=None, repr=False)
     _b64: Optional[bytes] = field(default=None, repr=False)
 
     @property
@@ -168,9 +170,7 @@ class PreparedAudio:
 
     @property
     def wav(self) -> bytes:
-        if self._wav is None:
-            self._wav = wav_bytes(self.pcm)
-        return self._wav
+        return wav_bytes(self.pcm)
 
     @property
     def b64(self) -> bytes:

@@ -210,7 +210,7 @@ class ParquetTable(Table):
             start = 0
             for group, size in enumerate(self._sizes):
                 if wanted is None or group in wanted:
-                    yield start, handle.read_row_group(group, columns=columns)
+                    yield start, handle.read_row_group(group, columns=columns, use_threads=False)
                 start += size
         except Exception as exc:  # a file that went bad after opening
             raise UserError(f"{self.path}: not a readable parquet file: {exc}") from None
@@ -230,9 +230,21 @@ class ParquetTable(Table):
             by_group.setdefault(bisect.bisect_right(bounds, index) - 1, []).append(index)
         for start, table in self._groups(None, set(by_group)):
             group = bisect.bisect_right(bounds, start) - 1
-            local = [i - start for i in by_group[group]]
-            for at in range(0, len(local), BATCH):  # only the selected rows become Python objects, a batch at a time
-                yield from table.take(local[at : at + BATCH]).to_pylist()
+            # Only the selected rows become Python objects, a batch at a time; slices of consecutive
+            # rows, because Table.take would load pyarrow.compute (~100 MB of kernels) for nothing.
+            for first, count in _runs([i - start for i in by_group[group]], BATCH):
+                yield from table.slice(first, count).to_pylist()
+
+
+def _runs(indices: list[int], longest: int) -> Iterator[tuple[int, int]]:
+    """(first, count) of runs of consecutive indices, none longer than `longest`."""
+    at = 0
+    while at < len(indices):
+        end = at + 1
+        while end < len(indices) and end - at < longest and indices[end] == indices[end - 1] + 1:
+            end += 1
+        yield indices[at], end - at
+        at = end
 
 
 @FORMATS.register("parquet")
