@@ -286,6 +286,8 @@ def to_openai_messages(conversation: Conversation, images: Sequence[ImagePart], 
     for turn in conversation.turns:
         content = _content(turn.parts, pending, audio)
         if turn.role == "assistant":  # plain text: the form every server takes for past replies
+            if any(c.get("type") != "text" for c in content):
+                raise ValueError("assistant turns hold text only")
             messages.append({"role": "assistant", "content": "\n".join(c["text"] for c in content)})
         else:
             messages.append({"role": turn.role, "content": content})
