@@ -2,6 +2,7 @@
 
     python -m models.inference_boilerplate.server --model pocketsphinx --port 8011
     python -m models.inference_boilerplate.server --model my_package.my_module:MyModel
+    python -m models.inference_boilerplate.server --model echo   # answers with what it received
 
 Routes: POST /v1/chat/completions, POST /v1/audio/transcriptions, GET /v1/models, GET /health.
 """
@@ -17,14 +18,19 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
+from urllib.parse import urlsplit
 
 import numpy as np
 from aiohttp import web
 
 from lalmeval.data.audio import AudioError, decode
-from models.inference_boilerplate.model import AudioModel, ChatInput
+from lalmeval.data.images import ImageError, decode_data_uri, describe, sniff
+from models.inference_boilerplate.model import AudioModel, ChatInput, ImageInput, Part
 
-BUILTIN = {"pocketsphinx": "models.inference_boilerplate.pocketsphinx_demo:PocketsphinxCommands"}
+BUILTIN = {
+    "pocketsphinx": "models.inference_boilerplate.pocketsphinx_demo:PocketsphinxCommands",
+    "echo": "models.inference_boilerplate.echo:EchoInputs",
+}
 MODEL = web.AppKey("model", AudioModel)
 POOL = web.AppKey("pool", ThreadPoolExecutor)
 
@@ -57,26 +63,71 @@ def _audio_part(part: dict[str, Any]) -> np.ndarray:
     return _audio_from_data(url.split(";base64,", 1)[1])
 
 
+def _image_part(part: dict[str, Any]) -> ImageInput:
+    """A data: URI decoded to its bytes, or an http(s) URL handed on as it is (never fetched here)."""
+    body = part.get("image_url")
+    if not isinstance(body, dict) or not isinstance(body.get("url"), str):
+        raise BadRequest("'image_url' must be an object with a string 'url'")
+    url, detail = body["url"], body.get("detail")
+    if detail is not None and not isinstance(detail, str):
+        raise BadRequest("'detail' must be a string")
+    if url[:8].lower().startswith(("http://", "https://")):
+        if not urlsplit(url).netloc:
+            raise BadRequest(f"malformed image URL {describe(url)}")
+        return ImageInput(None, None, url, detail)
+    if url[:5].lower() != "data:":
+        raise BadRequest(f"url must be a data: URI or an http(s) URL, not {describe(url)}")
+    try:
+        mime, raw = decode_data_uri(url)
+    except ImageError as exc:
+        raise BadRequest(str(exc)) from None
+    return ImageInput(raw, sniff(raw) or mime, None, detail)
+
+
+def _part(part: Any, where: str) -> Part:
+    """One decoded content part: text, a clip or an image; BadRequest names the part."""
+    kind = part.get("type") if isinstance(part, dict) else None
+    try:
+        if kind == "text":
+            if not isinstance(part.get("text", ""), str):
+                raise BadRequest("'text' must be a string")
+            return part.get("text", "")
+        if kind in ("input_audio", "audio_url"):
+            return _audio_part(part)
+        if kind == "image_url":
+            return _image_part(part)
+    except BadRequest as exc:
+        raise BadRequest(f"{where} ({kind}): {exc}") from None
+    raise BadRequest(f"{where}: unsupported content part type {kind!r}")
+
+
 def parse_chat(body: dict[str, Any]) -> ChatInput:
-    """The decoded inputs of a chat completion request."""
+    """The decoded inputs of a chat completion request (CPU work: base64 and audio decoding)."""
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise BadRequest("'messages' must be a non-empty list")
-    texts: list[str] = []
     system: list[str] = []
-    audios: list[np.ndarray] = []
-    for message in messages:
-        content = message.get("content") if isinstance(message, dict) else None
-        parts = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
-        for part in parts:
-            kind = part.get("type") if isinstance(part, dict) else None
-            if kind == "text":
-                (system if message.get("role") == "system" else texts).append(part.get("text", ""))
-            elif kind in ("input_audio", "audio_url"):
-                audios.append(_audio_part(part))
-            else:
-                raise BadRequest(f"unsupported content part type {kind!r}")
-    return ChatInput("\n".join(texts), "\n".join(system) or None, audios, float(body.get("temperature") or 0.0), body.get("max_tokens"))
+    parts: list[Part] = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise BadRequest(f"messages[{i}] must be an object")
+        content = message.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            raise BadRequest(f"messages[{i}].content must be a string or a list of parts")
+        items = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
+        decoded = [_part(part, f"messages[{i}].content[{j}]") for j, part in enumerate(items)]
+        is_system = message.get("role") == "system"
+        system.extend(p for p in decoded if is_system and isinstance(p, str))
+        parts.extend(p for p in decoded if not (is_system and isinstance(p, str)))
+    try:
+        temperature = float(body.get("temperature") or 0.0)
+    except (TypeError, ValueError):
+        raise BadRequest("'temperature' must be a number") from None
+    return ChatInput(
+        "\n".join(p for p in parts if isinstance(p, str)), "\n".join(system) or None,
+        [p for p in parts if isinstance(p, np.ndarray)], temperature, body.get("max_tokens"),
+        images=[p for p in parts if isinstance(p, ImageInput)], parts=parts,
+    )
 
 
 def _completion(model: str, text: str) -> dict[str, Any]:
@@ -90,13 +141,19 @@ def _completion(model: str, text: str) -> dict[str, Any]:
 async def chat_completions(request: web.Request) -> web.Response:
     try:
         body = await request.json()
-        chat = parse_chat(body)
     except ValueError:
         return _error(400, "request body is not valid JSON")
+    if not isinstance(body, dict):
+        return _error(400, "request body must be a JSON object")
+    loop = asyncio.get_running_loop()
+    try:
+        chat = await loop.run_in_executor(None, parse_chat, body)  # decoding stays off the event loop
     except BadRequest as exc:
         return _error(400, str(exc))
     model = request.app[MODEL]
-    text = await asyncio.get_running_loop().run_in_executor(request.app[POOL], model.generate, chat)
+    if chat.images and not model.takes_images:
+        return _error(400, f"model {model.name} does not take images (its class does not set takes_images = True)")
+    text = await loop.run_in_executor(request.app[POOL], model.generate, chat)
     return web.json_response(_completion(body.get("model") or model.name, text))
 
 
@@ -148,7 +205,7 @@ def make_app(model: AudioModel) -> web.Application:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Serve an AudioModel behind an OpenAI-compatible API.")
-    parser.add_argument("--model", default="pocketsphinx", help="built-in name (pocketsphinx) or module:Class")
+    parser.add_argument("--model", default="pocketsphinx", help="built-in name (pocketsphinx, echo) or module:Class")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8011)
     args = parser.parse_args()
