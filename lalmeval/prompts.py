@@ -1,4 +1,4 @@
-"""Named system prompts and user prompt add-ons: the shipped file plus a user's file."""
+"""Named system prompts, user prompt add-ons and multiple-choice templates: the shipped file plus a user's file."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from lalmeval.files import load_yaml
 
 SHIPPED = Path(__file__).with_name("prompts.yaml")
 SHIPPED_JUDGE = Path(__file__).with_name("judge_prompts.yaml")
-SECTIONS = ("system_prompts", "user_prompt_add_ons", "judge_prompts")
+SECTIONS = ("system_prompts", "user_prompt_add_ons", "judge_prompts", "mc_templates")
 
 
 def _read(path: Path) -> dict[str, dict[str, str]]:
