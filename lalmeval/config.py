@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from lalmeval.errors import UserError, closest
 from lalmeval.files import load_yaml
+from lalmeval.generation import Generation
 from lalmeval.interpolate import interpolate
 
 
@@ -91,6 +92,7 @@ class ModelInfo(Strict):
     max_tokens: Optional[int] = Field(None, gt=0, le=10_000_000, description="max_tokens sent with each chat request (omitted when unset).")
     audio_format: Literal["input_audio", "audio_url"] = Field("input_audio", description="How audio is attached to chat requests: an input_audio part or an audio_url data URI.")
     max_reply_mb: float = Field(16.0, gt=0, le=1024, description="Largest reply body accepted, in MB; a larger reply fails its sample instead of exhausting memory.")
+    generation_kwargs: Generation = Field(default_factory=Generation, description="Further sampling settings for this model (top_p, seed, stop, penalties, extra_body, ...); runspecs and overrides may refine them.")
 
     @field_validator("url")
     @classmethod
@@ -157,6 +159,31 @@ class TemperatureOverride(Strict):
         return self
 
 
+class GenerationOverride(Generation):
+    """Generation settings for a model, a task, or both (the most specific entry wins per setting)."""
+
+    model: Optional[str] = Field(None, description="Model name this override applies to (any model when unset).")
+    task: Optional[str] = Field(None, description="Dataset, task type or category this override applies to (any when unset).")
+
+    @model_validator(mode="after")
+    def _has_target(self) -> "GenerationOverride":
+        if self.model is None and self.task is None:
+            raise ValueError("a generation override needs 'model', 'task' or both")
+        return self
+
+
+class PromptRule(Strict):
+    """Prompts chosen by model, task and dataset language (Kimi's per-model prompts, Twinkle's per-language map)."""
+
+    model: Optional[str] = Field(None, description="Model name the rule applies to (any when unset).")
+    task: Optional[str] = Field(None, description="Dataset, task type or category the rule applies to (any when unset).")
+    language: Optional[str] = Field(None, description="Dataset language the rule applies to: ISO code or name (any when unset).")
+    system_prompts: Optional[list[str]] = Field(None, description="Names from the prompts file for the system message (replaces filters.system_prompts).")
+    user_prompt_add_ons: Optional[list[str]] = Field(None, description="Names from the prompts file appended to the instruction (replaces filters.user_prompt_add_ons).")
+    instruction: Optional[str] = Field(None, description="The instruction to send instead of the runspec's default (a row's own instruction still wins).")
+    mc_template: Optional[str] = Field(None, description="Name of the multiple-choice template (prompts file section mc_templates).")
+
+
 class JudgeProperties(Strict):
     judge_model: str = Field(min_length=1, description="Model id of the judge.")
     judge_type: Literal["openai", "vllm"] = Field("openai", description="Chat-completions API of the judge endpoint.")
@@ -195,6 +222,10 @@ class Config(Strict):
     filters: Filters = Field(default_factory=Filters, description="Sample selection and prompt additions.")
     aggregate: list[tuple[str, list[str]]] = Field(default_factory=list, description="[metric, [names...]]: weighted and unweighted means over datasets, task types or categories.")
     temperature_overrides: list[TemperatureOverride] = Field(default_factory=list, description="Temperatures by model, by task, or both; the most specific wins.")
+    generation_overrides: list[GenerationOverride] = Field(default_factory=list, description="Any generation setting by model, by task, or both: model+task > task > runspec generation_kwargs > model.")
+    prompt_rules: list[PromptRule] = Field(default_factory=list, description="System prompts, add-ons, instructions and MC templates by model, task and language; more specific rules win.")
+    shuffle_options: bool = Field(False, description="Multiple choice: permute each sample's options with the run's seed (differently per repeat); a runspec may override.")
+    repeat_runs: int = Field(1, ge=1, le=100, description="Ask every sample this many times; scores are the mean over repeats, with details.repeats and details.std; a runspec may override.")
     models: list[ModelInfo] = Field(min_length=1, description="The endpoints to evaluate.")
     runspec_dirs: list[str] = Field(default_factory=list, description="Extra folders of runspec JSON files (relative to this config file).")
     prompts_file: Optional[str] = Field(None, description="YAML file adding or overriding system prompts and user prompt add-ons.")
@@ -212,9 +243,10 @@ class Config(Strict):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"model names must be unique; repeated: {', '.join(dupes)}")
-        for override in self.temperature_overrides:
-            if override.model is not None and override.model not in names:
-                raise ValueError(f"temperature_overrides names unknown model '{override.model}'{closest(override.model, names)}")
+        for kind, entries in (("temperature_overrides", self.temperature_overrides), ("generation_overrides", self.generation_overrides), ("prompt_rules", self.prompt_rules)):
+            for entry in entries:
+                if entry.model is not None and entry.model not in names:
+                    raise ValueError(f"{kind} names unknown model '{entry.model}'{closest(entry.model, names)}")
         return self
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+
+import numpy as np
 from typing import Any, Optional
 
 from lalmeval.inference.job import InferenceJob
 from lalmeval.metrics.base import Metric, SampleScore
 from lalmeval.records import Record, Score
-from lalmeval.stats import Uncertainty
+from lalmeval.stats import Uncertainty, bootstrap
 from lalmeval.store import JsonlWriter, RunStore, WriteFailed
 
 SCORING_FAILED = "scoring failed"
@@ -46,14 +48,35 @@ class Engine:
             await self._consume(job, tally)
         finally:
             tally.close()
-        # Batches finish in any order: sorted by id, sums and bootstrap resamples repeat exactly run to run.
-        tally.items.sort(key=lambda x: x["id"])
+        # Batches finish in any order: sorted, sums and bootstrap resamples repeat exactly run to run.
+        tally.items.sort(key=lambda x: (x["id"], x.get("repeat", 0)))
         value, details = self._aggregate(tally.items)
         if tally.failures:
             details["failures"] = dict(tally.failures)
-        uncertainty, stats = await self._uncertainty(tally.items, value, details)
-        return Score(model, self.dataset, self.metric.name, value, tally.total, sum(tally.failures.values()), details,
+        if job.repeats > 1:
+            value = self._repeats(tally.items, job.repeats, details)
+        if tally.subsets:
+            details["subsets"] = self._subsets(tally)
+        uncertainty, stats = await self._uncertainty(tally.items, value, details, pool=job.repeats > 1)
+        return Score(model, self.dataset, self.metric.name, value, len(tally.samples), len(tally.failed_samples), details,
                      uncertainty.ci95, uncertainty.stderr, stats)
+
+    def _repeats(self, items: list[SampleScore], repeats: int, details: dict[str, Any]) -> Optional[float]:
+        """The score over repeats: the mean of each repeat's score, with the per-repeat scores and their spread."""
+        per_repeat = [self._aggregate([x for x in items if x.get("repeat", 0) == r])[0] for r in range(repeats)]
+        values = [v for v in per_repeat if v is not None]
+        details["repeats"] = per_repeat
+        details["std"] = float(np.std(values)) if values else None  # population std over repeats, as Twinkle reports it
+        return float(np.mean(values)) if values else None
+
+    def _subsets(self, tally: "_Tally") -> dict[str, dict[str, Any]]:
+        """Each subset's own score (repeats pooled), samples and failed samples."""
+        out = {}
+        for name in sorted(tally.subsets):
+            items = [x for x in tally.items if x.get("subset") == name]
+            samples, failed = tally.subsets[name]
+            out[name] = {"score": self._aggregate(items)[0] if items else None, "num_samples": len(samples), "num_failed": len(failed)}
+        return out
 
     async def _consume(self, job: InferenceJob, tally: "_Tally") -> None:
         # Each batch is scored as soon as it arrives, while inference (and earlier batches) go on.
@@ -85,11 +108,25 @@ class Engine:
         for record, item in zip(records, items):
             tally.add(record, item)
 
-    async def _uncertainty(self, items: list[SampleScore], value: Optional[float], details: dict[str, Any]) -> tuple[Uncertainty, Any]:
-        """The interval and per-sample statistics, off the event loop: resampling 100k samples takes a second or two."""
+    async def _uncertainty(self, items: list[SampleScore], value: Optional[float], details: dict[str, Any], pool: bool = False) -> tuple[Uncertainty, Any]:
+        """The interval and per-sample statistics, off the event loop: resampling 100k samples takes a second or two.
+
+        With repeats, a sample's repeats are pooled into one row and resampled together: counting
+        them as independent samples would make the interval too narrow."""
         loop = asyncio.get_running_loop()
+
+        def compute() -> tuple[Uncertainty, Any]:
+            stats = self.metric.sample_stats(items)
+            if not pool:
+                return self.metric.uncertainty(items, value), stats
+            stats = stats.pooled() if stats is not None else None
+            if stats is None or value is None or self.metric.context.resamples <= 0:
+                return Uncertainty(), stats
+            found = bootstrap(stats, value, self.metric.context.resamples, self.metric.context.seed)
+            return Uncertainty(found.ci95, found.stderr, "bootstrap over samples, repeats pooled"), stats
+
         try:
-            uncertainty, stats = await loop.run_in_executor(None, lambda: (self.metric.uncertainty(items, value), self.metric.sample_stats(items)))
+            uncertainty, stats = await loop.run_in_executor(None, compute)
         except Exception as exc:  # noqa: BLE001 - the score stands; only its interval is missing, and says why
             details["interval_error"] = f"{type(exc).__name__}: {exc}"
             return Uncertainty(), None
@@ -112,6 +149,19 @@ class _Tally:
         self.items: list[SampleScore] = []
         self.failures: Counter[str] = Counter()
         self.total = 0
+        self.samples: set[str] = set()
+        self.failed_samples: set[str] = set()   # a sample with any failed repeat
+        self.subsets: dict[str, tuple[set[str], set[str]]] = {}
+
+    def _count(self, record: Record, failed: bool) -> None:
+        self.samples.add(record.id)
+        if failed:
+            self.failed_samples.add(record.id)
+        if record.subset is not None:
+            samples, failed_ids = self.subsets.setdefault(record.subset, (set(), set()))
+            samples.add(record.id)
+            if failed:
+                failed_ids.add(record.id)
 
     def _write(self, line: dict[str, Any]) -> None:
         if self.writer is not None:
@@ -120,12 +170,17 @@ class _Tally:
             except WriteFailed:
                 self.writer = None
 
+    def _where(self, record: Record) -> dict[str, Any]:
+        return {"id": record.id, **({"repeat": record.repeat} if record.repeat else {}), **({"subset": record.subset} if record.subset is not None else {})}
+
     def fail(self, record: Record, reason: str) -> None:
         self.failures[failure_kind(reason)] += 1
-        self._write({"id": record.id, "score": None, "error": reason})
+        self._count(record, failed=True)
+        self._write({**self._where(record), "score": None, "error": reason})
 
     def add(self, record: Record, item: SampleScore) -> None:
-        line = {"id": record.id, **item}  # the id also pairs samples across models
+        line = {**self._where(record), **item}  # the id also pairs samples across models
+        self._count(record, failed=False)  # judge failures are counted apart, in details.num_judge_failed
         self.items.append(line)
         self._write(line)
 

@@ -81,18 +81,19 @@ class Execution:
         # Prepared clips are shared by the models of a dataset; with one model nothing can be shared.
         width = 2 * sum(e.info.batch_size for e in self.all_endpoints()) if len(plan.groups) > 1 else 0
         jobs: Jobs = {}
-        for dataset in plan.datasets:
-            if dataset.name not in sources:
+        for planned in plan.datasets:
+            if planned.name not in sources:
                 continue
-            preprocessor = PREPROCESSORS.get(dataset.spec.preprocessor)(dataset, plan.system_texts, plan.add_on_texts)
+            dataset = sources[planned.name].dataset  # with its format's column mapping filled in
             postprocessor = POSTPROCESSORS.get(dataset.spec.postprocessor)()
             audio = AudioCache(capacity=width)
             for group in plan.groups:
                 entry = next(m for m in plan.config.models if m.name == group.name)
+                preprocessor = PREPROCESSORS.get(dataset.spec.preprocessor)(dataset, plan.prompt_settings(entry, dataset))
                 jobs[(dataset.name, group.name)] = InferenceJob(
                     dataset.name, dataset.iso_language, sources[dataset.name], group.name, self.endpoints[group.name],
                     PROTOCOLS.get(group.info.inference_type), preprocessor, postprocessor, plan.params(entry, dataset),
-                    audio, self.store, self.options, caches[group.name], self.stop, group.identity,
+                    audio, self.store, self.options, caches[group.name], self.stop, group.identity, plan.repeats(dataset),
                 )
         return jobs
 
@@ -102,9 +103,10 @@ class Execution:
             engine_jobs = {g.name: jobs[(dataset.name, g.name)] for g in self.plan.groups if (dataset.name, g.name) in jobs}
             if not engine_jobs:
                 continue  # the dataset could not be opened: reported in data_errors
-            postprocessor = next(iter(engine_jobs.values())).postprocessor
+            first = next(iter(engine_jobs.values()))
             context = MetricContext(judge=self.judge, resamples=self.plan.config.bootstrap_resamples, seed=self.plan.config.seed)
-            engines.append(Engine(dataset.name, METRICS.get(metric)(dataset, postprocessor, context), engine_jobs, self.store))
+            scorer = METRICS.get(metric)(first.preprocessor.dataset, first.postprocessor, context)
+            engines.append(Engine(dataset.name, scorer, engine_jobs, self.store))
         return engines
 
     def on_signal(self, job_tasks: list[asyncio.Task]) -> None:

@@ -6,15 +6,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from lalmeval.config import Config, ModelInfo, TemperatureOverride
+from lalmeval.config import Config, ModelInfo, PromptRule
 from lalmeval.data.filters import skip_reason
 from lalmeval.errors import UserError
+from lalmeval.generation import merge
 from lalmeval.inference.protocols import PROTOCOLS
 from lalmeval.inference.replicas import ModelGroup, model_groups
 from lalmeval.judge import check_templates
 from lalmeval.metrics import METRICS, NORMALIZERS
+from lalmeval.languages import iso_code
 from lalmeval.postprocess import POSTPROCESSORS
 from lalmeval.preprocess import PREPROCESSORS
+from lalmeval.preprocess.base import PromptSettings
 from lalmeval.prompts import load_prompts, pick
 from lalmeval.runspecs import Catalog, Dataset, runspec_dirs
 
@@ -27,15 +30,14 @@ class Plan:
     base: Path
     catalog: Catalog
     pairs: list[tuple[Dataset, str]]
-    system_texts: list[str]
-    add_on_texts: list[str]
     skipped: dict[str, str] = field(default_factory=dict)
     judge_templates: dict[str, Any] = field(default_factory=dict)
     groups: list[ModelGroup] = field(default_factory=list)
+    prompts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def uses_judge(self) -> bool:
-        return any(metric.startswith("llm_judge") for _, metric in self.pairs)
+        return any(metric.startswith("llm_judge") or (metric == "accuracy" and dataset.spec.answer_extraction == "llm") for dataset, metric in self.pairs)
 
     @property
     def datasets(self) -> list[Dataset]:
@@ -45,34 +47,70 @@ class Plan:
         return list(seen.values())
 
     def params(self, model: ModelInfo, dataset: Dataset) -> dict[str, Any]:
-        """Generation parameters for this model on this dataset."""
-        params: dict[str, Any] = {"temperature": self.temperature(model, dataset)}
-        if model.max_tokens is not None and model.inference_type != "transcription":
-            params["max_tokens"] = model.max_tokens
+        """Generation parameters for this model on this dataset: see lalmeval/generation.py for the layers."""
+        base = {"temperature": model.temperature, **({"max_tokens": model.max_tokens} if model.max_tokens is not None else {})}
+        layers: list[tuple[tuple[int, int], dict[str, Any]]] = [((-1, 0), {**base, **model.generation_kwargs.given()}),
+                                                              ((0, 1), dataset.spec.generation_kwargs.given())]
+        for override in self.config.temperature_overrides:
+            if (rank := _specificity(override, model, dataset)) is not None:
+                layers.append((rank, {"temperature": override.temperature}))
+        for entry in self.config.generation_overrides:
+            if (rank := _specificity(entry, model, dataset)) is not None:
+                layers.append((rank, {k: v for k, v in entry.given().items() if k not in ("model", "task")}))
+        params = merge([layer for _, layer in sorted(layers, key=lambda item: item[0])])
+        if model.inference_type == "transcription":
+            params.pop("max_tokens", None)  # the transcription API has no such field
         return params
 
     def temperature(self, model: ModelInfo, dataset: Dataset) -> float:
-        """The most specific override wins: model+task, then task (dataset > task type > category), then model."""
-        best: Optional[tuple[int, int]] = None
-        value = model.temperature
-        for override in self.config.temperature_overrides:
-            rank = _specificity(override, model, dataset)
-            if rank is not None and (best is None or rank > best):
-                best, value = rank, override.temperature
-        return value
+        """The temperature this model gets on this dataset."""
+        return self.params(model, dataset)["temperature"]
+
+    def repeats(self, dataset: Dataset) -> int:
+        """How many times each sample is asked: the runspec's repeat_runs, else the config's."""
+        return dataset.spec.repeat_runs or self.config.repeat_runs
+
+    def prompt_settings(self, model: ModelInfo, dataset: Dataset) -> PromptSettings:
+        """System prompts, add-ons, instruction and MC template for this model on this dataset (prompt rules applied)."""
+        config = self.config
+        chosen: dict[str, Any] = {"system_prompts": config.filters.system_prompts, "user_prompt_add_ons": config.filters.user_prompt_add_ons,
+                                  "instruction": None, "mc_template": dataset.spec.mc_template or "mc_options"}
+        for _, rule in sorted(((rank, r) for r in config.prompt_rules if (rank := _rule_rank(r, model, dataset)) is not None), key=lambda x: x[0]):
+            chosen.update({k: v for k, v in rule.model_dump(exclude={"model", "task", "language"}).items() if v is not None})
+        shuffle = dataset.spec.shuffle_options if dataset.spec.shuffle_options is not None else config.shuffle_options
+        return PromptSettings(tuple(pick(self.prompts, "system_prompts", chosen["system_prompts"])),
+                              tuple(pick(self.prompts, "user_prompt_add_ons", chosen["user_prompt_add_ons"])),
+                              chosen["instruction"], pick(self.prompts, "mc_templates", [chosen["mc_template"]])[0], shuffle, config.seed)
 
 
-def _specificity(override: TemperatureOverride, model: ModelInfo, dataset: Dataset) -> Optional[tuple[int, int]]:
+def _task_level(task: Optional[str], dataset: Dataset) -> Optional[int]:
+    """0 for no task; 1, 2, 3 when `task` names the dataset's category, task type or the dataset; None otherwise."""
+    if task is None:
+        return 0
+    return {dataset.category: 1, dataset.task_type: 2, dataset.name: 3}.get(task)
+
+
+def _specificity(override: Any, model: ModelInfo, dataset: Dataset) -> Optional[tuple[int, int]]:
+    """(kind, task level) of an override that applies: model+task 2 > task 1 > model only 0."""
     if override.model is not None and override.model != model.name:
         return None
-    level = 0
-    if override.task is not None:
-        levels = {dataset.name: 3, dataset.task_type: 2, dataset.category: 1}
-        if override.task not in levels:
-            return None
-        level = levels[override.task]
+    level = _task_level(override.task, dataset)
+    if level is None:
+        return None
     kind = 2 if override.model and override.task else (1 if override.task else 0)
     return kind, level
+
+
+def _rule_rank(rule: PromptRule, model: ModelInfo, dataset: Dataset) -> Optional[tuple[int, int]]:
+    """(how many of model / task / language the rule names, task level) when it applies, else None."""
+    if rule.model is not None and rule.model != model.name:
+        return None
+    if rule.language is not None and iso_code(rule.language) != dataset.iso_language:
+        return None
+    level = _task_level(rule.task, dataset)
+    if level is None:
+        return None
+    return sum(x is not None for x in (rule.model, rule.task, rule.language)), level
 
 
 def _check_processors(dataset: Dataset) -> None:
@@ -121,8 +159,8 @@ def build_plan(config: Config, config_path: Path) -> Plan:
             except UserError as exc:
                 raise UserError(f"aggregate[{index}]: {exc}") from None
     prompts = load_prompts((base / config.prompts_file) if config.prompts_file else None)
-    system_texts = pick(prompts, "system_prompts", config.filters.system_prompts)
-    add_on_texts = pick(prompts, "user_prompt_add_ons", config.filters.user_prompt_add_ons)
+    pick(prompts, "system_prompts", config.filters.system_prompts)  # unknown names fail before anything else
+    pick(prompts, "user_prompt_add_ons", config.filters.user_prompt_add_ons)
     pairs = _pairs(config, catalog)
     for metric in sorted({m for _, m in pairs}):
         METRICS.get(metric).check(config)
@@ -131,9 +169,31 @@ def build_plan(config: Config, config_path: Path) -> Plan:
     kept = [(d, m) for d, m in pairs if d.name not in skipped]
     for dataset, metric in kept:
         METRICS.get(metric).check_dataset(dataset)
-    plan = Plan(config, base, catalog, kept, system_texts, add_on_texts, skipped, prompts["judge_prompts"], model_groups(config))
+        if getattr(METRICS.get(metric), "needs_judge", lambda d: False)(dataset) and config.judge_properties is None:
+            raise UserError(f"{dataset.source}: dataset '{dataset.name}': answer_extraction llm needs judge_properties in the config (see sample_config.yaml)")
+    plan = Plan(config, base, catalog, kept, skipped, prompts["judge_prompts"], model_groups(config), prompts)
+    _check_rules(plan)
     _check_group_params(plan)
     return plan
+
+
+def _check_rules(plan: Plan) -> None:
+    """Prompt rules and MC templates name things that exist; every (model, dataset) resolves."""
+    for index, rule in enumerate(plan.config.prompt_rules):
+        where = f"prompt_rules[{index}]"
+        if rule.task is not None:
+            try:
+                plan.catalog.resolve(rule.task)
+            except UserError as exc:
+                raise UserError(f"{where}: {exc}") from None
+        if rule.language is not None:
+            iso_code(rule.language, where=f"{where}.language")
+    for model in plan.config.models:
+        for dataset in plan.datasets:
+            try:
+                plan.prompt_settings(model, dataset)
+            except UserError as exc:
+                raise UserError(f"model '{model.name}' on dataset '{dataset.name}' ({dataset.source}): {exc}") from None
 
 
 def _check_group_params(plan: Plan) -> None:

@@ -57,8 +57,9 @@ def load_prompts(user_file: Optional[Path] = None) -> dict[str, dict[str, str]]:
 def pick(prompts: dict[str, dict[str, str]], section: str, names: list[str]) -> list[str]:
     """The texts for `names` in `section`; an unknown name is an error naming the filter."""
     texts = []
+    where = "mc_template" if section == "mc_templates" else f"filters.{section}"
     for name in names:
         if name not in prompts[section]:
-            raise UserError(f"filters.{section}: unknown prompt '{name}'{closest(name, prompts[section])}")
+            raise UserError(f"{where}: unknown prompt '{name}'{closest(name, prompts[section])}")
         texts.append(prompts[section][name])
     return texts

@@ -29,6 +29,11 @@ class Sample:
     transcript: Optional[str] = None
     language: Optional[str] = None
     subset: Optional[str] = None
+    choices: tuple[str, ...] = ()          # multiple choice: the options, in the data's order
+    gold: Optional[int] = None             # index of the gold option in `choices`
+    images: tuple[Any, ...] = ()           # data.images.ImageRef, in the order they are shown
+    conversation: Optional[Any] = None     # data.messages.Conversation: the whole prompt (OpenAI messages)
+    problem: Optional[str] = None          # why this row cannot become a request: recorded as its failure
 
     @property
     def has_audio(self) -> bool:
@@ -37,11 +42,15 @@ class Sample:
 
 @dataclass(frozen=True)
 class Prompt:
-    """What a preprocessor makes of a sample: the text to send and whether audio goes with it."""
+    """What a preprocessor makes of a sample: the request's text, system message and layout."""
 
-    text: str
+    text: str                                  # the user's words, flattened (recorded, shown to judges)
     system: Optional[str] = None
     with_audio: bool = True
+    conversation: Optional[Any] = None         # data.messages.Conversation when parts interleave (images, a message list)
+    options: tuple[str, ...] = ()              # multiple choice: the options as shown, in shown order
+    gold: Optional[int] = None                 # ... the gold option's position among them
+    permutation: tuple[int, ...] = ()          # ... shown position → the data's option index
 
 
 @dataclass
@@ -63,11 +72,18 @@ class Record:
     chunks: int = 1
     key: Optional[str] = None                 # identity of the request: a stored prediction is reused only under the same key
     usage: Optional[dict[str, int]] = None    # token counts the server reported (summed over chunks)
+    repeat: int = 0                           # which of the repeat_runs asks this is
+    subset: Optional[str] = None              # the sample's group (subset_column), for per-subset scores
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
         return self.error is not None
+
+    @property
+    def unit(self) -> tuple[str, int]:
+        """What one record answers for: a sample, asked for the `repeat`-th time."""
+        return self.id, self.repeat
 
     def to_json(self) -> dict[str, Any]:
         # Shallow on purpose: dataclasses.asdict deep-copies every field and is hot here.

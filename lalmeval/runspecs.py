@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lalmeval.errors import UserError, closest
 from lalmeval.files import load_json
+from lalmeval.generation import Generation
 from lalmeval.languages import iso_code
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "runspecs"
@@ -25,7 +26,7 @@ class DatasetSpec(BaseModel):
     subset: Optional[str] = Field(None, description="Hub configuration name.")
     split: str = Field("test", description="Split to evaluate.")
     revision: Optional[str] = Field(None, description="Hub revision (branch, tag or commit), e.g. 'refs/convert/parquet' for datasets whose loading script no longer runs.")
-    format: Optional[Literal["callhome"]] = Field(None, description="A data layout with its own reader: callhome (transcripts/*.cha and audio/* under hf_repo).")
+    format: Optional[Literal["callhome", "twinkle", "kimi", "general_vqa", "general_vmcq"]] = Field(None, description="A known data layout: twinkle (question, A..D, answer), kimi (index, audio_path, question, answer, subset), general_vqa (OpenAI messages with images, answer), general_vmcq (question with <image k>, options, answer, image_k), callhome (transcripts/*.cha and audio/* under hf_repo). It presets the column mapping; fields given explicitly win.")
     segment: Literal["utterance", "turns"] = Field("utterance", description="format callhome: one sample per timed utterance, or windows of whole turns of at most window_s seconds.")
     window_s: float = Field(30.0, gt=0, le=3600, allow_inf_nan=False, description="format callhome, segment turns: the longest window, in seconds (a longer single turn is its own window).")
     language: str = Field(description="Language of the dataset: ISO code or English name.")
@@ -44,8 +45,35 @@ class DatasetSpec(BaseModel):
     postprocessor: str = Field("GeneralPostprocessor", description="Registered postprocessor name.")
     metrics: list[str] = Field(default_factory=list, description="Metrics that 'all' expands to.")
     instruction: Optional[str] = Field(None, description="Default instruction when the row has none.")
+    choices_column: Optional[Union[str, list[str]]] = Field(None, description="Multiple choice: one column holding each row's options (a list, or a string like '(A) x (B) y'), or a list of option columns (e.g. [\"A\", \"B\", \"C\", \"D\"]).")
+    choices: Optional[list[str]] = Field(None, min_length=2, max_length=26, description="Multiple choice with the same options for every row (fixed-label classification).")
+    answer_extraction: Literal["default", "regex", "box", "first_letter", "llm"] = Field("default", description="How a multiple-choice reply becomes an option: default (explicit final answers, negations, CJK, option text), regex (answer_pattern), box, first_letter, or llm (the judge maps replies default cannot read).")
+    answer_pattern: Optional[str] = Field(None, description="answer_extraction regex: a pattern with one group holding the letter or the option text; the last match wins.")
+    mc_template: Optional[str] = Field(None, description="Multiple choice: name of the template (prompts file section mc_templates) that shows the question and options.")
+    image_column: Optional[Union[str, list[str]]] = Field(None, description="Column(s) holding images: a path (relative to the data file), an http(s) URL, a data URI, or an image struct {bytes, path}.")
+    messages_column: Optional[str] = Field(None, description="Column holding an OpenAI-style message list (system prompt, text and image parts): the whole prompt (format general_vqa).")
+    shuffle_options: Optional[bool] = Field(None, description="Multiple choice: permute options per sample with the run's seed (overrides the config's shuffle_options).")
+    repeat_runs: Optional[int] = Field(None, ge=1, le=100, description="Ask every sample this many times (overrides the config's repeat_runs).")
+    generation_kwargs: Generation = Field(default_factory=Generation, description="Generation settings for this dataset (top_p, max_tokens, stop, extra_body, ...): above the model's own, below config overrides that name the task.")
+    origin: Optional[str] = Field(None, description="Where this definition comes from: the dataset card and paper (documentation only).")
     normalizer: Optional[str] = Field(None, description="Text normalizer of error rates (a registered name, or 'none'); default by language: whisper_english for English, chinese for Chinese and Cantonese, basic otherwise.")
     error_unit: Optional[Literal["word", "character", "mixed"]] = Field(None, description="What error rates count: words, characters, or mixed (each CJK character and each other word a token); default by language: mixed for zh/yue, character for ja/ko/th/lo/my/km, word otherwise.")
+
+
+# What a format presets at the runspec level; the column mapping waits for the data's columns.
+_FORMAT_SPEC = {
+    "twinkle": {"modality": "text", "audio_column": None, "metrics": ["accuracy"]},
+    "kimi": {},
+    "general_vqa": {"modality": "text", "audio_column": None, "metrics": ["bleu", "rouge"]},
+    "general_vmcq": {"modality": "text", "audio_column": None, "metrics": ["accuracy"]},
+    "callhome": {"id_column": "id"},
+}
+
+
+def with_format_defaults(spec: "DatasetSpec") -> "DatasetSpec":
+    """The spec with its format's presets filled in wherever the runspec gave nothing."""
+    preset = _FORMAT_SPEC.get(spec.format or "", {})
+    return spec.model_copy(update={k: v for k, v in preset.items() if k not in spec.model_fields_set})
 
 
 @dataclass(frozen=True)
@@ -95,7 +123,12 @@ def _read_file(path: Path, category: str) -> list[Dataset]:
             if err["type"] == "literal_error":  # e.g. error_unit: name the closest valid value
                 hint = f" (got {err['input']!r})" + closest(str(err["input"]), re.findall(r"'([^']*)'", err["ctx"]["expected"]))
             raise UserError(f"{path}: dataset '{name}': {field or 'entry'}: {err['msg']}{hint}") from None
+        spec = with_format_defaults(spec)
         iso_code(spec.language, where=f"{path}: dataset '{name}': language")
+        if spec.answer_extraction == "regex" and not spec.answer_pattern:
+            raise UserError(f"{path}: dataset '{name}': answer_extraction regex needs answer_pattern")
+        if spec.choices and spec.choices_column:
+            raise UserError(f"{path}: dataset '{name}': give choices (the same for every row) or choices_column, not both")
         if spec.target_language:
             iso_code(spec.target_language, where=f"{path}: dataset '{name}': target_language")
         datasets.append(Dataset(name, category, path.stem, spec, path))

@@ -33,6 +33,16 @@ class SampleStats:
         value = float(self.statistic(self.values.sum(axis=0, keepdims=True))[0])
         return None if math.isnan(value) else value
 
+    def pooled(self) -> "SampleStats":
+        """One row per sample id, its rows summed (repeats of a sample are one draw of the bootstrap)."""
+        order = list(dict.fromkeys(self.ids))
+        if len(order) == len(self.ids):
+            return self
+        row = {sample_id: i for i, sample_id in enumerate(order)}
+        summed = np.zeros((len(order), self.values.shape[1]))
+        np.add.at(summed, [row[i] for i in self.ids], self.values)
+        return SampleStats(tuple(order), summed, self.statistic)
+
     def subset(self, ids: Sequence[str]) -> "SampleStats":
         """The same statistic over the samples `ids`, in that order."""
         row = {sample_id: i for i, sample_id in enumerate(self.ids)}

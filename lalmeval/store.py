@@ -235,15 +235,15 @@ class RunStore:
         self._atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         return path
 
-    def stored_records(self, dataset: str, model: str) -> dict[str, Record]:
-        """The last record stored for each sample of (dataset, model), failed or not."""
-        stored: dict[str, Record] = {}
+    def stored_records(self, dataset: str, model: str) -> dict[tuple[str, int], Record]:
+        """The last record stored for each (sample, repeat) of (dataset, model), failed or not."""
+        stored: dict[tuple[str, int], Record] = {}
         for item in read_jsonl(self.records_path(dataset, model)):
             try:
                 record = Record(**item)
             except TypeError:
                 continue
-            stored[record.id] = record
+            stored[record.unit] = record
         return stored
 
     @staticmethod

@@ -92,9 +92,10 @@ def test_sample_config_is_valid_and_documents_every_key(monkeypatch):
         monkeypatch.setenv(var, value)
     text = (repo / "sample_config.yaml").read_text()
     load_config(repo / "sample_config.yaml")
-    from lalmeval.config import Config, Filters, JudgeProperties, ModelInfo, TemperatureOverride
+    from lalmeval.config import Config, Filters, GenerationOverride, JudgeProperties, ModelInfo, PromptRule, TemperatureOverride
+    from lalmeval.generation import Generation
 
-    for schema in (Config, Filters, ModelInfo, TemperatureOverride, JudgeProperties):
+    for schema in (Config, Filters, ModelInfo, TemperatureOverride, JudgeProperties, GenerationOverride, PromptRule, Generation):
         for key in schema.model_fields:
             assert f"{key}:" in text, f"sample_config.yaml does not show '{key}'"
 

@@ -204,8 +204,8 @@ def test_a_pass_that_cannot_go_on_fails_every_remaining_sample_with_the_reason(w
     assert (result.scores[0].num_samples, result.scores[0].num_failed) == (4, 4) and not result.complete
 
 
-def blank(sample_id):
-    return Record(id=sample_id, prompt="", system=None, params={}, reference=None)
+def blank(unit):
+    return Record(id=unit[0], repeat=unit[1], prompt="", system=None, params={}, reference=None)
 
 
 def test_ledger_accepts_exactly_one_record_per_selected_sample():
@@ -213,10 +213,21 @@ def test_ledger_accepts_exactly_one_record_per_selected_sample():
     ledger = Ledger(["a", "b", "c"], published.append, persisted.append, blank)
     ledger.settle(Record(id="a", prompt="p", system=None, params={}, reference="r", prediction="x"))
     with pytest.raises(InvariantError):
-        ledger.settle(blank("a"))
+        ledger.settle(blank(("a", 0)))
     with pytest.raises(InvariantError):
-        ledger.settle(blank("z"))
+        ledger.settle(blank(("z", 0)))
     assert ledger.fail_open("stopped", persist=False) == 2
     assert [r.id for r in published] == ["a", "b", "c"] and [r.id for r in persisted] == ["a"]
     assert [r.error for r in published[1:]] == ["stopped", "stopped"]
     assert ledger.selected == 3 and ledger.open_count == 0
+
+
+def test_with_repeats_the_ledger_owes_one_record_per_sample_and_repeat():
+    published = []
+    ledger = Ledger(["a", "b"], published.append, lambda r: None, blank, repeats=3)
+    assert ledger.selected == 6
+    ledger.settle(Record(id="a", repeat=2, prompt="p", system=None, params={}, reference="r", prediction="x"))
+    with pytest.raises(InvariantError):
+        ledger.settle(Record(id="a", repeat=2, prompt="p", system=None, params={}, reference="r", prediction="y"))
+    assert ledger.fail_open("stopped", persist=False) == 5
+    assert sorted(r.unit for r in published) == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1), ("b", 2)]

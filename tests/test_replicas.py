@@ -62,13 +62,18 @@ def test_a_replica_that_dies_mid_run_leaves_its_work_to_the_others_and_no_sample
 
 
 def free_port_pair() -> int:
-    for _ in range(50):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        with socket.socket() as other:
-            if other.connect_ex(("127.0.0.1", port + 1)) != 0 and port < 65000:
-                return port
+    """Two consecutive free ports, below the ephemeral range (where outgoing connections take theirs)."""
+    import random
+
+    for _ in range(200):
+        port = random.randrange(20000, 30000)
+        try:
+            with socket.socket() as first, socket.socket() as second:
+                first.bind(("127.0.0.1", port))
+                second.bind(("127.0.0.1", port + 1))
+            return port
+        except OSError:
+            continue
     raise RuntimeError("no free port pair")
 
 

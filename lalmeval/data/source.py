@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from lalmeval.config import Filters
 from lalmeval.data import hub  # noqa: F401  (registers the hub and disk formats)
+from lalmeval.choices import gold_index, parse_options
 from lalmeval.data.filters import RowFilter, sample_count
+from lalmeval.data.images import ImageRef, image_ref, is_missing
+from lalmeval.data.messages import from_openai_messages
 from lalmeval.data.tables import FORMATS, MemoryTable, Table, TableRequest
 from lalmeval.errors import UserError
 from lalmeval.languages import iso_code
@@ -29,8 +32,8 @@ _SAVED_MARKERS = ("dataset_info.json", "dataset_dict.json", "state.json")
 
 def locate(dataset: Dataset) -> tuple[str, Path]:
     """Which format reads this dataset, and from where."""
-    if dataset.spec.format:
-        return dataset.spec.format, dataset.resolve_path(dataset.spec.hf_repo)
+    if dataset.spec.format == "callhome":  # the one format with a reader of its own
+        return "callhome", dataset.resolve_path(dataset.spec.hf_repo)
     repo = dataset.spec.hf_repo
     local = dataset.resolve_path(repo)
     looks_local = repo.startswith((".", "/", "~")) or Path(repo).suffix.lower() in _LOCAL_SUFFIXES
@@ -60,22 +63,64 @@ def _light_fields(dataset: Dataset, filters: Filters) -> list[str]:
     return [f for f in fields if f]
 
 
-def mapped_columns(dataset: Dataset) -> dict[str, Optional[str]]:
-    """Runspec field → the column it names."""
+def mapped_columns(dataset: Dataset) -> list[tuple[str, str]]:
+    """(runspec field, column) for every column the runspec maps."""
     spec = dataset.spec
-    return {
+    single = {
         "audio_column": spec.audio_column if spec.modality != "text" else None,
         "target_column": spec.target_column, "additional_instruction_column": spec.additional_instruction_column,
         "textual_input_column": spec.textual_input_column, "transcript_column": spec.transcript_column,
         "id_column": spec.id_column, "language_column": spec.language_column, "subset_column": spec.subset_column,
+        "messages_column": spec.messages_column,
     }
+    pairs = [(name, column) for name, column in single.items() if column]
+    for name in ("choices_column", "image_column"):
+        value = getattr(spec, name)
+        pairs += [(name, column) for column in ([value] if isinstance(value, str) else value or [])]
+    return pairs
 
 
 def check_columns(dataset: Dataset, columns: list[str], where: str) -> None:
     """Every column the runspec maps must exist in the data."""
-    for name, column in mapped_columns(dataset).items():
-        if column and columns and column not in columns:
+    for name, column in mapped_columns(dataset):
+        if columns and column not in columns:
             raise UserError(f"{where}: dataset '{dataset.name}': {name} '{column}' not found (columns: {', '.join(sorted(columns))})")
+
+
+def _present(columns: list[str], *names: str) -> Optional[str]:
+    return next((n for n in names if n in columns), None)
+
+
+def _format_columns(fmt: str, columns: list[str]) -> dict[str, Any]:
+    """The column mapping a format implies, given the columns the data has."""
+    if fmt == "twinkle":
+        letters = []
+        for letter in "ABCDEFGHIJKLMNOPQRSTUVWXYZ":  # option columns A, B, C, ... as far as they go
+            if letter not in columns:
+                break
+            letters.append(letter)
+        return {"textual_input_column": "question", "target_column": "answer", "choices_column": letters or None, "id_column": _present(columns, "id", "index")}
+    if fmt == "kimi":
+        return {"id_column": "index", "audio_column": "audio_path", "additional_instruction_column": "question", "target_column": "answer",
+                "subset_column": _present(columns, "subset"), "transcript_column": _present(columns, "audio_content")}
+    if fmt == "general_vqa":
+        return {"messages_column": "messages", "target_column": _present(columns, "answer"), "id_column": _present(columns, "id", "index")}
+    if fmt == "general_vmcq":
+        images = []
+        for k in range(1, 101):  # image_1 .. image_100, up to the first missing one, as EvalScope reads them
+            if f"image_{k}" not in columns:
+                break
+            images.append(f"image_{k}")
+        return {"textual_input_column": "question", "choices_column": "options", "target_column": "answer",
+                "image_column": images or None, "id_column": _present(columns, "id", "index")}
+    return {}
+
+
+def formatted(dataset: Dataset, columns: list[str]) -> Dataset:
+    """The dataset with its format's column mapping filled in wherever the runspec gave nothing."""
+    preset = _format_columns(dataset.spec.format or "", columns)
+    update = {k: v for k, v in preset.items() if k not in dataset.spec.model_fields_set}
+    return replace(dataset, spec=dataset.spec.model_copy(update=update)) if update else dataset
 
 
 def open_table(dataset: Dataset, fields: list[str], streaming: bool = False) -> tuple[Table, Path, str]:
@@ -132,16 +177,42 @@ def row_id(row: dict[str, Any], index: int, dataset: Dataset, where: str) -> str
     return value
 
 
+def _choices(row: dict[str, Any], spec: Any) -> list[str]:
+    """A row's options: the runspec's fixed list, one list column, or one column per option."""
+    if spec.choices:
+        return list(spec.choices)
+    if isinstance(spec.choices_column, list):
+        return parse_options([row.get(c) for c in spec.choices_column if not is_missing(row.get(c))])
+    return parse_options(row.get(spec.choices_column)) if spec.choices_column else []
+
+
+def _images(row: dict[str, Any], spec: Any, base: Path) -> tuple[ImageRef, ...]:
+    columns = [spec.image_column] if isinstance(spec.image_column, str) else spec.image_column or []
+    return tuple(image_ref(row.get(c), base) for c in columns if not is_missing(row.get(c)))
+
+
+def _rich_fields(row: dict[str, Any], spec: Any, base: Path) -> dict[str, Any]:
+    """Options with the gold index, images, a message list — or the problem that stops this row."""
+    try:
+        choices = _choices(row, spec)
+        gold = gold_index(row.get(spec.target_column), choices) if choices and spec.target_column else None
+        conversation = from_openai_messages(row.get(spec.messages_column), base) if spec.messages_column else None
+        return {"choices": tuple(choices), "gold": gold, "images": _images(row, spec, base), "conversation": conversation}
+    except ValueError as exc:  # ImageError is one: a bad row fails alone, with its reason
+        return {"problem": f"data: {exc}"}
+
+
 def to_sample(row: dict[str, Any], index: int, dataset: Dataset, base: Path, where: str = "data") -> Sample:
     """One row → Sample, reading the runspec's column mapping."""
     spec = dataset.spec
     text = lambda column: _text(row.get(column)) if column else None  # noqa: E731
+    rich = _rich_fields(row, spec, base) if spec.choices or spec.choices_column or spec.image_column or spec.messages_column else {}
     return Sample(
         id=row_id(row, index, dataset, where),
         audio=audio_refs(row.get(spec.audio_column), base) if spec.audio_column else (),
         reference=text(spec.target_column), instruction=text(spec.additional_instruction_column),
         text_input=text(spec.textual_input_column), transcript=text(spec.transcript_column),
-        language=text(spec.language_column), subset=text(spec.subset_column),
+        language=text(spec.language_column), subset=text(spec.subset_column), **rich,
     )
 
 
@@ -212,9 +283,15 @@ class Source:
                 return
 
 
+# Every column a format may map: before the data is open, its light fields must cover them all.
+_FORMAT_CANDIDATES = ["id", "index", "audio_path", "question", "answer", "subset", "audio_content", "messages", "options"]
+
+
 def open_source(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bool = False) -> Source:
     """Open, check and select a dataset (blocking: call from a worker thread)."""
-    table, base, where = open_table(dataset, _light_fields(dataset, filters), streaming)
+    fields = _light_fields(formatted(dataset, _FORMAT_CANDIDATES), filters)
+    table, base, where = open_table(dataset, fields, streaming)
+    dataset = formatted(dataset, table.columns)
     check_columns(dataset, table.columns, where)
     keep = RowFilter(dataset, filters, base)
     scan = table.scan()
@@ -242,5 +319,6 @@ def inspect(dataset: Dataset, streaming: bool = False) -> list[str]:
     else:
         table, _, where = open_table(dataset, [spec.id_column] if spec.id_column else [], streaming)
         columns = table.columns
+    dataset = formatted(dataset, columns)
     check_columns(dataset, columns, where)
     return columns

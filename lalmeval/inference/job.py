@@ -10,7 +10,10 @@ from typing import Any, AsyncIterator, Iterator, Optional
 
 from lalmeval.cache import InferenceCache, deterministic, request_key
 from lalmeval.config import ModelInfo
+from lalmeval.choices import LETTERS
 from lalmeval.data.audio import AudioError, PreparedAudio, audio_identity, prepare
+from lalmeval.data.images import ImageError, ImagePart
+from lalmeval.data.messages import image_parts
 from lalmeval.data.source import Source
 from lalmeval.errors import UserError
 from lalmeval.inference.client import Endpoint, RequestFailed
@@ -91,8 +94,8 @@ class SampleQueue:
 
     _END = object()
 
-    def __init__(self, samples: Iterator[Sample], ahead: int, admit):
-        self._samples, self._admit = samples, admit
+    def __init__(self, samples: Iterator[Sample], ahead: int, admit, repeats: int = 1):
+        self._samples, self._admit, self.repeats = samples, admit, repeats
         self._queue: asyncio.Queue = asyncio.Queue(maxsize=max(ahead, READ_AHEAD))
         self.failure: Optional[str] = None
         self.read = 0
@@ -113,14 +116,16 @@ class SampleQueue:
                 for sample in batch:
                     self._admit(sample.id)
                     self.read += 1
-                    await self._queue.put(sample)
+                    for repeat in range(self.repeats):
+                        await self._queue.put((sample, repeat))
         except UserError as exc:  # bad data met while reading: its own one-line message
             self.failure = str(exc)
         except Exception as exc:  # noqa: BLE001 - a broken source ends the pass with its reason
             self.failure = f"{type(exc).__name__}: {exc}"
         await self._queue.put(self._END)  # not on cancellation: then every worker is cancelled too
 
-    async def get(self) -> Optional[Sample]:
+    async def get(self) -> Optional[tuple[Sample, int]]:
+        """The next (sample, repeat) to answer, or None when there is none left."""
         item = await self._queue.get()
         if item is self._END:
             self._queue.put_nowait(self._END)  # every other worker sees the end too
@@ -148,6 +153,7 @@ class InferenceJob:
         preprocessor: Preprocessor, postprocessor: Postprocessor, params: dict[str, Any],
         audio: AudioCache, store: RunStore, options: RunOptions = RunOptions(),
         cache: Optional[InferenceCache] = None, stop: Optional[asyncio.Event] = None, identity: Optional[str] = None,
+        repeats: int = 1,
     ):
         self.dataset, self.language, self.source, self.name = dataset, language, source, name
         self.endpoints, self.protocol = endpoints, protocol
@@ -156,12 +162,13 @@ class InferenceJob:
         self.cache = cache if options.use_cache else None
         self.stop = stop or asyncio.Event()
         self.identity = identity or endpoints[0].info.url
+        self.repeats = repeats
         self.stream = RecordStream()
         self.reused = 0
         self.failure: Optional[str] = None   # why the pass as a whole could not go on, if it could not
         self.started: Optional[float] = None
         self._writer: Optional[JsonlWriter] = None
-        self._stored: dict[str, Record] = {}
+        self._stored: dict[tuple[str, int], Record] = {}
 
     @property
     def info(self) -> ModelInfo:
@@ -170,12 +177,14 @@ class InferenceJob:
 
     @property
     def total(self) -> Optional[int]:
-        return self.source.total
+        total = self.source.total
+        return total * self.repeats if total is not None else None
 
-    def _blank(self, sample_id: str, sample: Optional[Sample] = None, reason: Optional[str] = None) -> Record:
-        """The record of a sample that gets no prediction."""
-        return Record(id=sample_id, prompt="", system=None, params=self.params, error=reason,
-                      reference=sample.reference if sample else None, transcript=sample.transcript if sample else None)
+    def _blank(self, unit: tuple[str, int], sample: Optional[Sample] = None, reason: Optional[str] = None) -> Record:
+        """The record of a unit that gets no prediction."""
+        return Record(id=unit[0], repeat=unit[1], prompt="", system=None, params=self.params, error=reason,
+                      reference=sample.reference if sample else None, transcript=sample.transcript if sample else None,
+                      subset=sample.subset if sample else None)
 
     def _persist(self, record: Record) -> None:
         if self._writer is None:
@@ -202,11 +211,11 @@ class InferenceJob:
         if self.options.reeval or self.failure is not None:
             return False
         ids = self.source.ids
-        return ids is None or any((r := self._stored.get(i)) is None or r.failed for i in ids)
+        return ids is None or any((r := self._stored.get((i, k))) is None or r.failed for i in ids for k in range(self.repeats))
 
     async def run(self) -> None:
         """Publish stored records that still hold (resume), infer the rest; every sample ends as one record."""
-        ledger = Ledger(self.source.ids, self.stream.push, self._persist, self._blank)
+        ledger = Ledger(self.source.ids, self.stream.push, self._persist, self._blank, self.repeats)
         self.started = time.monotonic()
         try:
             if not self.options.reeval:
@@ -231,7 +240,7 @@ class InferenceJob:
 
     async def _work(self, stored: dict[str, Record], ledger: Ledger) -> None:
         """Workers of every replica pull from one queue: memory stays bounded however large the dataset."""
-        queue = SampleQueue(self.source.samples(), sum(e.info.batch_size for e in self.endpoints), ledger.admit)
+        queue = SampleQueue(self.source.samples(), sum(e.info.batch_size for e in self.endpoints), ledger.admit, self.repeats)
         tasks = [asyncio.ensure_future(queue.fill())]
         for endpoint in self.endpoints:
             width = 1 if self.options.reeval else endpoint.info.batch_size * 2
@@ -247,61 +256,85 @@ class InferenceJob:
             self.failure = f"data: {queue.failure}"
             ledger.fail_open(self.failure, persist=True)
 
-    async def _worker(self, queue: SampleQueue, home: Endpoint, stored: dict[str, Record], ledger: Ledger) -> None:
+    async def _worker(self, queue: SampleQueue, home: Endpoint, stored: dict[tuple[str, int], Record], ledger: Ledger) -> None:
         while not self.stop.is_set():
-            sample = await queue.get()
-            if sample is None or self.stop.is_set():
-                return  # interrupted: a taken sample stays open and is left for a resumed run
-            record, persist = await self._resolve(sample, stored.pop(sample.id, None), home)
+            unit = await queue.get()
+            if unit is None or self.stop.is_set():
+                return  # interrupted: a taken unit stays open and is left for a resumed run
+            sample, repeat = unit
+            record, persist = await self._resolve(sample, repeat, stored.pop((sample.id, repeat), None), home)
             ledger.settle(record, persist)
 
-    async def _resolve(self, sample: Sample, old: Optional[Record], home: Endpoint) -> tuple[Record, bool]:
-        """The record of one sample, and whether to write it: a reused one is already on disk."""
+    async def _resolve(self, sample: Sample, repeat: int, old: Optional[Record], home: Endpoint) -> tuple[Record, bool]:
+        """The record of one (sample, repeat), and whether to write it: a reused one is already on disk."""
         try:
             if self.options.reeval:  # score what is stored; send nothing
                 if old is None:
-                    return self._blank(sample.id, sample, NOT_INFERRED), False
+                    return self._blank((sample.id, repeat), sample, NOT_INFERRED), False
                 self.reused += 1
-                return replace(old, reference=sample.reference, transcript=sample.transcript), False
-            prompt = self.preprocessor.prompt(sample)
-            if old is not None and not old.failed and old.key is not None and old.key == await self._identity(sample, prompt):
+                return self._refreshed(old, sample), False
+            if sample.problem:
+                return self._blank((sample.id, repeat), sample, sample.problem), True
+            prompt = self.preprocessor.prompt(sample, repeat)
+            if old is not None and not old.failed and old.key is not None and old.key == await self._identity(sample, prompt, repeat):
                 self.reused += 1
-                # references and transcripts are data: score against the current ones
-                return replace(old, reference=sample.reference, transcript=sample.transcript), False
-            return await self.infer(sample, prompt, home), True
+                return self._refreshed(old, sample), False
+            return await self.infer(sample, prompt, home, repeat), True
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as exc:  # a bug or an input nobody foresaw fails this sample only
-            return self._blank(sample.id, sample, _internal(exc)), True
+            return self._blank((sample.id, repeat), sample, _internal(exc)), True
 
-    async def _identity(self, sample: Sample, prompt: Prompt) -> Optional[str]:
-        """The request key of a sample without decoding its audio (for deciding whether to resume it)."""
-        digests: list[str] = []
-        if prompt.with_audio:
-            loop = asyncio.get_running_loop()
-            try:
-                digests = [await loop.run_in_executor(None, audio_identity, ref.source, ref.span) for ref in sample.audio]
-            except AudioError:
-                return None
-        return request_key(self.info, prompt, self.params, digests, self.language, url=self.identity)
+    @staticmethod
+    def _refreshed(old: Record, sample: Sample) -> Record:
+        """A stored record scored against the current data (references, transcripts and subsets are data)."""
+        return replace(old, transcript=sample.transcript, subset=sample.subset,
+                       reference=old.reference if sample.choices else sample.reference)
 
-    async def infer(self, sample: Sample, prompt: Prompt, home: Endpoint) -> Record:
-        """The record for one sample: a prediction, or the reason there is none."""
-        record = Record(id=sample.id, prompt=prompt.text, system=prompt.system, params=self.params,
-                        reference=sample.reference, transcript=sample.transcript)
+    def _repeat_key(self, repeat: int) -> Optional[int]:
+        return repeat if self.repeats > 1 else None
+
+    async def _identity(self, sample: Sample, prompt: Prompt, repeat: int) -> Optional[str]:
+        """The request key of a unit without decoding its audio (for deciding whether to resume it)."""
+        loop = asyncio.get_running_loop()
+        try:
+            digests = [await loop.run_in_executor(None, audio_identity, ref.source, ref.span) for ref in sample.audio] if prompt.with_audio else []
+            images = [i.digest for i in await loop.run_in_executor(None, _images, prompt)]
+        except (AudioError, ValueError):
+            return None
+        return request_key(self.info, prompt, self.params, digests, self.language, url=self.identity,
+                           image_digests=images, repeat=self._repeat_key(repeat))
+
+    def _record(self, sample: Sample, prompt: Prompt, repeat: int) -> Record:
+        record = Record(id=sample.id, repeat=repeat, prompt=prompt.text, system=prompt.system, params=self.params,
+                        reference=sample.reference, transcript=sample.transcript, subset=sample.subset)
+        if prompt.options:  # multiple choice: what the model saw, so scoring maps its answer back
+            if prompt.gold is not None:
+                record.reference = f"{LETTERS[prompt.gold]}. {prompt.options[prompt.gold]}"
+            record.extra.update(options=list(prompt.options), gold=prompt.gold, permutation=list(prompt.permutation))
+        return record
+
+    async def infer(self, sample: Sample, prompt: Prompt, home: Endpoint, repeat: int = 0) -> Record:
+        """The record for one (sample, repeat): a prediction, or the reason there is none."""
+        record = self._record(sample, prompt, repeat)
         loop = asyncio.get_running_loop()
         started = loop.time()
         try:
             audio = await self._audio(sample, prompt)
-            record.key = request_key(self.info, prompt, self.params, [a.digest for a in audio], self.language, url=self.identity)
+            images = await loop.run_in_executor(None, _images, prompt)
+            record.key = request_key(self.info, prompt, self.params, [a.digest for a in audio], self.language, url=self.identity,
+                                     image_digests=[i.digest for i in images], repeat=self._repeat_key(repeat))
             cached = self.cache.get(record.key) if self._cacheable() else None
             if cached is not None:
-                record.reply, record.extra = cached, {"cached": True}
+                record.reply = cached
+                record.extra["cached"] = True
             else:
-                record.reply = await self._request(record, prompt, audio, home)
+                record.reply = await self._request(record, prompt, audio, home, images)
                 if self._cacheable():
                     self.cache.put(record.key, record.reply)
             record.prediction = self.postprocessor.process(record.reply)
+        except ImageError as exc:
+            record.error = f"image: {exc}"
         except AudioError as exc:
             record.error = f"audio: {exc}"
         except RequestError as exc:
@@ -323,13 +356,13 @@ class InferenceJob:
             raise AudioError("sample has no audio")
         return [await self.audio.get(sample, i) for i in range(len(sample.audio))]
 
-    async def _request(self, record: Record, prompt: Prompt, audio: list[PreparedAudio], home: Endpoint) -> str:
+    async def _request(self, record: Record, prompt: Prompt, audio: list[PreparedAudio], home: Endpoint, images: list[ImagePart]) -> str:
         """Send the clip (in chunks when longer than chunk_size) and join the replies in order."""
         requests: list[list[PreparedAudio]] = [audio]
         if len(audio) == 1 and self.info.chunk_size and audio[0].seconds > self.info.chunk_size:
             pieces = await asyncio.get_running_loop().run_in_executor(None, _encode_chunks, audio[0], self.info.chunk_size)
             requests = [[piece] for piece in pieces]
-        replies = await asyncio.gather(*(self._send(prompt, clips, home) for clips in requests))
+        replies = await asyncio.gather(*(self._send(prompt, clips, home, images) for clips in requests))
         record.attempts = sum(r.attempts for r, _ in replies)
         record.retry_wait = round(sum(r.retry_wait for r, _ in replies), 3)
         record.chunks = len(requests)
@@ -340,9 +373,9 @@ class InferenceJob:
         texts = [r.value.text.strip() for r, _ in replies]
         return " ".join(t for t in texts if t)
 
-    async def _send(self, prompt: Prompt, audio: list[PreparedAudio], home: Endpoint):
+    async def _send(self, prompt: Prompt, audio: list[PreparedAudio], home: Endpoint, images: list[ImagePart]):
         """POST to the home replica; when a replica is down or unreachable, the request moves to a live one."""
-        body, content_type = self.protocol.body(self.info, prompt, audio, self.params, self.language)
+        body, content_type = self.protocol.body(self.info, prompt, audio, self.params, self.language, images)
         tried: list[Endpoint] = []
         endpoint: Optional[Endpoint] = home
         while True:
@@ -359,6 +392,11 @@ class InferenceJob:
         """The least loaded live replica not tried yet for this request."""
         live = [e for e in self.endpoints if e.down_reason is None and e not in tried]
         return min(live, key=lambda e: e.limit.in_flight / max(1, e.limit.limit), default=None)
+
+
+def _images(prompt: Prompt) -> list[ImagePart]:
+    """The image parts of a prompt's conversation, read and encoded (blocking: call in an executor)."""
+    return image_parts(prompt.conversation.parts()) if prompt.conversation is not None else []
 
 
 def _encode_chunks(audio: PreparedAudio, seconds: Optional[float]) -> list[PreparedAudio]:

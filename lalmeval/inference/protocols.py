@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from lalmeval.config import ModelInfo
 from lalmeval.data.audio import PreparedAudio
+from lalmeval.data.images import ImagePart
+from lalmeval.data.messages import Audio, Conversation, Text, to_openai_messages
+from lalmeval.generation import request_fields
 from lalmeval.records import Prompt
 from lalmeval.registry import Registry
 
@@ -68,7 +72,8 @@ class Protocol:
 
     path = ""
 
-    def body(self, info: ModelInfo, prompt: Prompt, audio: Sequence[PreparedAudio], params: dict[str, Any], language: str) -> tuple[bytes, str]:
+    def body(self, info: ModelInfo, prompt: Prompt, audio: Sequence[PreparedAudio], params: dict[str, Any], language: str,
+             images: Sequence[ImagePart] = ()) -> tuple[bytes, str]:
         raise NotImplementedError
 
     def parse(self, payload: Any) -> Answer:
@@ -83,14 +88,26 @@ class Protocol:
 PROTOCOLS: Registry[Protocol] = Registry("inference type")
 
 
+_SLOT = re.compile(rb"@@lalmeval-audio-(\d+)@@")
+
+
 def splice(template: bytes, payloads: Sequence[bytes]) -> bytes:
-    """The base64 payloads put in their slots: spliced in rather than JSON-encoded, as they are most of the bytes."""
-    pieces, rest = [], template
-    for index, payload in enumerate(payloads):
-        head, rest = rest.split(_AUDIO_SLOT.format(index).encode(), 1)
-        pieces.extend((head, payload))
-    pieces.append(rest)
+    """The base64 payloads put in their slots, wherever and however often each appears: spliced in
+    rather than JSON-encoded, as they are most of the bytes."""
+    pieces = _SLOT.split(template)  # text, index, text, index, ..., text
+    for at in range(1, len(pieces), 2):
+        pieces[at] = payloads[int(pieces[at])]
     return b"".join(pieces)
+
+
+def audio_part(audio_format: str) -> Callable[[Audio], dict[str, Any]]:
+    """The JSON part of a clip, holding a slot that splice() fills with its base64 WAV."""
+    def part(clip: Audio) -> dict[str, Any]:
+        slot = _AUDIO_SLOT.format(clip.index)
+        if audio_format == "audio_url":
+            return {"type": "audio_url", "audio_url": {"url": "data:audio/wav;base64," + slot}}
+        return {"type": "input_audio", "input_audio": {"data": slot, "format": "wav"}}
+    return part
 
 
 class ChatCompletions(Protocol):
@@ -98,19 +115,15 @@ class ChatCompletions(Protocol):
 
     path = "/chat/completions"
 
-    def body(self, info: ModelInfo, prompt: Prompt, audio: Sequence[PreparedAudio], params: dict[str, Any], language: str) -> tuple[bytes, str]:
-        content: list[dict[str, Any]] = []
-        if prompt.text:
-            content.append({"type": "text", "text": prompt.text})
-        for index in range(len(audio)):
-            slot = _AUDIO_SLOT.format(index)
-            if info.audio_format == "audio_url":
-                content.append({"type": "audio_url", "audio_url": {"url": "data:audio/wav;base64," + slot}})
-            else:
-                content.append({"type": "input_audio", "input_audio": {"data": slot, "format": "wav"}})
+    def body(self, info: ModelInfo, prompt: Prompt, audio: Sequence[PreparedAudio], params: dict[str, Any], language: str,
+             images: Sequence[ImagePart] = ()) -> tuple[bytes, str]:
+        conversation = prompt.conversation or Conversation.user([*([Text(prompt.text)] if prompt.text else []), *(Audio(i) for i in range(len(audio)))])
         messages = [{"role": "system", "content": prompt.system}] if prompt.system else []
-        messages.append({"role": "user", "content": content})
-        template = json.dumps({"model": info.model, "messages": messages, **params}, ensure_ascii=False).encode()
+        try:
+            messages += to_openai_messages(Conversation(None, conversation.turns), images, audio_part(info.audio_format))
+        except ValueError as exc:
+            raise RequestError(str(exc)) from None
+        template = json.dumps({"model": info.model, "messages": messages, **request_fields(params)}, ensure_ascii=False).encode()
         return splice(template, [clip.b64 for clip in audio]), "application/json"
 
     def parse(self, payload: Any) -> Answer:
@@ -156,7 +169,10 @@ class Transcriptions(Protocol):
 
     path = "/audio/transcriptions"
 
-    def body(self, info: ModelInfo, prompt: Prompt, audio: Sequence[PreparedAudio], params: dict[str, Any], language: str) -> tuple[bytes, str]:
+    def body(self, info: ModelInfo, prompt: Prompt, audio: Sequence[PreparedAudio], params: dict[str, Any], language: str,
+             images: Sequence[ImagePart] = ()) -> tuple[bytes, str]:
+        if images or prompt.conversation is not None:
+            raise RequestError("transcription endpoints take one clip and a prompt; this sample has images or a message list")
         if len(audio) != 1:
             raise RequestError(f"transcription endpoints take exactly one clip; this sample has {len(audio)}")
         boundary = uuid.uuid4().hex

@@ -1,22 +1,62 @@
-"""accuracy: exact match after the postprocessor's label normalization."""
+"""accuracy: exact match after label normalization; for multiple choice, the option the reply chose.
+
+A multiple-choice record carries the options as the model saw them and the gold option's position
+(see InferenceJob._record). The reply is read with the runspec's answer_extraction; a reply from
+which no option can be read counts as wrong and is reported in details.unextracted. With `llm`,
+replies the default extraction cannot read are shown to the judge, which names the option.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import re
+from collections import Counter
 from typing import Any, Optional
 
+from lalmeval.choices import LETTERS, format_options, labels
+from lalmeval.inference.client import RequestFailed
 from lalmeval.metrics.base import METRICS, Metric, SampleScore, sample_stats
+from lalmeval.postprocess.extraction import extract_choice
 from lalmeval.postprocess.labels import option_letter
 from lalmeval.records import Record
+from lalmeval.runspecs import Dataset
 from lalmeval.stats import SampleStats, Uncertainty, ratio, wilson
+
+JUDGE_EXTRACTION = """A model answered a multiple-choice question. Which option does its answer choose?
+
+[Question]
+{question}
+
+[Options]
+{options}
+
+[Model answer]
+{answer}
+
+Reply with only the letter of the option the answer chooses, or "none" if it chooses none or several."""
 
 
 @METRICS.register("accuracy")
 class Accuracy(Metric):
-    """Percentage of predictions equal to the reference label."""
+    """Percentage of predictions equal to the reference label (or choosing the gold option)."""
 
     name = "accuracy"
 
+    @classmethod
+    def check_dataset(cls, dataset: Dataset) -> None:
+        if dataset.spec.answer_extraction == "regex":
+            from lalmeval.postprocess.extraction import compile_pattern
+
+            compile_pattern(dataset.spec.answer_pattern)
+
+    @classmethod
+    def needs_judge(cls, dataset: Dataset) -> bool:
+        return dataset.spec.answer_extraction == "llm"
+
     def score_record(self, record: Record) -> SampleScore:
+        options = record.extra.get("options")
+        if options:
+            return self._choice(record, options)
         if not record.reference or not record.reference.strip():
             return {"score": None, "reason": "empty reference"}
         reference = record.reference.strip()
@@ -24,6 +64,37 @@ class Accuracy(Metric):
         ref = self.postprocessor.label(reference, letters)
         pred = self.postprocessor.label(record.prediction or "", letters)
         return {"score": 1.0 if pred == ref else 0.0, "reference_label": ref, "prediction_label": pred}
+
+    def _choice(self, record: Record, options: list[str]) -> SampleScore:
+        gold = record.extra.get("gold")
+        if gold is None:
+            return {"score": None, "reason": "no gold option"}
+        spec = self.dataset.spec
+        method = "default" if spec.answer_extraction == "llm" else spec.answer_extraction
+        chosen = extract_choice(method, record.prediction or "", options, labels(len(options)), spec.answer_pattern)
+        return _verdict(chosen, gold)
+
+    async def score_records(self, records: list[Record]) -> list[SampleScore]:
+        items = await super().score_records(records)
+        if self.dataset.spec.answer_extraction != "llm" or self.context.judge is None:
+            return items
+        asks = [i for i, (r, x) in enumerate(zip(records, items)) if x.get("unextracted")]
+        for i, item in zip(asks, await asyncio.gather(*(self._ask_judge(records[i]) for i in asks))):
+            items[i] = item
+        return items
+
+    async def _ask_judge(self, record: Record) -> SampleScore:
+        options = record.extra["options"]
+        text = JUDGE_EXTRACTION.format(question=record.prompt, options=format_options(options), answer=record.prediction or "(empty answer)")
+        try:
+            reply, _ = await self.context.judge.ask(text)
+        except RequestFailed as exc:
+            return {"score": None, "judge_failed": f"judge request failed: {exc.reason}"}
+        match = re.search(r"\b([A-Z])\b", reply.strip().upper()[:20])
+        chosen = LETTERS.index(match.group(1)) if match and LETTERS.index(match.group(1)) < len(options) else None
+        item = _verdict(chosen, record.extra["gold"])
+        item.update(extracted_by="judge", judgment=reply)
+        return item
 
     def sample_stats(self, items: list[SampleScore]) -> Optional[SampleStats]:
         return sample_stats(items, lambda x: (x["score"], 1.0), ratio(100.0))
@@ -37,5 +108,17 @@ class Accuracy(Metric):
 
     def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
         scored = [x["score"] for x in items if x["score"] is not None]
-        details = {"correct": int(sum(scored)), "scored": len(scored), "empty_references": len(items) - len(scored)}
+        details: dict[str, Any] = {"correct": int(sum(scored)), "scored": len(scored), "empty_references": sum(1 for x in items if x.get("reason") == "empty reference")}
+        if any("gold" in x for x in items):
+            details["unextracted"] = sum(1 for x in items if x.get("unextracted"))
+            details["extraction"] = self.dataset.spec.answer_extraction
+        failures = Counter(x["judge_failed"].split(":")[0] for x in items if x.get("judge_failed"))
+        if failures:
+            details["num_judge_failed"] = sum(failures.values())
         return (100.0 * sum(scored) / len(scored) if scored else None), details
+
+
+def _verdict(chosen: Optional[int], gold: int) -> SampleScore:
+    if chosen is None:  # no readable answer: wrong, and reported apart
+        return {"score": 0.0, "extracted": None, "gold": LETTERS[gold], "unextracted": True}
+    return {"score": 1.0 if chosen == gold else 0.0, "extracted": LETTERS[chosen], "gold": LETTERS[gold]}

@@ -1,20 +1,53 @@
-"""GeneralPreprocessor: instruction (row or runspec default) + text input + add-ons."""
+"""GeneralPreprocessor: instruction (row, rule or runspec default) + text input + options + add-ons,
+with images interleaved where the text places them; a message list is sent as it stands."""
 
 from __future__ import annotations
 
+from typing import Optional
+
+from lalmeval.choices import apply, format_prompt, permutation, remap_gold
+from lalmeval.data.messages import Audio, Conversation, Text, Turn, interleave
 from lalmeval.preprocess.base import PREPROCESSORS, Preprocessor
 from lalmeval.records import Prompt, Sample
 
 
+def _join(*texts: Optional[str], sep: str = "\n") -> str:
+    return sep.join(t.strip() for t in texts if t and t.strip())
+
+
 @PREPROCESSORS.register("GeneralPreprocessor")
 class GeneralPreprocessor(Preprocessor):
-    """The default: audio plus instruction; text modality sends the textual input instead of audio."""
+    """The default: the question (and options) with the sample's images and audio."""
 
-    def prompt(self, sample: Sample) -> Prompt:
-        modality = self.dataset.spec.modality
-        parts = [sample.instruction or self.dataset.spec.instruction or ""]
-        if modality in ("text", "audio_text") and sample.text_input:
-            parts.append(sample.text_input)
-        parts.extend(self.add_ons)
-        text = "\n".join(p.strip() for p in parts if p and p.strip())
-        return Prompt(text=text, system=self.system, with_audio=modality != "text")
+    def prompt(self, sample: Sample, repeat: int = 0) -> Prompt:
+        spec = self.dataset.spec
+        with_audio = spec.modality != "text"
+        if sample.conversation is not None:
+            return self._conversation(sample, with_audio)
+        text_input = sample.text_input if spec.modality in ("text", "audio_text") else None
+        question = _join(sample.instruction or self.settings.instruction or spec.instruction, text_input)
+        choice = {}
+        if sample.choices:
+            perm = permutation(self.settings.seed, repeat, sample.id, len(sample.choices)) if self.settings.shuffle else list(range(len(sample.choices)))
+            shown = apply(list(sample.choices), perm)
+            question = format_prompt(question, shown, self.settings.mc_template)
+            gold = remap_gold(sample.gold, perm) if sample.gold is not None else None
+            choice = {"options": tuple(shown), "gold": gold, "permutation": tuple(perm)}
+        text = _join(question, *self.add_ons)
+        audios = len(sample.audio) if with_audio else 0
+        conversation = Conversation.user(interleave(text, list(sample.images), audios), self.system) if sample.images else None
+        return Prompt(text=text, system=self.system, with_audio=with_audio, conversation=conversation, **choice)
+
+    def _conversation(self, sample: Sample, with_audio: bool) -> Prompt:
+        """A message list (general_vqa) is the prompt: its system message after ours, add-ons on its last turn."""
+        conv = sample.conversation
+        turns = list(conv.turns)
+        if self.add_ons:
+            last = turns[-1]
+            turns[-1] = Turn(last.role, last.parts + (Text(_join(*self.add_ons)),))
+        if with_audio and sample.audio:  # clips the messages do not place go after the last turn's parts
+            last = turns[-1]
+            turns[-1] = Turn(last.role, last.parts + tuple(Audio(i) for i in range(len(sample.audio))))
+        system = _join(self.system, conv.system, sep="\n\n") or None
+        text = _join(*(p.text for t in turns if t.role == "user" for p in t.parts if isinstance(p, Text)))
+        return Prompt(text=text, system=system, with_audio=with_audio, conversation=Conversation(system, tuple(turns)))

@@ -39,6 +39,12 @@ class Seen:
         return "\n".join(p["text"] for p in parts)
 
     @property
+    def images(self) -> list[str]:
+        """The image_url URLs of the user parts, in order."""
+        return [p["image_url"]["url"] for m in (self.body or {}).get("messages", []) if m["role"] == "user"
+                for p in m["content"] if isinstance(p, dict) and p.get("type") == "image_url"]
+
+    @property
     def system(self) -> Optional[str]:
         msgs = [m for m in (self.body or {}).get("messages", []) if m["role"] == "system"]
         return msgs[0]["content"] if msgs else None

@@ -1,0 +1,165 @@
+"""Multiple choice, images and the seed systems' formats, through real runs against a scripted endpoint."""
+
+import base64
+import csv
+import json
+import re
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.support.endpoint import ScriptedEndpoint
+from tests.support.workspace import demo_rows, model
+
+QUESTIONS = [
+    {"question": "Which animal barks?", "A": "cat", "B": "dog", "C": "cow", "D": "bird", "answer": "B"},
+    {"question": "What is 50 + 7?", "A": "507", "B": "57", "C": "157", "D": "5.7", "answer": "B"},
+    {"question": "Which is a colour?", "A": "chair", "B": "seven", "C": "blue", "D": "run", "answer": "C"},
+    {"question": "Which is the largest?", "A": "mouse", "B": "horse", "C": "elephant", "D": "ant", "answer": "C"},
+    {"question": "Where do fish live?", "A": "in trees", "B": "in water", "C": "in the sky", "D": "underground", "answer": "B"},
+]
+# Free-form replies, one per question, with what each states (option index, or None).
+REPLIES = {
+    "Which animal barks?": ("Option A is wrong, the answer is B.", 1),
+    "What is 50 + 7?": ("It equals 57, which is option B.", 1),
+    "Which is a colour?": ("答案是C", 2),
+    "Which is the largest?": ("Not the mouse, not the horse... I'd say the elephant.", 2),
+    "Where do fish live?": ("I cannot tell from the question.", None),
+}
+
+
+def reply_for(seen, n):
+    question = next(q for q in REPLIES if q in seen.text)
+    return REPLIES[question][0]
+
+
+def write_twinkle(ws, kind):
+    folder = ws.root / "data"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"mmlu_like.{kind}"
+    if kind == "csv":
+        with path.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=["question", "A", "B", "C", "D", "answer"])
+            writer.writeheader()
+            writer.writerows(QUESTIONS)
+    elif kind == "json":
+        path.write_text(json.dumps(QUESTIONS, ensure_ascii=False))
+    else:
+        pq.write_table(pa.Table.from_pylist(QUESTIONS), path)
+    return f"data/mmlu_like.{kind}"
+
+
+@pytest.mark.parametrize("kind", ["csv", "json", "parquet"])
+def test_twinkle_rows_carry_their_options_and_score_what_each_reply_states(ws, kind):
+    ws.runspec("knowledge", "mc", {"mc": {"hf_repo": write_twinkle(ws, kind), "format": "twinkle", "language": "en"}})
+    with ScriptedEndpoint(reply_for) as ep:
+        ws.config([model(ep.url)], [["mc", "accuracy"]])
+        result = ws.run()
+        for seen in ep.requests:
+            row = next(q for q in QUESTIONS if q["question"] in seen.text)
+            assert all(f"{letter}. {row[letter]}" in seen.text for letter in "ABCD"), seen.text
+    lines = {json.loads(x)["id"]: json.loads(x) for x in (ws.root / "runs" / "t" / "scores" / "mc__accuracy__m.jsonl").read_text().splitlines()}
+    for index, row in enumerate(QUESTIONS):
+        stated = REPLIES[row["question"]][1]
+        gold = "ABCD".index(row["answer"])
+        assert lines[str(index)]["score"] == (1.0 if stated == gold else 0.0), (row, lines[str(index)])
+    score = result.scores[0]
+    assert score.score == pytest.approx(100 * 4 / 5) and score.details["unextracted"] == 1 and score.num_samples == 5
+
+
+def test_shuffled_options_with_repeats_score_text_only_answers_the_same_in_every_repeat(ws):
+    ws.runspec("knowledge", "mc", {"mc": {"hf_repo": write_twinkle(ws, "csv"), "format": "twinkle", "language": "en"}})
+    gold_text = {q["question"]: q[q["answer"]] for q in QUESTIONS}
+    shown_orders: dict[str, set] = {}
+
+    def name_the_gold_option(seen, n):
+        question = next(q for q in gold_text if q in seen.text)
+        shown_orders.setdefault(question, set()).add(tuple(re.findall(r"^[A-D]\. (.*)$", seen.text, re.M)))
+        return f"The correct one is {gold_text[question]}."
+
+    with ScriptedEndpoint(name_the_gold_option) as ep:
+        ws.config([model(ep.url)], [["mc", "accuracy"]], shuffle_options=True, repeat_runs=3, seed=11)
+        result = ws.run()
+        assert len(ep.requests) == 15
+    assert all(len(orders) > 1 for orders in shown_orders.values()), shown_orders  # the order changes between repeats
+    score = result.scores[0]
+    assert score.details["repeats"] == [100.0, 100.0, 100.0] and score.details["std"] == 0.0 and score.score == 100.0
+    records = ws.records("mc", "m")
+    assert len(records) == 15 and {r["repeat"] for r in records} == {0, 1, 2}
+    assert all(sorted(r["extra"]["permutation"]) == [0, 1, 2, 3] for r in records)
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "images"
+
+
+def test_general_vqa_and_vmcq_send_every_image_byte_identical_and_score_exactly(ws):
+    images = ws.root / "data" / "images"
+    images.mkdir(parents=True)
+    for name in ("three.png", "grey.jpg", "four.gif"):
+        (images / name).write_bytes((FIXTURES / name).read_bytes())
+    gif64 = base64.b64encode((FIXTURES / "four.gif").read_bytes()).decode()
+    vqa = [
+        {"messages": [{"role": "system", "content": "You see pictures."},
+                      {"role": "user", "content": [{"type": "text", "text": "Compare"}, {"type": "image_url", "image_url": {"url": "images/three.png"}},
+                                                   {"type": "text", "text": "and"}, {"type": "image_url", "image_url": {"url": f"data:image/gif;base64,{gif64}"}}]}],
+         "answer": "the first shows three dots and the second shows four dots"},
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": "What grey?"}, {"type": "image_url", "image_url": {"url": "images/grey.jpg"}}]}], "answer": "a flat grey square with nothing else in it"},
+    ]
+    vmcq = [
+        {"question": "<image 1> How many?", "options": ["two", "three", "four", "five"], "answer": "B", "image_1": "images/three.png"},
+        {"question": "Which image is grey?", "options": ["<image 1>", "<image 2>"], "answer": "B", "image_1": "images/three.png", "image_2": "images/grey.jpg"},
+    ]
+    ws.runspec("vision", "sets", {"vqa": {"hf_repo": ws.jsonl(vqa, "data/vqa.jsonl"), "format": "general_vqa", "language": "en"},
+                                   "vmcq": {"hf_repo": ws.jsonl(vmcq, "data/vmcq.jsonl"), "format": "general_vmcq", "language": "en"}})
+    expected = {"Compare": [(FIXTURES / "three.png").read_bytes(), (FIXTURES / "four.gif").read_bytes()],
+                "What grey?": [(FIXTURES / "grey.jpg").read_bytes()],
+                "How many?": [(FIXTURES / "three.png").read_bytes()],
+                "Which image is grey?": [(FIXTURES / "three.png").read_bytes(), (FIXTURES / "grey.jpg").read_bytes()]}
+    replies = {"Compare": "the first shows three dots and the second shows five dots", "What grey?": "a flat grey square with nothing else in it",
+               "How many?": "The answer is B.", "Which image is grey?": "A"}
+    with ScriptedEndpoint(lambda seen, n: next(v for k, v in replies.items() if k in seen.text)) as ep:
+        ws.config([model(ep.url)], [["vqa", "bleu"], ["vmcq", "accuracy"]])
+        result = ws.run()
+        for seen in ep.requests:
+            key = next(k for k in expected if k in seen.text)
+            sent = [base64.b64decode(url.split(",", 1)[1]) for url in seen.images]
+            assert sent == expected[key], key
+        vqa_first = next(s for s in ep.requests if "Compare" in s.text)
+        assert vqa_first.system == "You see pictures." and [p["type"] for p in vqa_first.body["messages"][1]["content"]] == ["text", "image_url", "text", "image_url"]
+    scores = {s.dataset: s for s in result.scores}
+    assert scores["vmcq"].score == 50.0 and scores["vmcq"].num_failed == 0
+    import sacrebleu
+
+    expected_bleu = sacrebleu.corpus_bleu([replies["Compare"], replies["What grey?"]], [[vqa[0]["answer"], vqa[1]["answer"]]]).score
+    assert scores["vqa"].score == pytest.approx(expected_bleu, abs=1e-9) and scores["vqa"].num_failed == 0
+
+
+def test_kimi_jsonl_reports_each_subsets_exact_word_error_rate(ws):
+    import jiwer
+    import soundfile as sf
+    from whisper_normalizer.english import EnglishTextNormalizer
+
+    rows = ws.copy_demo_audio(demo_rows(6))
+    kimi = [{"index": i, "audio_path": r["audio"], "question": "Transcribe.", "answer": r["reference"], "subset": "clean" if i < 3 else "noisy"}
+            for i, r in enumerate(rows)]
+    kimi[4]["audio_path"] = [rows[4]["audio"], rows[5]["audio"]]  # a list of clips: both are sent
+    ws.runspec("asr", "kimi", {"kimi_set": {"hf_repo": ws.jsonl(kimi, "data/kimi.jsonl"), "format": "kimi", "language": "en"}})
+    replies = {i: r["answer"] for i, r in enumerate(kimi)} | {1: "turn off the", 4: "hello"}  # two wrong transcripts
+    first_clip = [r["audio_path"] if isinstance(r["audio_path"], str) else r["audio_path"][0] for r in kimi]
+    seconds = [sf.info(str(ws.root / "data" / path)).duration for path in first_clip]  # every demo clip has its own length
+
+    def transcribe(seen, n):
+        index = next(i for i, length in enumerate(seconds) if abs(seen.audio_seconds[0] - length) < 1e-3 and (len(seen.audio_seconds) == 2) == (i == 4))
+        return replies[index]
+
+    with ScriptedEndpoint(transcribe) as ep:
+        ws.config([model(ep.url)], [["kimi_set", "word_error_rate"]])
+        result = ws.run()
+        assert sorted(len(s.audio_seconds) for s in ep.requests) == [1, 1, 1, 1, 1, 2]
+    normalize = EnglishTextNormalizer()
+    subsets = result.scores[0].details["subsets"]
+    for name, members in (("clean", [0, 1, 2]), ("noisy", [3, 4, 5])):
+        expected = jiwer.wer([normalize(kimi[i]["answer"]) for i in members], [normalize(replies[i]) for i in members])
+        assert subsets[name]["score"] == pytest.approx(100 * expected, abs=1e-9) and subsets[name]["num_samples"] == 3
