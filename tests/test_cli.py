@@ -103,3 +103,23 @@ def test_launch_refuses_when_another_server_already_holds_the_url(tmp_path):
     with ScriptedEndpoint() as other:
         path = write_config(tmp_path, url=other.url, launch="sleep 30")
         assert_one_line_error(cli("run", "--config", str(path)), f"{other.url} already answers before launch")
+
+
+def test_failure_reasons_are_printed_whole_with_the_file_they_name(ws, capsys):
+    from lalmeval.cli import main
+    from tests.support.endpoint import ScriptedEndpoint
+    from tests.support.workspace import demo_rows, model
+
+    rows = ws.copy_demo_audio(demo_rows(2))
+    folder = ws.root / "data" / ("a_folder_name_long_enough_to_push_the_file_name_past_any_column_width_" * 2)
+    folder.mkdir(parents=True)
+    (folder / "not_really_audio.wav").write_text("this is text, not audio")
+    rows.append({"id": "bad", "audio": str(folder / "not_really_audio.wav"), "reference": "x"})
+    ws.runspec("asr", "commands", {"cmds": {"hf_repo": ws.jsonl(rows), "id_column": "id"}})
+    with ScriptedEndpoint(lambda seen, n: "ok") as ep:
+        ws.config([model(ep.url)], [["cmds", "word_error_rate"]], output_dir=str(ws.root / "runs"))
+        assert main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"]) == 3
+    out = capsys.readouterr().out
+    reason = json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())["failures"][0]["example"]
+    assert "not_really_audio.wav" in reason and len(reason) > 120
+    assert f"1. {reason}" in out.splitlines()
