@@ -73,7 +73,18 @@ def test_unknown_metric_names_the_entry(tmp_path):
     data = yaml.safe_load(path.read_text())
     data["dataset_metric"] = [["demo_commands", "word_eror_rate"]]
     path.write_text(yaml.safe_dump(data))
-    assert_one_line_error(cli("run", "--config", str(path)), "dataset_metric[0]", "unknown metric 'word_eror_rate'", "word_error_rate")
+    out = cli("run", "--config", str(path))
+    assert_one_line_error(out, f"{path}: dataset_metric[0]: unknown metric 'word_eror_rate' (did you mean 'word_error_rate'?); valid metrics: ")
+    valid = out.stderr.strip().split("valid metrics: ")[1].split(", ")
+    assert {"accuracy", "bleu", "word_error_rate"} <= set(valid) and valid == sorted(valid)
+
+
+def test_unknown_metric_in_a_runspec_names_the_runspec_and_dataset(ws):
+    ws.runspec("asr", "commands", {"cmds": {"hf_repo": ws.jsonl([{"audio": "a.wav", "reference": "x"}]), "metrics": ["acuracy"]}})
+    config = ws.config([{"name": "m", "url": "http://127.0.0.1:9/v1", "model": "m"}], [["cmds", "all"]])
+    runspec = ws.root / "runspecs" / "asr" / "commands.json"
+    assert_one_line_error(cli("validate", "--config", str(config)),
+                          f"{runspec}: dataset 'cmds': metrics: unknown metric 'acuracy' (did you mean 'accuracy'?); valid metrics: accuracy, ")
 
 
 def test_launch_that_exits_is_one_line_naming_the_url(tmp_path):
