@@ -32,6 +32,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--run-id", help="name of the run directory (default: a timestamp); an existing run is resumed")
     run.add_argument("--resume", metavar="RUN_ID", help="continue an existing run: only missing or failed samples are requested")
     run.add_argument("--no-cache", action="store_true", help="neither read nor write the inference cache")
+    run.add_argument("--allow-config-change", action="store_true",
+                     help="continue an existing run although its stored config.yaml asks for other datasets, models, prompts or samples")
     mode = run.add_mutually_exclusive_group()
     mode.add_argument("--skip-eval", action="store_true", help="inference only; score later with --reeval")
     mode.add_argument("--reeval", action="store_true", help="rescore the stored predictions of --run-id/--resume without any request")
@@ -99,7 +101,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     output_dir = Path(args.output_dir or plan.config.output_dir)
     run_id = _run_id(args, output_dir)
     again = f"lalmeval run --config {args.config} --output-dir {output_dir} --resume {run_id}"
-    options = RunOptions(use_cache=not args.no_cache, skip_eval=args.skip_eval, reeval=args.reeval, force_reinfer=args.force_reinfer)
+    options = RunOptions(use_cache=not args.no_cache, skip_eval=args.skip_eval, reeval=args.reeval, force_reinfer=args.force_reinfer,
+                         allow_config_change=args.allow_config_change)
     try:
         result = run(plan, output_dir, run_id, options=options)
     except KeyboardInterrupt:

@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 from lalmeval.cache import InferenceCache
 from lalmeval.config import Config
+from lalmeval.config_change import check_config_change
 from lalmeval.data.filters import select
 from lalmeval.data.loader import iter_samples
 from lalmeval.engine import SCORING_FAILED, Engine, failure_kind
@@ -245,6 +246,7 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
         if options.use_cache and not options.reeval:
             check_writable_dir(state.cache_dir, "cache directory (cache_dir)")
         check_writable_dir(store.root, "run directory")
+        check_config_change(store.root / "config.yaml", redacted_config(plan.config), options)
         store.write_config(redacted_config(plan.config))
         for name, reason in plan.skipped.items():
             print(f"skipping dataset '{name}': filtered out ({reason})", file=sys.stderr)
