@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import signal
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
 from lalmeval import __version__
+from lalmeval.entry import run_command
 from lalmeval.errors import UserError
 
 EXIT_USER_ERROR = 2
@@ -100,7 +102,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     plan = _plan(args.config)
     output_dir = Path(args.output_dir or plan.config.output_dir)
     run_id = _run_id(args, output_dir)
-    again = f"lalmeval run --config {args.config} --output-dir {output_dir} --resume {run_id}"
+    # Printed for pasting: started the way this run was (bash evaluate.sh, lalmeval, python -m lalmeval).
+    again = f"{run_command()} --config {shlex.quote(args.config)} --output-dir {shlex.quote(str(output_dir))} --resume {run_id}"
     options = RunOptions(use_cache=not args.no_cache, skip_eval=args.skip_eval, reeval=args.reeval, force_reinfer=args.force_reinfer,
                          allow_config_change=args.allow_config_change)
     try:
