@@ -1,4 +1,4 @@
-"""Command line: lalmeval run | validate | list | report."""
+"""Command line: lalmeval run | init | validate | list | report."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from lalmeval import __version__
-from lalmeval.entry import run_command
+from lalmeval.entry import program, run_command
 from lalmeval.errors import UserError
 
 EXIT_USER_ERROR = 2
@@ -40,6 +40,11 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--skip-eval", action="store_true", help="inference only; score later with --reeval")
     mode.add_argument("--reeval", action="store_true", help="rescore the stored predictions of --run-id/--resume without any request")
     mode.add_argument("--force-reinfer", action="store_true", help="ignore stored predictions and cached replies; request everything again")
+
+    init = sub.add_parser("init", parents=[common], help="write a commented starter config, runspec and example data",
+                          description="Write DIR/config.yaml, a runspec (DIR/runspecs/my_category/my_task.json) and a tiny example dataset (DIR/data/) to start from.")
+    init.add_argument("dir", nargs="?", default=".", metavar="DIR", help="folder to write into (default: the current one)")
+    init.add_argument("--force", action="store_true", help="overwrite files that already exist")
 
     validate = sub.add_parser("validate", parents=[common], help="check config and runspecs without sending a request")
     _add_config(validate)
@@ -128,6 +133,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from lalmeval.starter import write_starter
+
+    config, runspec, data = write_starter(Path(args.dir), force=args.force)
+    config_arg = shlex.quote(str(config))
+    clips = f" (example clips in {data.parent / 'audio'})" if (data.parent / "audio").is_dir() else ""
+    print(f"Wrote {config}, {runspec} and {data}{clips}.")
+    print(f"Next: set the model's url and model in {config}, then")
+    print(f"  {program()} validate --config {config_arg}")
+    print(f"  {program()} run --config {config_arg}")
+    return 0
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     plan = _plan(args.config)
     print(f"{args.config}: OK — {len(plan.config.models)} model(s), {len(plan.pairs)} dataset–metric pair(s)")
@@ -176,7 +194,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "run":
         signal.signal(signal.SIGTERM, _terminate)
-    handlers = {"run": cmd_run, "validate": cmd_validate, "list": cmd_list, "report": cmd_report}
+    handlers = {"run": cmd_run, "init": cmd_init, "validate": cmd_validate, "list": cmd_list, "report": cmd_report}
     try:
         return handlers[args.command](args)
     except UserError as exc:

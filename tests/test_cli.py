@@ -134,3 +134,31 @@ def test_failure_reasons_are_printed_whole_with_the_file_they_name(ws, capsys):
     reason = json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())["failures"][0]["example"]
     assert "not_really_audio.wav" in reason and len(reason) > 120
     assert f"1. {reason}" in out.splitlines()
+
+
+def test_init_writes_a_starter_that_validates_and_runs_and_never_overwrites(tmp_path):
+    from tests.support.endpoint import ScriptedEndpoint
+
+    folder = tmp_path / "my eval"
+    out = cli("init", str(folder), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    config = folder / "config.yaml"
+    assert f"validate --config '{config}'" in out.stdout  # a command to paste, quoted
+    text = config.read_text()
+    assert text.count("\n#") >= 5 and "verify_ssl" in text  # commented, with the settings people look for
+    assert (folder / "runspecs" / "my_category" / "my_task.json").is_file()
+    checked = cli("validate", "--config", str(config), cwd=tmp_path)
+    assert checked.returncode == 0 and "my_dataset × word_error_rate" in checked.stdout, checked.stderr
+
+    with ScriptedEndpoint(lambda seen, n: "turn on the office heater") as ep:
+        config.write_text(text.replace("http://127.0.0.1:8000/v1", ep.url))
+        run = cli("run", "--config", str(config), "--run-id", "first", cwd=tmp_path)
+        assert run.returncode == 0, run.stderr
+        assert len(ep.requests) == 3 and "| my-model | my_dataset | word_error_rate | 3   | 0      |" in run.stdout
+
+    edited = config.read_text()
+    again = cli("init", str(folder), cwd=tmp_path)
+    assert_one_line_error(again, f"{config} already exists", "--force")
+    assert config.read_text() == edited
+    assert cli("init", str(folder), "--force", cwd=tmp_path).returncode == 0
+    assert config.read_text() == text
