@@ -1,10 +1,13 @@
 """The user's entry points: bash evaluate.sh, lalmeval run | validate, and their errors."""
 
 import json
+import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.support.workspace import REPO
@@ -162,3 +165,20 @@ def test_init_writes_a_starter_that_validates_and_runs_and_never_overwrites(tmp_
     assert config.read_text() == edited
     assert cli("init", str(folder), "--force", cwd=tmp_path).returncode == 0
     assert config.read_text() == text
+
+
+@pytest.mark.parametrize("args", [["--version"], ["list"], ["validate", "--config", "bad.yaml"], ["run", "--config", "missing.yaml"], []],
+                         ids=["version", "list", "bad config", "missing config", "no command"])
+def test_python_m_lalmeval_and_the_lalmeval_command_behave_the_same(tmp_path, args):
+    command = Path(sys.executable).parent / "lalmeval"
+    if not command.is_file():
+        if os.environ.get("LALMEVAL_REQUIRE_SYSTEM_PACKAGES"):
+            pytest.fail(f"{command} is missing: the set-up installs lalmeval itself (pip install -e .)")
+        pytest.skip(f"the lalmeval command is not installed beside {sys.executable} (bash test.sh runs the suite where it is)")
+    (tmp_path / "bad.yaml").write_text("dataset_metric: [[demo_commands, word_error_rate]]\nmodel: []\n")
+    # From a folder outside the checkout: both must come from the installed package, not the cwd.
+    module = subprocess.run([sys.executable, "-m", "lalmeval", *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    script = subprocess.run([str(command), *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert (module.returncode, module.stdout, module.stderr) == (script.returncode, script.stdout, script.stderr)
+    assert module.returncode == (0 if args[:1] in (["--version"], ["list"]) else 2)
+    assert module.stdout or module.stderr
