@@ -144,27 +144,27 @@ def test_init_writes_a_starter_that_validates_and_runs_and_never_overwrites(tmp_
     from tests.support.endpoint import ScriptedEndpoint
 
     folder = tmp_path / "my eval"
-    out = cli("init", str(folder), cwd=tmp_path)
+    out = cli("init", str(folder))
     assert out.returncode == 0, out.stderr
     config = folder / "config.yaml"
     assert f"validate --config '{config}'" in out.stdout  # a command to paste, quoted
     text = config.read_text()
     assert text.count("\n#") >= 5 and "verify_ssl" in text  # commented, with the settings people look for
     assert (folder / "runspecs" / "my_category" / "my_task.json").is_file()
-    checked = cli("validate", "--config", str(config), cwd=tmp_path)
+    checked = cli("validate", "--config", str(config))
     assert checked.returncode == 0 and "my_dataset × word_error_rate" in checked.stdout, checked.stderr
 
     with ScriptedEndpoint(lambda seen, n: "turn on the office heater") as ep:
         config.write_text(text.replace("http://127.0.0.1:8000/v1", ep.url))
-        run = cli("run", "--config", str(config), "--run-id", "first", cwd=tmp_path)
+        run = cli("run", "--config", str(config), "--output-dir", str(tmp_path / "runs"), "--run-id", "first")
         assert run.returncode == 0, run.stderr
         assert len(ep.requests) == 3 and "| my-model | my_dataset | word_error_rate | 3   | 0      |" in run.stdout
 
     edited = config.read_text()
-    again = cli("init", str(folder), cwd=tmp_path)
+    again = cli("init", str(folder))
     assert_one_line_error(again, f"{config} already exists", "--force")
     assert config.read_text() == edited
-    assert cli("init", str(folder), "--force", cwd=tmp_path).returncode == 0
+    assert cli("init", str(folder), "--force").returncode == 0
     assert config.read_text() == text
 
 
