@@ -1,19 +1,9 @@
 #!/usr/bin/env bash
-# Run an evaluation: bash evaluate.sh [--config FILE] [--output-dir DIR] [--run-id ID] [--debug]
-# Uses the current Python when lalmeval's dependencies import; otherwise creates .venv and installs
-# requirements.txt into it first.
+# Run an evaluation: bash evaluate.sh [--config FILE] [--output-dir DIR] [--run-id ID] [--debug] ...
+# Sets up .venv/ on first use (scripts/setup-venv.sh), then runs `lalmeval run` inside it from the
+# current directory, so the paths you give are relative to where you are.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")"
-
-check='import lalmeval, aiohttp, datasets, jiwer, pydantic, yaml, numpy, soundfile, soxr, sacrebleu, rouge_score, whisper_normalizer, zhconv, cn2an, scipy, regex, MeCab, ipadic'
-if [ -z "${VIRTUAL_ENV:-}" ] && [ -x .venv/bin/python ]; then
-  source .venv/bin/activate
-fi
-if ! python -c "$check" >/dev/null 2>&1; then
-  echo "Setting up .venv (first run): installing requirements.txt ..." >&2
-  python3 -m venv .venv
-  source .venv/bin/activate
-  python -m pip install --quiet --upgrade pip
-  python -m pip install --quiet -r requirements.txt
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/scripts/setup-venv.sh"
+# The commands lalmeval prints (resume, retry) then start the way this one was started.
+export LALMEVAL_ENTRY="bash $(printf '%q' "$0")"
 exec python -m lalmeval run "$@"

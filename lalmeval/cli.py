@@ -1,15 +1,17 @@
-"""Command line: lalmeval run | validate | list | report."""
+"""Command line: lalmeval run | init | validate | list | report."""
 
 from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import signal
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
 from lalmeval import __version__
+from lalmeval.entry import program, run_command
 from lalmeval.errors import UserError
 
 EXIT_USER_ERROR = 2
@@ -32,10 +34,17 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--run-id", help="name of the run directory (default: a timestamp); an existing run is resumed")
     run.add_argument("--resume", metavar="RUN_ID", help="continue an existing run: only missing or failed samples are requested")
     run.add_argument("--no-cache", action="store_true", help="neither read nor write the inference cache")
+    run.add_argument("--allow-config-change", action="store_true",
+                     help="continue an existing run although its stored config.yaml asks for other datasets, models, prompts or samples")
     mode = run.add_mutually_exclusive_group()
     mode.add_argument("--skip-eval", action="store_true", help="inference only; score later with --reeval")
     mode.add_argument("--reeval", action="store_true", help="rescore the stored predictions of --run-id/--resume without any request")
     mode.add_argument("--force-reinfer", action="store_true", help="ignore stored predictions and cached replies; request everything again")
+
+    init = sub.add_parser("init", parents=[common], help="write a commented starter config, runspec and example data",
+                          description="Write DIR/config.yaml, a runspec (DIR/runspecs/my_category/my_task.json) and a tiny example dataset (DIR/data/) to start from.")
+    init.add_argument("dir", nargs="?", default=".", metavar="DIR", help="folder to write into (default: the current one)")
+    init.add_argument("--force", action="store_true", help="overwrite files that already exist")
 
     validate = sub.add_parser("validate", parents=[common], help="check config and runspecs without sending a request")
     _add_config(validate)
@@ -98,8 +107,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     plan = _plan(args.config)
     output_dir = Path(args.output_dir or plan.config.output_dir)
     run_id = _run_id(args, output_dir)
-    again = f"lalmeval run --config {args.config} --output-dir {output_dir} --resume {run_id}"
-    options = RunOptions(use_cache=not args.no_cache, skip_eval=args.skip_eval, reeval=args.reeval, force_reinfer=args.force_reinfer)
+    # Printed for pasting: started the way this run was (bash evaluate.sh, lalmeval, python -m lalmeval).
+    again = f"{run_command()} --config {shlex.quote(args.config)} --output-dir {shlex.quote(str(output_dir))} --resume {run_id}"
+    options = RunOptions(use_cache=not args.no_cache, skip_eval=args.skip_eval, reeval=args.reeval, force_reinfer=args.force_reinfer,
+                         allow_config_change=args.allow_config_change)
     try:
         result = run(plan, output_dir, run_id, options=options)
     except KeyboardInterrupt:
@@ -122,6 +133,19 @@ def cmd_run(args: argparse.Namespace) -> int:
             parts.append(f"{result.unscored} prediction(s) could not be scored")
         print(f"{' and '.join(parts)}; they are excluded from the scores. Retry them with: {again}", file=sys.stderr)
         return EXIT_FAILED_SAMPLES
+    return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from lalmeval.starter import write_starter
+
+    config, runspec, data = write_starter(Path(args.dir), force=args.force)
+    config_arg = shlex.quote(str(config))
+    clips = f" (example clips in {data.parent / 'audio'})" if (data.parent / "audio").is_dir() else ""
+    print(f"Wrote {config}, {runspec} and {data}{clips}.")
+    print(f"Next: set the model's url and model in {config}, then")
+    print(f"  {program()} validate --config {config_arg}")
+    print(f"  {program()} run --config {config_arg}")
     return 0
 
 
@@ -186,7 +210,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "run":
         signal.signal(signal.SIGTERM, _terminate)
-    handlers = {"run": cmd_run, "validate": cmd_validate, "list": cmd_list, "report": cmd_report}
+    handlers = {"run": cmd_run, "init": cmd_init, "validate": cmd_validate, "list": cmd_list, "report": cmd_report}
     try:
         return handlers[args.command](args)
     except UserError as exc:

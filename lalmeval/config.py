@@ -93,6 +93,7 @@ class ModelInfo(Strict):
     audio_format: Literal["input_audio", "audio_url"] = Field("input_audio", description="How audio is attached to chat requests: an input_audio part or an audio_url data URI.")
     max_reply_mb: float = Field(16.0, gt=0, le=1024, description="Largest reply body accepted, in MB; a larger reply fails its sample instead of exhausting memory.")
     generation_kwargs: Generation = Field(default_factory=Generation, description="Further sampling settings for this model (top_p, seed, stop, penalties, extra_body, ...); runspecs and overrides may refine them.")
+    verify_ssl: bool = Field(True, description="Verify the endpoint's TLS certificate; false accepts any certificate (internal https endpoints with self-signed certificates).")
 
     @field_validator("url")
     @classmethod
@@ -196,6 +197,7 @@ class JudgeProperties(Strict):
     judge_timeout: float = Field(120.0, gt=0, le=DAY, description="Seconds per judge attempt.")
     judge_retry_attempts: int = Field(5, ge=0, le=100, description="Retries of a judge request on transient failures.")
     judge_max_tokens: Optional[int] = Field(None, gt=0, le=10_000_000, description="max_tokens for judge replies (omitted when unset).")
+    judge_verify_ssl: bool = Field(True, description="Verify the judge endpoint's TLS certificate; false accepts any certificate (self-signed).")
 
     @field_validator("judge_api_endpoint")
     @classmethod
@@ -214,6 +216,7 @@ class JudgeProperties(Strict):
             model=self.judge_model, auth_token=self.judge_api_key, api_version=self.judge_api_version,
             batch_size=self.judge_concurrency, retry_attempts=self.judge_retry_attempts,
             timeout=self.judge_timeout, temperature=self.judge_temperature, max_tokens=self.judge_max_tokens,
+            verify_ssl=self.judge_verify_ssl,
         )
 
 

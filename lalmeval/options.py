@@ -13,3 +13,4 @@ class RunOptions:
     force_reinfer: bool = False   # --force-reinfer: ignore stored predictions and cached replies
     grace: float = 10.0           # seconds in-flight requests get after the first Ctrl-C
     cache_sampled: bool = False   # config cache_sampled: also reuse replies sampled at temperature > 0
+    allow_config_change: bool = False  # --allow-config-change: continue a run whose stored config differs

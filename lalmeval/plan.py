@@ -123,14 +123,19 @@ def _check_processors(dataset: Dataset) -> None:
         METRICS.get(metric, where=f"{where}: metrics")
 
 
-def _pairs(config: Config, catalog: Catalog) -> list[tuple[Dataset, str]]:
+def _resolve(catalog: Catalog, name: str, where: str) -> list[Dataset]:
+    """The datasets `name` denotes; an unknown name is an error prefixed with where it was written."""
+    try:
+        return catalog.resolve(name)
+    except UserError as exc:
+        raise UserError(f"{where}: {exc}") from None
+
+
+def _pairs(config: Config, catalog: Catalog, source: str) -> list[tuple[Dataset, str]]:
     pairs: list[tuple[Dataset, str]] = []
     for index, (name, metric) in enumerate(config.dataset_metric):
-        where = f"dataset_metric[{index}]"
-        try:
-            datasets = catalog.resolve(name)
-        except UserError as exc:
-            raise UserError(f"{where}: {exc}") from None
+        where = f"{source}: dataset_metric[{index}]"
+        datasets = _resolve(catalog, name, where)
         for dataset in datasets:
             _check_processors(dataset)
             if metric != "all":
@@ -145,23 +150,21 @@ def _pairs(config: Config, catalog: Catalog) -> list[tuple[Dataset, str]]:
 def build_plan(config: Config, config_path: Path) -> Plan:
     """Check everything a run needs (runspecs, names, metrics, prompts) and return the Plan."""
     base = config_path.resolve().parent
+    source = str(config_path)  # errors name the config file as the user gave it
     catalog = Catalog.load(runspec_dirs(config.runspec_dirs, base))
     for model in config.models:
-        PROTOCOLS.get(model.inference_type, where=f"models '{model.name}'")
-    for override in config.temperature_overrides:
+        PROTOCOLS.get(model.inference_type, where=f"{source}: models '{model.name}'")
+    for index, override in enumerate(config.temperature_overrides):
         if override.task is not None:
-            catalog.resolve(override.task)
+            _resolve(catalog, override.task, f"{source}: temperature_overrides[{index}].task")
     for index, (metric, names) in enumerate(config.aggregate):
-        METRICS.get(metric, where=f"aggregate[{index}]")
+        METRICS.get(metric, where=f"{source}: aggregate[{index}]")
         for name in names:
-            try:
-                catalog.resolve(name)
-            except UserError as exc:
-                raise UserError(f"aggregate[{index}]: {exc}") from None
+            _resolve(catalog, name, f"{source}: aggregate[{index}]")
     prompts = load_prompts((base / config.prompts_file) if config.prompts_file else None)
     pick(prompts, "system_prompts", config.filters.system_prompts)  # unknown names fail before anything else
     pick(prompts, "user_prompt_add_ons", config.filters.user_prompt_add_ons)
-    pairs = _pairs(config, catalog)
+    pairs = _pairs(config, catalog, source)
     for metric in sorted({m for _, m in pairs}):
         METRICS.get(metric).check(config)
     check_templates(prompts["judge_prompts"])

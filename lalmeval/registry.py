@@ -28,12 +28,13 @@ class Registry(Generic[T]):
         return add
 
     def get(self, name: str, where: Optional[str] = None) -> T:
-        """The item called `name`; an unknown name is a UserError naming `where`."""
+        """The item called `name`; an unknown name is a UserError naming `where`, the closest name and every valid one."""
         try:
             return self._items[name]
         except KeyError:
             prefix = f"{where}: " if where else ""
-            raise UserError(f"{prefix}unknown {self.kind} '{name}'{closest(name, self._items)}") from None
+            valid = f"; valid {self.kind}s: {', '.join(self.names())}"
+            raise UserError(f"{prefix}unknown {self.kind} '{name}'{closest(name, self._items)}{valid}") from None
 
     def names(self) -> list[str]:
         """All registered names, sorted."""

@@ -116,6 +116,9 @@ def comparison_table(rows: list[dict[str, Any]]) -> str:
 
 
 def failure_table(failures: list[dict[str, Any]]) -> str:
-    """Failed samples by model, dataset and kind, with an example reason."""
-    rows = [[f["model"], f["dataset"], f["kind"], str(f["count"]), f["example"][:80]] for f in failures]
-    return "Failed samples:\n" + _table(["Model", "Dataset", "Kind", "Count", "Example"], rows)
+    """Failed samples by model, dataset and kind; each kind's example reason whole, below the table."""
+    # A reason often ends in the file or URL that failed: cut to a column width, it would lose exactly that.
+    rows = [[f["model"], f["dataset"], f["kind"], str(f["count"]), str(i)] for i, f in enumerate(failures, 1)]
+    table = _table(["Model", "Dataset", "Kind", "Count", "Example"], rows)
+    examples = [f"{i}. " + f["example"].replace("\n", "\n   ") for i, f in enumerate(failures, 1)]
+    return "\n".join(["Failed samples:", table, *examples])

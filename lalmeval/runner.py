@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
+from lalmeval.config_change import check_config_change
 from lalmeval.engine import SCORING_FAILED, failure_kind
 from lalmeval.execution import Execution, Jobs
 from lalmeval.files import check_writable_dir
@@ -86,6 +87,7 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
         if options.use_cache and not options.reeval:
             check_writable_dir(state.cache_dir, "cache directory (cache_dir)")
         check_writable_dir(store.root, "run directory")
+        check_config_change(store.root / "config.yaml", redacted_config(plan.config), options)
         store.write_config(redacted_config(plan.config))
         for name, reason in plan.skipped.items():
             print(f"skipping dataset '{name}': filtered out ({reason})", file=sys.stderr)

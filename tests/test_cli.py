@@ -1,10 +1,13 @@
 """The user's entry points: bash evaluate.sh, lalmeval run | validate, and their errors."""
 
 import json
+import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.support.workspace import REPO
@@ -34,7 +37,8 @@ def test_evaluate_sh_runs_the_shipped_demo_end_to_end(tmp_path):
 
 def test_help_documents_every_flag():
     out = subprocess.run(["bash", "evaluate.sh", "--help"], cwd=REPO, capture_output=True, text=True, timeout=60).stdout
-    for flag in ("--config", "--output-dir", "--run-id", "--debug", "--resume", "--no-cache", "--skip-eval", "--reeval", "--force-reinfer"):
+    for flag in ("--config", "--output-dir", "--run-id", "--debug", "--resume", "--no-cache", "--skip-eval", "--reeval", "--force-reinfer",
+                 "--allow-config-change"):
         assert flag in out
 
 
@@ -73,7 +77,18 @@ def test_unknown_metric_names_the_entry(tmp_path):
     data = yaml.safe_load(path.read_text())
     data["dataset_metric"] = [["demo_commands", "word_eror_rate"]]
     path.write_text(yaml.safe_dump(data))
-    assert_one_line_error(cli("run", "--config", str(path)), "dataset_metric[0]", "unknown metric 'word_eror_rate'", "word_error_rate")
+    out = cli("run", "--config", str(path))
+    assert_one_line_error(out, f"{path}: dataset_metric[0]: unknown metric 'word_eror_rate' (did you mean 'word_error_rate'?); valid metrics: ")
+    valid = out.stderr.strip().split("valid metrics: ")[1].split(", ")
+    assert {"accuracy", "bleu", "word_error_rate"} <= set(valid) and valid == sorted(valid)
+
+
+def test_unknown_metric_in_a_runspec_names_the_runspec_and_dataset(ws):
+    ws.runspec("asr", "commands", {"cmds": {"hf_repo": ws.jsonl([{"audio": "a.wav", "reference": "x"}]), "metrics": ["acuracy"]}})
+    config = ws.config([{"name": "m", "url": "http://127.0.0.1:9/v1", "model": "m"}], [["cmds", "all"]])
+    runspec = ws.root / "runspecs" / "asr" / "commands.json"
+    assert_one_line_error(cli("validate", "--config", str(config)),
+                          f"{runspec}: dataset 'cmds': metrics: unknown metric 'acuracy' (did you mean 'accuracy'?); valid metrics: accuracy, ")
 
 
 def test_launch_that_exits_is_one_line_naming_the_url(tmp_path):
@@ -162,3 +177,68 @@ def test_without_network_a_hub_dataset_fails_at_once_saying_how_to_use_the_cache
         message = str(exc)
     assert "dataset 'hub': cannot load 'some-org/some-dataset' from the hub: 127.0.0.1:9 is unreachable" in message
     assert "set HF_HUB_OFFLINE=1 to use the cache offline" in message
+
+
+def test_failure_reasons_are_printed_whole_with_the_file_they_name(ws, capsys):
+    from lalmeval.cli import main
+    from tests.support.endpoint import ScriptedEndpoint
+    from tests.support.workspace import demo_rows, model
+
+    rows = ws.copy_demo_audio(demo_rows(2))
+    folder = ws.root / "data" / ("a_folder_name_long_enough_to_push_the_file_name_past_any_column_width_" * 2)
+    folder.mkdir(parents=True)
+    (folder / "not_really_audio.wav").write_text("this is text, not audio")
+    rows.append({"id": "bad", "audio": str(folder / "not_really_audio.wav"), "reference": "x"})
+    ws.runspec("asr", "commands", {"cmds": {"hf_repo": ws.jsonl(rows), "id_column": "id"}})
+    with ScriptedEndpoint(lambda seen, n: "ok") as ep:
+        ws.config([model(ep.url)], [["cmds", "word_error_rate"]], output_dir=str(ws.root / "runs"))
+        assert main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"]) == 3
+    out = capsys.readouterr().out
+    reason = json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())["failures"][0]["example"]
+    assert "not_really_audio.wav" in reason and len(reason) > 120
+    assert f"1. {reason}" in out.splitlines()
+
+
+def test_init_writes_a_starter_that_validates_and_runs_and_never_overwrites(tmp_path):
+    from tests.support.endpoint import ScriptedEndpoint
+
+    folder = tmp_path / "my eval"
+    out = cli("init", str(folder))
+    assert out.returncode == 0, out.stderr
+    config = folder / "config.yaml"
+    assert f"validate --config '{config}'" in out.stdout  # a command to paste, quoted
+    text = config.read_text()
+    assert text.count("\n#") >= 5 and "verify_ssl" in text  # commented, with the settings people look for
+    assert (folder / "runspecs" / "my_category" / "my_task.json").is_file()
+    checked = cli("validate", "--config", str(config))
+    assert checked.returncode == 0 and "my_dataset × word_error_rate" in checked.stdout, checked.stderr
+
+    with ScriptedEndpoint(lambda seen, n: "turn on the office heater") as ep:
+        config.write_text(text.replace("http://127.0.0.1:8000/v1", ep.url))
+        run = cli("run", "--config", str(config), "--output-dir", str(tmp_path / "runs"), "--run-id", "first")
+        assert run.returncode == 0, run.stderr
+        assert len(ep.requests) == 3 and "| my-model | my_dataset | word_error_rate | 3   | 0      |" in run.stdout
+
+    edited = config.read_text()
+    again = cli("init", str(folder))
+    assert_one_line_error(again, f"{config} already exists", "--force")
+    assert config.read_text() == edited
+    assert cli("init", str(folder), "--force").returncode == 0
+    assert config.read_text() == text
+
+
+@pytest.mark.parametrize("args", [["--version"], ["list"], ["validate", "--config", "bad.yaml"], ["run", "--config", "missing.yaml"], []],
+                         ids=["version", "list", "bad config", "missing config", "no command"])
+def test_python_m_lalmeval_and_the_lalmeval_command_behave_the_same(tmp_path, args):
+    command = Path(sys.executable).parent / "lalmeval"
+    if not command.is_file():
+        if os.environ.get("LALMEVAL_REQUIRE_SYSTEM_PACKAGES"):
+            pytest.fail(f"{command} is missing: the set-up installs lalmeval itself (pip install -e .)")
+        pytest.skip(f"the lalmeval command is not installed beside {sys.executable} (bash test.sh runs the suite where it is)")
+    (tmp_path / "bad.yaml").write_text("dataset_metric: [[demo_commands, word_error_rate]]\nmodel: []\n")
+    # From a folder outside the checkout: both must come from the installed package, not the cwd.
+    module = subprocess.run([sys.executable, "-m", "lalmeval", *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    script = subprocess.run([str(command), *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert (module.returncode, module.stdout, module.stderr) == (script.returncode, script.stdout, script.stderr)
+    assert module.returncode == (0 if args[:1] in (["--version"], ["list"]) else 2)
+    assert module.stdout or module.stderr

@@ -83,7 +83,7 @@ def test_first_ctrl_c_finishes_in_flight_writes_and_says_how_to_resume(ws):
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 130, err
-        assert "Resume with: lalmeval run" in err and "--resume int" in err
+        assert "Resume with: " in err and " -m lalmeval run --config " in err and "--resume int" in err
         final = json.loads((run_dir / "int" / "final_scores.json").read_text())
         assert final["interrupted"] is True
         interrupted_requests = len(ep.requests)

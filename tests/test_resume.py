@@ -52,7 +52,7 @@ def test_changed_request_settings_are_not_served_from_stored_records(ws):
     setup(ws)
     with ScriptedEndpoint(answer_by_prompt_and_clip) as ep:
         go(ws, ep, options=RunOptions(use_cache=False))
-        go(ws, ep, options=RunOptions(use_cache=False), max_tokens=32)
+        go(ws, ep, options=RunOptions(use_cache=False, allow_config_change=True), max_tokens=32)
     assert len(ep.requests) == 2 * COUNT
 
 
@@ -68,7 +68,7 @@ def test_resume_requests_again_when_anything_that_decides_the_reply_changed(ws, 
         extra = {"filters": {"system_prompts": ["concise"]}} if change == "system prompt" else None
         url = settings.pop("url", ep.url)
         ws.config([{**model(url), **settings}], [["cmds", "word_error_rate"]], **(extra or {}))
-        again = run(ws.plan(), ws.root / "runs", "r", quiet=True, options=RunOptions(use_cache=False))
+        again = run(ws.plan(), ws.root / "runs", "r", quiet=True, options=RunOptions(use_cache=False, allow_config_change=True))
         assert len(ep.requests) + len(other.requests) >= 2 * COUNT
     assert again.reused == 0 and again.scores[0].num_samples == COUNT
 

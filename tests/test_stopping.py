@@ -77,7 +77,7 @@ def test_sigterm_stops_launched_servers_writes_what_it_has_and_prints_the_resume
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert "Resume with: lalmeval run" in err and "--resume term" in err
+    assert "Resume with: " in err and " -m lalmeval run --config " in err and "--resume term" in err
     assert port_is_free(port), "the launched server outlived the run"
     data = final(ws, "term")
     assert data["interrupted"] is True
@@ -103,7 +103,7 @@ def test_ctrl_c_while_starting_stops_the_launched_server_and_says_how_to_run_aga
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert "Run again with: lalmeval run" in err or "Resume with: lalmeval run" in err
+    assert ("Run again with: " in err or "Resume with: " in err) and " -m lalmeval run --config " in err
     time.sleep(0.5)
     assert port_is_free(port)
 
@@ -165,7 +165,7 @@ def test_a_full_disk_stops_the_run_cleanly_and_resume_after_freeing_space_comple
     proc = start(config, "full", preexec_fn=limit_file_size(6000))
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 4, err
-    assert "File too large" in err and "then resume with: lalmeval run" in err
+    assert "File too large" in err and "then resume with: " in err and " -m lalmeval run --config " in err
     assert "Traceback" not in err
     kept = record_lines(ws, "full")
     assert 0 < len(kept) < 30 and all(r["error"] is None for r in kept)

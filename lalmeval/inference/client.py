@@ -123,7 +123,8 @@ class Endpoint:
 
     async def open(self) -> None:
         """Create the pooled session (inside the running loop)."""
-        connector = aiohttp.TCPConnector(limit=self.info.batch_size + 4, ttl_dns_cache=300, enable_cleanup_closed=True)
+        # ssl=False skips certificate verification (verify_ssl: false); True is aiohttp's verifying default.
+        connector = aiohttp.TCPConnector(limit=self.info.batch_size + 4, ttl_dns_cache=300, enable_cleanup_closed=True, ssl=self.info.verify_ssl)
         self._session = aiohttp.ClientSession(
             connector=connector,
             headers=self._headers(),
@@ -178,6 +179,10 @@ class Endpoint:
             return _Outcome(reason=f"reply too large: more than {self.info.max_reply_mb:g} MB (max_reply_mb)")
         except asyncio.TimeoutError:
             return _Outcome(reason=f"timeout after {self.info.timeout:g}s", retryable=True)
+        except aiohttp.ClientConnectorCertificateError as exc:
+            # Retrying cannot make a certificate trusted; the reason says what to change.
+            reason = f"connection error: certificate not trusted (verify_ssl: false accepts a self-signed one): {exc.certificate_error}"
+            return _Outcome(reason=clip(reason, self.redact, REASON_LIMIT))
         except aiohttp.ClientError as exc:
             return _Outcome(reason=clip(f"connection error: {type(exc).__name__}: {exc}".rstrip(": "), self.redact, REASON_LIMIT), retryable=True)
         return self._decode(raw, parse)

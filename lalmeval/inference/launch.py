@@ -33,9 +33,9 @@ def launch_list(groups: list[ModelGroup]) -> list[ModelInfo]:
     return out
 
 
-async def _answers(session: aiohttp.ClientSession, url: str) -> bool:
+async def _answers(session: aiohttp.ClientSession, model: ModelInfo) -> bool:
     try:
-        async with session.get(url.rstrip("/") + "/models") as resp:
+        async with session.get(model.url.rstrip("/") + "/models", ssl=model.verify_ssl) as resp:
             return resp.status < 500
     except (aiohttp.ClientError, asyncio.TimeoutError):
         return False
@@ -107,7 +107,7 @@ class Launcher:
         """A server already answering at a launch URL would be evaluated in place of the launched one."""
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
             for model in self.models:
-                if await _answers(session, model.url):
+                if await _answers(session, model):
                     raise UserError(f"model '{model.name}': {model.url} already answers before launch: another server holds the port (stop it, or remove `launch`)")
 
     async def _wait(self, model: ModelInfo) -> None:
@@ -119,7 +119,7 @@ class Launcher:
             while loop.time() < deadline:
                 if process.returncode is not None:
                     raise UserError(f"model '{model.name}': launch command exited with code {process.returncode} before {model.url} answered (log: {log})")
-                if await _answers(session, model.url):
+                if await _answers(session, model):
                     await asyncio.sleep(0.5)  # a server that lost the port race exits right after someone else answers
                     if process.returncode is None:
                         return

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
+import ssl
 import threading
 import time
 from dataclasses import dataclass, field
@@ -77,8 +78,9 @@ def _audio_seconds(data: bytes) -> float:
 class ScriptedEndpoint:
     """Start with `with ScriptedEndpoint(handler) as ep:`; `ep.url` is the /v1 base URL."""
 
-    def __init__(self, handler: Optional[Handler] = None, latency: float = 0.0):
+    def __init__(self, handler: Optional[Handler] = None, latency: float = 0.0, ssl_context: Optional[ssl.SSLContext] = None):
         self.handler = handler or (lambda seen, n: "ok")
+        self.ssl_context = ssl_context  # serve https with this context's certificate
         self.latency = latency
         self.requests: list[Seen] = []
         self.in_flight = 0
@@ -90,7 +92,7 @@ class ScriptedEndpoint:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{'https' if self.ssl_context else 'http'}://127.0.0.1:{self.port}/v1"
 
     async def _parse(self, request: web.Request) -> Seen:
         seen = Seen(request.path, dict(request.headers), dict(request.query), started=time.monotonic())
@@ -143,7 +145,7 @@ class ScriptedEndpoint:
         app.router.add_get("/v1/models", self._models)
         runner = web.AppRunner(app, access_log=None)
         self._loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=self.ssl_context)
         self._loop.run_until_complete(site.start())
         self.port = site._server.sockets[0].getsockname()[1]
         self._runner = runner

@@ -1,0 +1,80 @@
+"""lalmeval.evaluate(): run an evaluation from Python (a notebook, a script) and get its scores."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from lalmeval.errors import UserError
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What a run produced, as its run directory holds it."""
+
+    run_dir: Path                        # <output_dir>/<run_id>/: records, scores, report.html
+    scores: list[dict[str, Any]]         # final_scores.json "scores": model, dataset, metric, score, ci95, num_samples, num_failed, ...
+    aggregates: list[dict[str, Any]]     # final_scores.json "aggregates"
+    comparisons: list[dict[str, Any]]    # final_scores.json "comparisons": paired differences between models
+    failures: list[dict[str, Any]]       # failed samples by model, dataset and kind, with an example reason
+    complete: bool                       # every sample has a prediction and every prediction a score (the CLI's exit 0)
+
+
+def _load(config: Union[str, Path, Mapping[str, Any]]):
+    """A Plan from a YAML path or a mapping; a mapping's relative paths are taken from the current directory."""
+    from lalmeval.config import load_config, parse_config
+    from lalmeval.plan import build_plan
+
+    if isinstance(config, Mapping):
+        return build_plan(parse_config(dict(config), "config"), Path("config"))
+    if isinstance(config, (str, Path)):
+        return build_plan(load_config(config), Path(config))
+    raise UserError(f"config must be a path to a YAML file or a dict, got {type(config).__name__}")
+
+
+@contextlib.contextmanager
+def _own_event_loop() -> Iterator[None]:
+    """Let the run start its own event loop even inside a running one (a Jupyter cell), then put everything back.
+
+    The cell blocks its kernel's loop while it runs, so the two never run at once; the run's
+    Ctrl-C handling replaces the kernel's for that time only.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        raise UserError("lalmeval.evaluate must be called from the main thread (a run handles Ctrl-C there)")
+    outer = asyncio.events._get_running_loop()
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    wakeup = signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(wakeup)
+    asyncio.events._set_running_loop(None)
+    try:
+        yield
+    finally:
+        asyncio.events._set_running_loop(outer)
+        signal.set_wakeup_fd(wakeup)
+        for sig, handler in handlers.items():
+            if handler is not None:
+                signal.signal(sig, handler)
+
+
+def evaluate(config: Union[str, Path, Mapping[str, Any]], *, output_dir: Union[str, Path, None] = None,
+             run_id: Optional[str] = None, use_cache: bool = True, allow_config_change: bool = False,
+             quiet: bool = False) -> Evaluation:
+    """Run the evaluation a config describes (a YAML path or a dict) and return its scores; bad input raises UserError."""
+    from lalmeval.cli import check_run_id
+    from lalmeval.options import RunOptions
+    from lalmeval.runner import default_run_id, run
+
+    plan = _load(config)
+    out = Path(output_dir if output_dir is not None else plan.config.output_dir)
+    run_id = check_run_id(run_id) if run_id is not None else default_run_id()
+    options = RunOptions(use_cache=use_cache, allow_config_change=allow_config_change)
+    with _own_event_loop():
+        result = run(plan, out, run_id, quiet=quiet, options=options)
+    return Evaluation(out / run_id, [s.to_json() for s in result.scores], result.aggregates, result.comparisons,
+                      result.failures, result.complete)

@@ -1,0 +1,106 @@
+"""A --run-id whose stored config.yaml asks for another evaluation is refused unless --allow-config-change."""
+
+import pytest
+import yaml
+
+from lalmeval.cli import main
+from tests.support.endpoint import ScriptedEndpoint
+from tests.support.workspace import demo_rows, model
+
+
+def setup(ws):
+    rows = ws.copy_demo_audio(demo_rows(3))
+    ws.runspec("asr", "commands", {"cmds": {"hf_repo": ws.jsonl(rows), "id_column": "id"},
+                                   "cmds_b": {"hf_repo": ws.jsonl(rows, "data/b.jsonl"), "id_column": "id"}})
+
+
+def configure(ws, url, models=None, pairs=(("cmds", "word_error_rate"),), **extra):
+    models = models or [model(url)]
+    return ws.config(models, [list(p) for p in pairs], output_dir=str(ws.root / "runs"), **extra)
+
+
+def run(ws, *flags):
+    return main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "r", *flags])
+
+
+def run_files(ws):
+    root = ws.root / "runs" / "r"
+    return (root / "config.yaml").read_bytes(), (root / "final_scores.json").read_bytes()
+
+
+CHANGES = {
+    "model id": ({"model": "another-model"}, {}, "models[m].model: 'scripted-m' → 'another-model'"),
+    "temperature": ({"temperature": 0.5}, {}, "models[m].temperature: 0.0 → 0.5"),
+    "dataset": ({}, {"pairs": [("cmds", "word_error_rate"), ("cmds_b", "word_error_rate")]}, "dataset_metric: "),
+    "system prompt": ({}, {"filters": {"system_prompts": ["concise"]}}, "filters.system_prompts: [] → ['concise']"),
+    "sample count": ({}, {"filters": {"num_samples": 2}}, "filters.num_samples: None → 2"),
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_resuming_under_a_different_evaluation_is_refused_and_touches_nothing(ws, capsys, change):
+    setup(ws)
+    settings, extra, named = CHANGES[change]
+    with ScriptedEndpoint() as ep:
+        configure(ws, ep.url)
+        assert run(ws) == 0
+        before = run_files(ws)
+        configure(ws, ep.url, models=[model(ep.url, **settings)], **extra)
+        capsys.readouterr()
+        assert run(ws) == 2
+        assert len(ep.requests) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and named in err[0], err
+    assert f"{ws.root / 'runs' / 'r'} holds a run of a different config" in err[0] and "--allow-config-change" in err[0]
+    assert run_files(ws) == before
+
+
+def test_allow_config_change_continues_the_run_under_the_new_config(ws):
+    setup(ws)
+    with ScriptedEndpoint() as ep:
+        configure(ws, ep.url)
+        assert run(ws) == 0
+        configure(ws, ep.url, models=[model(ep.url, model="another-model")])
+        assert run(ws, "--allow-config-change") == 0
+        assert len(ep.requests) == 6  # a changed model id is requested again
+    stored = yaml.safe_load((ws.root / "runs" / "r" / "config.yaml").read_text())
+    assert stored["models"][0]["model"] == "another-model"
+
+
+def test_settings_that_only_deliver_requests_or_keep_files_may_change(ws):
+    setup(ws)
+    with ScriptedEndpoint() as ep:
+        configure(ws, ep.url, models=[model(ep.url, "a"), model(ep.url, "b")])
+        assert run(ws) == 0
+        changed = dict(timeout=30, batch_size=1, retry_attempts=7, delay=1, max_reply_mb=2, verify_ssl=False, auth_token="tok-123456")
+        # The models in another order are the same evaluation too.
+        configure(ws, ep.url, models=[model(ep.url, "b", **changed), model(ep.url, "a")],
+                  cache_dir=str(ws.root / "elsewhere"), streaming=True)
+        assert run(ws) == 0
+        assert len(ep.requests) == 6  # nothing requested again
+
+
+def test_reeval_may_point_the_models_elsewhere_but_not_change_the_metrics(ws, capsys):
+    setup(ws)
+    with ScriptedEndpoint() as ep:
+        configure(ws, ep.url)
+        assert run(ws, "--skip-eval") == 0
+    configure(ws, "http://127.0.0.1:9/v1")  # the endpoint is gone: --reeval sends nothing
+    assert run(ws, "--reeval") == 0
+    configure(ws, "http://127.0.0.1:9/v1", pairs=[("cmds", "bleu")])
+    capsys.readouterr()
+    assert run(ws, "--reeval") == 2
+    assert "dataset_metric: [['cmds', 'word_error_rate']] → [['cmds', 'bleu']]" in capsys.readouterr().err
+    assert run(ws, "--reeval", "--allow-config-change") == 0
+
+
+def test_a_run_stored_before_a_key_existed_compares_that_key_by_its_default(ws):
+    setup(ws)
+    with ScriptedEndpoint() as ep:
+        configure(ws, ep.url)
+        assert run(ws) == 0
+        stored = ws.root / "runs" / "r" / "config.yaml"
+        data = yaml.safe_load(stored.read_text())
+        del data["models"][0]["temperature"], data["seed"]  # as an older version would have written it
+        stored.write_text(yaml.safe_dump(data))
+        assert run(ws) == 0

@@ -1,0 +1,167 @@
+"""A fresh clone: the README's Quick start and Tests commands work from a bare shell, in either order.
+
+A full set-up (a new venv, ~80 packages) takes a minute and needs the package index, so it is
+not repeated here: the suite itself runs inside the venv that `bash test.sh` set up, and these
+tests check that the README, CI and both scripts go through that one set-up, that the venv
+holds exactly the pinned versions, and that what the scripts print runs as printed from a shell
+with nothing activated.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from tests.support.endpoint import Reply, ScriptedEndpoint
+from tests.support.workspace import REPO, demo_rows, model
+
+SETUP = "scripts/setup-venv.sh"
+BARE_ENV = {"HOME": os.environ.get("HOME", "/tmp"), "PATH": "/usr/bin:/bin"}  # no venv, no python of ours
+
+
+def readme_command(section: str) -> str:
+    """The first command of the first code block under a README heading."""
+    text = (REPO / "README.md").read_text()
+    body = text.split(f"\n## {section}", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", body, re.DOTALL).group(1)
+    return block.strip().splitlines()[0]
+
+
+def script_of(command: str) -> Path:
+    words = shlex.split(command)
+    assert words[0] == "bash" and len(words) == 2, f"{command!r} is not `bash <script>`"
+    return REPO / words[1]
+
+
+def test_ci_runs_the_readme_test_command():
+    tests = readme_command("Tests")
+    lines = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]
+    assert tests in lines, f".ci/run does not run the README's test command {tests!r}"
+    assert not any(re.match(r"(python3? -m )?pytest", line) for line in lines), "CI must not run pytest around the README's command"
+
+
+def test_quick_start_and_tests_set_up_the_same_venv_through_one_script():
+    for section in ("Quick start (offline)", "Tests"):
+        script = script_of(readme_command(section)).read_text()
+        assert f'source "$(dirname "${{BASH_SOURCE[0]}}")/{SETUP}"' in script, f"{section}: does not source {SETUP}"
+    setup = (REPO / SETUP).read_text()
+    assert 'pip install --disable-pip-version-check -c "$root/constraints.txt" -r "$root/requirements.txt"' in setup
+    assert 'pip install --disable-pip-version-check -c "$root/constraints.txt" -e "$root"' in setup
+    assert "--quiet" not in setup and " -q " not in setup  # a minute of silence looks like a hang
+
+
+def venv_ready() -> bool:
+    return subprocess.run(["bash", str(REPO / SETUP), "--check"], env=BARE_ENV, timeout=60).returncode == 0
+
+
+@pytest.fixture
+def set_up():
+    """The venv the README's commands use; the suite normally runs inside it (bash test.sh)."""
+    if not venv_ready():
+        if os.environ.get("LALMEVAL_REQUIRE_SYSTEM_PACKAGES"):
+            pytest.fail(f"{REPO / '.venv'} is not set up although CI ran the suite through the README's test command")
+        pytest.skip("run through `bash test.sh`: .venv/ is not set up (or out of date) and setting it up takes a minute")
+
+
+def bare(command: str, cwd: Path, timeout: int = 300, path: str = BARE_ENV["PATH"]) -> subprocess.CompletedProcess:
+    env = {**BARE_ENV, "PATH": path}
+    return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_readme_commands_work_from_a_shell_with_nothing_activated(set_up, tmp_path):
+    tests = bare(f"{readme_command('Tests')} --collect-only -q tests/test_cli.py", REPO)
+    assert tests.returncode == 0 and "test_cli.py" in tests.stdout, tests.stdout + tests.stderr
+    run = bare(f"{readme_command('Quick start (offline)')} --help", REPO)
+    assert run.returncode == 0 and "usage: lalmeval run" in run.stdout, run.stderr
+    # From another directory, through the script's path, with paths relative to that directory.
+    (tmp_path / "c.yaml").write_text("dataset_metric: [[demo_commands, word_eror_rate]]\nmodels: [{name: m, url: 'http://127.0.0.1:9/v1', model: m}]\n")
+    elsewhere = bare(f"bash {REPO / 'evaluate.sh'} --config c.yaml", tmp_path)
+    assert elsewhere.returncode == 2 and "c.yaml: dataset_metric[0]: unknown metric" in elsewhere.stderr, elsewhere.stderr
+
+
+def test_the_set_up_is_due_again_when_a_pinned_version_changes(set_up, tmp_path):
+    for name in ("requirements.txt", "constraints.txt", "pyproject.toml", SETUP):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / name, tmp_path / name)
+    (tmp_path / ".venv").symlink_to(REPO / ".venv")
+    check = lambda: subprocess.run(["bash", str(tmp_path / SETUP), "--check"], env=BARE_ENV, timeout=60).returncode  # noqa: E731
+    assert check() == 0
+    with (tmp_path / "constraints.txt").open("a") as handle:
+        handle.write("six==0.1\n")
+    assert check() == 1
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pins() -> dict[str, str]:
+    lines = (REPO / "constraints.txt").read_text().splitlines()
+    return {canonical(name): version for name, version in (line.split("==") for line in lines if line and not line.startswith("#"))}
+
+
+def pulled_in() -> set[str]:
+    """Every distribution requirements.txt installs here: its lines, their dependencies, and theirs."""
+    from packaging.requirements import Requirement
+
+    lines = [line for line in (REPO / "requirements.txt").read_text().splitlines() if line.strip() and not line.startswith("#")]
+    todo, seen = [(Requirement(line), {""}) for line in lines], set()
+    while todo:
+        req, wanted_by = todo.pop()
+        if req.marker and not any(req.marker.evaluate({"extra": extra}) for extra in wanted_by):
+            continue
+        key = (canonical(req.name), frozenset(req.extras))  # sacrebleu and sacrebleu[ja] pull in different things
+        if key in seen:
+            continue
+        seen.add(key)
+        extras = {""} | set(req.extras)
+        todo += [(Requirement(dep), extras) for dep in metadata.requires(req.name) or []]
+    return {name for name, _ in seen}
+
+
+def test_constraints_pin_everything_requirements_pull_in_at_the_installed_version(set_up):
+    if Path(sys.prefix).resolve() != (REPO / ".venv").resolve():
+        pytest.skip("the suite is not running inside .venv/ (run it with `bash test.sh`)")
+    pinned = pins()
+    unpinned = sorted(pulled_in() - set(pinned))
+    assert not unpinned, f"not pinned in constraints.txt (regenerate it, see its header): {unpinned}"
+    for name in pulled_in():
+        assert metadata.version(name) == pinned[name], name
+
+
+def failing_twice(seen, n):
+    return Reply(status=400, payload={"error": {"message": "not yet"}}) if n < 2 else "ok"
+
+
+VENV_BIN = REPO / ".venv" / "bin"
+STARTS = {  # how the run is started → (the words typed, PATH of the shell)
+    "evaluate.sh from elsewhere": (f"bash {REPO / 'evaluate.sh'}", BARE_ENV["PATH"]),
+    "python -m, by path": (f"{VENV_BIN / 'python'} -m lalmeval run", BARE_ENV["PATH"]),
+    "lalmeval, by path": (f"{VENV_BIN / 'lalmeval'} run", BARE_ENV["PATH"]),
+    "python -m, activated": ("python -m lalmeval run", f"{VENV_BIN}:{BARE_ENV['PATH']}"),
+    "lalmeval, activated": ("lalmeval run", f"{VENV_BIN}:{BARE_ENV['PATH']}"),
+}
+
+
+@pytest.mark.parametrize("how", STARTS)
+def test_the_printed_retry_command_runs_as_printed(set_up, ws, how):
+    rows = ws.copy_demo_audio(demo_rows(3))
+    ws.runspec("asr", "commands", {"cmds": {"hf_repo": ws.jsonl(rows), "id_column": "id"}})
+    start, path = STARTS[how]
+    with ScriptedEndpoint(failing_twice) as ep:
+        ws.config([model(ep.url, retry_attempts=0)], [["cmds", "word_error_rate"]])
+        first = bare(f"{start} --config config.yaml --run-id r", ws.root, path=path)
+        assert first.returncode == 3, first.stderr
+        printed = first.stderr.split("Retry them with: ", 1)[1].strip()
+        assert printed == f"{start} --config config.yaml --output-dir runs --resume r"
+        again = bare(printed, ws.root, path=path)  # pasted into the same shell
+        assert again.returncode == 0, again.stderr
+        assert len(ep.requests) == 5  # only the two failed samples were requested again
