@@ -18,7 +18,6 @@ from lalmeval.options import RunOptions
 from lalmeval.plan import Plan
 from lalmeval.records import Score
 from lalmeval.report import aggregates, comparison_table, comparisons, failure_table, final_scores, score_table
-from lalmeval.reports import write_reports
 from lalmeval.secrets import Redactor, config_secrets, redacted_config
 from lalmeval.store import RunStore, WriteFailed, write_error
 
@@ -124,6 +123,8 @@ def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str) ->
     except WriteFailed as exc:
         result.write_error = result.write_error or str(exc)
         return
+    from lalmeval.reports import write_reports  # imported here: a run's start-up does not need it
+
     write_reports(store.root)  # report.html, results.csv, results.md from the files just written
 
 

@@ -143,14 +143,13 @@ def to_pcm16(samples: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(samples * 32768.0), -32768, 32767).astype("<i2")
 
 
-def wav_bytes(pcm: np.ndarray, rate: int = TARGET_RATE) -> bytes:
-    """A 16-bit mono PCM WAV file holding `pcm`."""
-    payload = pcm.tobytes()
-    header = struct.pack(
-        "<4sI4s4sIHHIIHH4sI",
-        b"RIFF", 36 + len(payload), b"WAVE", b"fmt ", 16, 1, 1, rate, rate * 2, 2, 16, b"data", len(payload),
-    )
-    return header + payload
+def wav_bytes(pcm: np.ndarray, rate: int = TARGET_RATE) -> bytearray:
+    """A 16-bit mono PCM WAV file holding `pcm` (one copy of the samples, not two: this runs per request)."""
+    size = pcm.nbytes
+    out = bytearray(44 + size)
+    struct.pack_into("<4sI4s4sIHHIIHH4sI", out, 0, b"RIFF", 36 + size, b"WAVE", b"fmt ", 16, 1, 1, rate, rate * 2, 2, 16, b"data", size)
+    out[44:] = memoryview(np.ascontiguousarray(pcm, dtype="<i2")).cast("B")
+    return out
 
 
 @dataclass
@@ -170,12 +169,12 @@ class PreparedAudio:
 
     @property
     def wav(self) -> bytes:
-        return wav_bytes(self.pcm)
+        return bytes(wav_bytes(self.pcm))
 
     @property
     def b64(self) -> bytes:
         if self._b64 is None:
-            self._b64 = base64.b64encode(self.wav)
+            self._b64 = base64.b64encode(wav_bytes(self.pcm))
         return self._b64
 
     def chunks(self, max_seconds: Optional[float]) -> list["PreparedAudio"]:

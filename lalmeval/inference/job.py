@@ -243,7 +243,9 @@ class InferenceJob:
         queue = SampleQueue(self.source.samples(), sum(e.info.batch_size for e in self.endpoints), ledger.admit, self.repeats)
         tasks = [asyncio.ensure_future(queue.fill())]
         for endpoint in self.endpoints:
-            width = 1 if self.options.reeval else endpoint.info.batch_size * 2
+            # Workers beyond the in-flight limit prepare the next clips ahead; a quarter more keeps the
+            # endpoint busy without holding many decoded clips.
+            width = 1 if self.options.reeval else endpoint.info.batch_size + max(4, endpoint.info.batch_size // 4)
             tasks += [asyncio.ensure_future(self._worker(queue, endpoint, stored, ledger)) for _ in range(width)]
         try:
             await asyncio.gather(*tasks)
