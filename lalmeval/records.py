@@ -33,6 +33,7 @@ class Sample:
     gold: Optional[int] = None             # index of the gold option in `choices`
     images: tuple[Any, ...] = ()           # data.images.ImageRef, in the order they are shown
     conversation: Optional[Any] = None     # data.messages.Conversation: the whole prompt (OpenAI messages)
+    turns: tuple[str, ...] = ()            # multi-turn: the user's turns, each sent after the reply to the one before
     problem: Optional[str] = None          # why this row cannot become a request: recorded as its failure
 
     @property
@@ -51,6 +52,7 @@ class Prompt:
     options: tuple[str, ...] = ()              # multiple choice: the options as shown, in shown order
     gold: Optional[int] = None                 # ... the gold option's position among them
     permutation: tuple[int, ...] = ()          # ... shown position → the data's option index
+    followups: tuple[tuple[Any, ...], ...] = ()  # multi-turn: the parts of each later user turn
 
 
 @dataclass

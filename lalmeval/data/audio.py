@@ -177,11 +177,22 @@ class PreparedAudio:
             self._b64 = base64.b64encode(wav_bytes(self.pcm))
         return self._b64
 
-    def chunks(self, max_seconds: Optional[float]) -> list["PreparedAudio"]:
-        """Split into pieces of at most `max_seconds` (the clip itself when it fits)."""
+    def chunks(self, max_seconds: Optional[float], mode: str = "chunk") -> list["PreparedAudio"]:
+        """The clip as pieces of at most `max_seconds` (the clip itself when it fits).
+
+        chunk: fixed cuts every max_seconds; truncate: only the first max_seconds; vad: cuts in the
+        silences nearest each limit (WebRTC VAD), so no word is split unless a stretch of speech is
+        longer than max_seconds."""
         if not max_seconds or self.seconds <= max_seconds:
             return [self]
         step = max(1, int(max_seconds * TARGET_RATE))
+        if mode == "truncate":
+            return [PreparedAudio(self.pcm[:step], self.digest + "@truncated")]
+        if mode == "vad":
+            from lalmeval.data.vad import split_at_silences
+
+            ranges = split_at_silences(self.pcm, TARGET_RATE, max_seconds).ranges
+            return [PreparedAudio(self.pcm[a:b]) for a, b in ranges]
         return [PreparedAudio(self.pcm[i : i + step]) for i in range(0, len(self.pcm), step)]
 
     def encoded(self) -> "PreparedAudio":

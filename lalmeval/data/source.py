@@ -71,7 +71,7 @@ def mapped_columns(dataset: Dataset) -> list[tuple[str, str]]:
         "target_column": spec.target_column, "additional_instruction_column": spec.additional_instruction_column,
         "textual_input_column": spec.textual_input_column, "transcript_column": spec.transcript_column,
         "id_column": spec.id_column, "language_column": spec.language_column, "subset_column": spec.subset_column,
-        "messages_column": spec.messages_column,
+        "messages_column": spec.messages_column, "turns_column": spec.turns_column,
     }
     pairs = [(name, column) for name, column in single.items() if column]
     for name in ("choices_column", "image_column"):
@@ -191,13 +191,28 @@ def _images(row: dict[str, Any], spec: Any, base: Path) -> tuple[ImageRef, ...]:
     return tuple(image_ref(row.get(c), base) for c in columns if not is_missing(row.get(c)))
 
 
+def _turns(value: Any) -> tuple[str, ...]:
+    """A multi-turn row's user turns: a list (or its JSON text) of non-empty strings."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise ValueError("turns: not a list (nor its JSON text)") from None
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)) or not value or not all(isinstance(t, str) and t.strip() for t in value):
+        raise ValueError("turns: expected a non-empty list of non-empty strings")
+    return tuple(value)
+
+
 def _rich_fields(row: dict[str, Any], spec: Any, base: Path) -> dict[str, Any]:
     """Options with the gold index, images, a message list — or the problem that stops this row."""
     try:
         choices = _choices(row, spec)
         gold = gold_index(row.get(spec.target_column), choices) if choices and spec.target_column else None
         conversation = from_openai_messages(row.get(spec.messages_column), base) if spec.messages_column else None
-        return {"choices": tuple(choices), "gold": gold, "images": _images(row, spec, base), "conversation": conversation}
+        turns = _turns(row.get(spec.turns_column)) if spec.turns_column else ()
+        return {"choices": tuple(choices), "gold": gold, "images": _images(row, spec, base), "conversation": conversation, "turns": turns}
     except ValueError as exc:  # ImageError is one: a bad row fails alone, with its reason
         return {"problem": f"data: {exc}"}
 
@@ -206,7 +221,7 @@ def to_sample(row: dict[str, Any], index: int, dataset: Dataset, base: Path, whe
     """One row → Sample, reading the runspec's column mapping."""
     spec = dataset.spec
     text = lambda column: _text(row.get(column)) if column else None  # noqa: E731
-    rich = _rich_fields(row, spec, base) if spec.choices or spec.choices_column or spec.image_column or spec.messages_column else {}
+    rich = _rich_fields(row, spec, base) if spec.choices or spec.choices_column or spec.image_column or spec.messages_column or spec.turns_column else {}
     return Sample(
         id=row_id(row, index, dataset, where),
         audio=audio_refs(row.get(spec.audio_column), base) if spec.audio_column else (),

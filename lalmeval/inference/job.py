@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections import OrderedDict
 from dataclasses import replace
@@ -13,7 +14,7 @@ from lalmeval.config import ModelInfo
 from lalmeval.choices import LETTERS
 from lalmeval.data.audio import AudioError, PreparedAudio, audio_identity, prepare
 from lalmeval.data.images import ImageError, ImagePart
-from lalmeval.data.messages import image_parts
+from lalmeval.data.messages import Conversation, Text, Turn, image_parts
 from lalmeval.data.source import Source
 from lalmeval.errors import UserError
 from lalmeval.inference.client import Endpoint, RequestFailed
@@ -153,7 +154,7 @@ class InferenceJob:
         preprocessor: Preprocessor, postprocessor: Postprocessor, params: dict[str, Any],
         audio: AudioCache, store: RunStore, options: RunOptions = RunOptions(),
         cache: Optional[InferenceCache] = None, stop: Optional[asyncio.Event] = None, identity: Optional[str] = None,
-        repeats: int = 1,
+        repeats: int = 1, long_audio: str = "chunk",
     ):
         self.dataset, self.language, self.source, self.name = dataset, language, source, name
         self.endpoints, self.protocol = endpoints, protocol
@@ -163,6 +164,7 @@ class InferenceJob:
         self.stop = stop or asyncio.Event()
         self.identity = identity or endpoints[0].info.url
         self.repeats = repeats
+        self.long_audio = long_audio   # how audio longer than chunk_size is sent: chunk, truncate or vad
         self.stream = RecordStream()
         self.reused = 0
         self.failure: Optional[str] = None   # why the pass as a whole could not go on, if it could not
@@ -305,7 +307,7 @@ class InferenceJob:
         except (AudioError, ValueError):
             return None
         return request_key(self.info, prompt, self.params, digests, self.language, url=self.identity,
-                           image_digests=images, repeat=self._repeat_key(repeat))
+                           image_digests=images, repeat=self._repeat_key(repeat), long_audio=self.long_audio)
 
     def _record(self, sample: Sample, prompt: Prompt, repeat: int) -> Record:
         record = Record(id=sample.id, repeat=repeat, prompt=prompt.text, system=prompt.system, params=self.params,
@@ -325,11 +327,15 @@ class InferenceJob:
             audio = await self._audio(sample, prompt)
             images = await loop.run_in_executor(None, _images, prompt)
             record.key = request_key(self.info, prompt, self.params, [a.digest for a in audio], self.language, url=self.identity,
-                                     image_digests=[i.digest for i in images], repeat=self._repeat_key(repeat))
+                                     image_digests=[i.digest for i in images], repeat=self._repeat_key(repeat), long_audio=self.long_audio)
             cached = self.cache.get(record.key) if self._cacheable() else None
             if cached is not None:
-                record.reply = cached
+                record.reply = _restore(record, cached, bool(prompt.followups))
                 record.extra["cached"] = True
+            elif prompt.followups:
+                record.reply = await self._dialogue(record, prompt, audio, home, images)
+                if self._cacheable():  # a dialogue is cached whole: every turn's reply
+                    self.cache.put(record.key, json.dumps(record.extra["turns"], ensure_ascii=False))
             else:
                 record.reply = await self._request(record, prompt, audio, home, images)
                 if self._cacheable():
@@ -359,10 +365,10 @@ class InferenceJob:
         return [await self.audio.get(sample, i) for i in range(len(sample.audio))]
 
     async def _request(self, record: Record, prompt: Prompt, audio: list[PreparedAudio], home: Endpoint, images: list[ImagePart]) -> str:
-        """Send the clip (in chunks when longer than chunk_size) and join the replies in order."""
+        """Send the clip (cut by long_audio when longer than chunk_size) and join the replies in order."""
         requests: list[list[PreparedAudio]] = [audio]
         if len(audio) == 1 and self.info.chunk_size and audio[0].seconds > self.info.chunk_size:
-            pieces = await asyncio.get_running_loop().run_in_executor(None, _encode_chunks, audio[0], self.info.chunk_size)
+            pieces = await asyncio.get_running_loop().run_in_executor(None, _encode_chunks, audio[0], self.info.chunk_size, self.long_audio)
             requests = [[piece] for piece in pieces]
         replies = await asyncio.gather(*(self._send(prompt, clips, home, images) for clips in requests))
         record.attempts = sum(r.attempts for r, _ in replies)
@@ -374,6 +380,25 @@ class InferenceJob:
             record.extra["replica"] = answered[0] if len(answered) == 1 else answered
         texts = [r.value.text.strip() for r, _ in replies]
         return " ".join(t for t in texts if t)
+
+    async def _dialogue(self, record: Record, prompt: Prompt, audio: list[PreparedAudio], home: Endpoint, images: list[ImagePart]) -> str:
+        """Multi-turn: each reply goes back into the conversation before the next user turn; the last reply is the answer."""
+        conversation = prompt.conversation
+        turns: list[dict[str, str]] = []
+        replies = []
+        for index in range(len(prompt.followups) + 1):
+            if index:
+                conversation = Conversation(conversation.system, conversation.turns + (
+                    Turn("assistant", (Text(turns[-1]["reply"]),)), Turn("user", prompt.followups[index - 1])))
+            reply, _ = await self._send(replace(prompt, conversation=conversation), audio, home, images)
+            replies.append(reply)
+            said = " ".join(p.text for p in conversation.turns[-1].parts if isinstance(p, Text))
+            turns.append({"prompt": said, "reply": reply.value.text.strip()})
+        record.attempts = sum(r.attempts for r in replies)
+        record.retry_wait = round(sum(r.retry_wait for r in replies), 3)
+        record.usage = _sum_usage([r.value for r in replies])
+        record.extra["turns"] = turns
+        return turns[-1]["reply"]
 
     async def _send(self, prompt: Prompt, audio: list[PreparedAudio], home: Endpoint, images: list[ImagePart]):
         """POST to the home replica; when a replica is down or unreachable, the request moves to a live one."""
@@ -396,13 +421,21 @@ class InferenceJob:
         return min(live, key=lambda e: e.limit.in_flight / max(1, e.limit.limit), default=None)
 
 
+def _restore(record: Record, cached: str, dialogue: bool) -> str:
+    """The reply a cache entry holds; a dialogue's entry holds every turn, kept in the record."""
+    if not dialogue:
+        return cached
+    record.extra["turns"] = json.loads(cached)
+    return record.extra["turns"][-1]["reply"]
+
+
 def _images(prompt: Prompt) -> list[ImagePart]:
     """The image parts of a prompt's conversation, read and encoded (blocking: call in an executor)."""
     return image_parts(prompt.conversation.parts()) if prompt.conversation is not None else []
 
 
-def _encode_chunks(audio: PreparedAudio, seconds: Optional[float]) -> list[PreparedAudio]:
-    return [piece.encoded() for piece in audio.chunks(seconds)]
+def _encode_chunks(audio: PreparedAudio, seconds: Optional[float], mode: str) -> list[PreparedAudio]:
+    return [piece.encoded() for piece in audio.chunks(seconds, mode)]
 
 
 def _sum_usage(answers: list[Answer]) -> Optional[dict[str, int]]:

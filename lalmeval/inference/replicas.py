@@ -14,7 +14,7 @@ from lalmeval.config import Config, ModelInfo
 from lalmeval.errors import UserError
 
 # Settings that decide a reply: every replica of a group must agree on them.
-_SHARED = ("temperature", "max_tokens", "audio_format", "chunk_size", "api_version", "generation_kwargs")
+_SHARED = ("temperature", "max_tokens", "audio_format", "chunk_size", "long_audio", "api_version", "generation_kwargs")
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
+from dataclasses import replace
 from typing import Any, ClassVar, Optional
 
 from lalmeval.config import Config
@@ -38,6 +40,24 @@ class LLMJudge(Metric):
         return list(await asyncio.gather(*(self._judge(r) for r in records)))
 
     async def _judge(self, record: Record) -> SampleScore:
+        if record.extra.get("turns"):
+            return await self._judge_turns(record)
+        return await self._judge_one(record)
+
+    async def _judge_turns(self, record: Record) -> SampleScore:
+        """A dialogue: every turn judged with the turns before it as context; the sample scores their mean."""
+        turns = record.extra["turns"]
+        references = _turn_references(record.reference, len(turns))
+        views = [replace(record, prompt=_in_context(turns, i), prediction=self.postprocessor.process(turn["reply"]), reference=references[i], extra={})
+                 for i, turn in enumerate(turns)]
+        judged = await asyncio.gather(*(self._judge_one(view) for view in views))
+        failed = [(i, x) for i, x in enumerate(judged) if x.get("judge_failed")]
+        if failed:
+            index, item = failed[0]
+            return {"score": None, "judge_failed": f"turn {index + 1}: {item['judge_failed']}", "turns": judged}
+        return {"score": sum(x["score"] for x in judged) / len(judged), "turn_scores": [x["score"] for x in judged], "turns": judged}
+
+    async def _judge_one(self, record: Record) -> SampleScore:
         judge = self.context.judge
         variant = self.variant(record)
         if variant is None:
@@ -83,7 +103,31 @@ class LLMJudge(Metric):
         mean = sum(ratings) / len(ratings) if ratings else None
         if self.scale != 1:
             details["raw_mean"] = mean
+        per_turn = [x["turn_scores"] for x in items if x.get("turn_scores")]
+        if per_turn:  # each turn's mean rating over the dialogues, on the 0-100 scale
+            details["turns"] = [100.0 * sum(t[i] for t in per_turn if len(t) > i) / self.scale / sum(1 for t in per_turn if len(t) > i)
+                                for i in range(max(map(len, per_turn)))]
         return (100.0 * mean / self.scale if mean is not None else None), details
+
+
+def _turn_references(reference: Optional[str], count: int) -> list[Optional[str]]:
+    """Per-turn references from a JSON list of `count`; a single reference belongs to the last turn."""
+    if reference and reference.lstrip().startswith("["):
+        try:
+            values = json.loads(reference)
+        except ValueError:
+            values = None
+        if isinstance(values, list) and len(values) == count:
+            return [str(v) if v not in (None, "") else None for v in values]
+    return [None] * (count - 1) + [reference]
+
+
+def _in_context(turns: list[dict[str, str]], index: int) -> str:
+    """What the user asked at turn `index`, after the conversation so far."""
+    if index == 0:
+        return turns[0]["prompt"]
+    earlier = "\n".join(f"User: {t['prompt']}\nAssistant: {t['reply']}" for t in turns[:index])
+    return f"(Earlier in this conversation)\n{earlier}\n\n(The user now says)\n{turns[index]['prompt']}"
 
 
 @METRICS.register("llm_judge_binary")

@@ -24,6 +24,8 @@ class GeneralPreprocessor(Preprocessor):
         with_audio = spec.modality != "text"
         if sample.conversation is not None:
             return self._conversation(sample, with_audio)
+        if sample.turns:
+            return self._turns(sample, with_audio)
         text_input = sample.text_input if spec.modality in ("text", "audio_text") else None
         question = _join(sample.instruction or self.settings.instruction or spec.instruction, text_input)
         choice = {}
@@ -51,3 +53,20 @@ class GeneralPreprocessor(Preprocessor):
         system = _join(self.system, conv.system, sep="\n\n") or None
         text = _join(*(p.text for t in turns if t.role == "user" for p in t.parts if isinstance(p, Text)))
         return Prompt(text=text, system=system, with_audio=with_audio, conversation=Conversation(system, tuple(turns)))
+
+    def _turns(self, sample: Sample, with_audio: bool) -> Prompt:
+        """Multi-turn: the first user turn now, each later one after the reply to the one before.
+
+        With one clip per turn, clip i goes with turn i; otherwise every clip goes with the first."""
+        clips = len(sample.audio) if with_audio else 0
+        per_turn = clips == len(sample.turns) and clips > 1
+
+        def parts(index: int, text: str) -> tuple:
+            audio = [Audio(index)] if per_turn else ([Audio(i) for i in range(clips)] if index == 0 else [])
+            return (Text(text), *audio)
+
+        first = _join(sample.instruction or self.settings.instruction or self.dataset.spec.instruction, sample.turns[0], *self.add_ons)
+        followups = tuple(parts(i, turn) for i, turn in enumerate(sample.turns[1:], start=1))
+        conversation = Conversation.user(parts(0, first), self.system)
+        return Prompt(text="\n\n".join([first, *sample.turns[1:]]), system=self.system, with_audio=with_audio,
+                      conversation=conversation, followups=followups)
