@@ -133,7 +133,11 @@ def parse_json(text: str) -> Any:
 
 def load_json(path: Path, what: str = "JSON file") -> Any:
     """Parse a JSON file: invalid JSON and duplicate keys are errors naming the file."""
-    text = read_text(path, what)
+    return parse_json_text(path, read_text(path, what))
+
+
+def parse_json_text(path: Path, text: str) -> Any:
+    """Parse the text of the JSON file `path`; errors name the file and line."""
     try:
         return parse_json(text)
     except DuplicateKey as exc:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from lalmeval.errors import UserError
-from lalmeval.files import DuplicateKey, encoding_error, open_error, parse_json, read_text
+from lalmeval.files import DuplicateKey, encoding_error, open_error, parse_json, parse_json_text, read_text
 from lalmeval.registry import Registry
 
 # The `datasets` library keeps global state (tqdm's shared lock among it) that is not safe when two
@@ -271,12 +271,7 @@ def _open_json_array(path: Path, request: TableRequest) -> Table:
     text = read_text(path, "data file")
     if not text.lstrip().startswith("["):
         return JsonlTable(path, request)
-    try:
-        rows = parse_json(text)
-    except DuplicateKey as exc:
-        raise UserError(f"{path}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    rows = parse_json_text(path, text)
     for number, row in enumerate(rows, 1):
         if not isinstance(row, dict):
             raise UserError(f"{path}: item {number} of the array is not a JSON object")

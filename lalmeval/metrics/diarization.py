@@ -32,16 +32,14 @@ scores its WER. Speakers without a word after normalization do not count.
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Any, Callable, Optional
 
 import numpy as np
 
-from lalmeval.metrics.base import METRICS, Metric, SampleScore
-from lalmeval.metrics.wer import Units, check_units
+from lalmeval.metrics.base import METRICS, SampleScore
+from lalmeval.metrics.wer import UnitMetric
 from lalmeval.records import Record
-from lalmeval.runspecs import Dataset
 from lalmeval.stats import SampleStats, ratio
 
 Tokens = Callable[[str], list[str]]
@@ -180,18 +178,10 @@ def _ratio(num: int, den: int) -> Optional[float]:
 
 
 @METRICS.register("speaker_diarization")
-class SpeakerDiarization(Metric):
+class SpeakerDiarization(UnitMetric):
     """Corpus cpWER in percent (meeteval), with WDER and speaker-count error (DiarizationLM) in details."""
 
     name = "speaker_diarization"
-
-    @classmethod
-    def check_dataset(cls, dataset: Dataset) -> None:
-        check_units(dataset)
-
-    @functools.cached_property
-    def units(self) -> Units:
-        return Units(self.dataset)
 
     def score_record(self, record: Record) -> SampleScore:
         return score_window(record.reference or "", record.prediction or "", self.units)

@@ -40,24 +40,24 @@ class Units:
         return split_units(self._normalize(text), self.unit)
 
 
-def check_units(dataset: Dataset) -> None:
-    """Refuse to start when the dataset's normalizer needs a package that is not installed."""
-    require(dataset.spec.normalizer or default_normalizer(dataset.iso_language), f"{dataset.source}: dataset '{dataset.name}'")
-
-
-@METRICS.register("word_error_rate")
-class WordErrorRate(Metric):
-    """Σ(S+D+I) / Σ(reference tokens), reported as a percentage."""
-
-    name = "word_error_rate"
+class UnitMetric(Metric):
+    """A metric that counts normalized units of text (the dataset's `Units`)."""
 
     @classmethod
     def check_dataset(cls, dataset: Dataset) -> None:
-        check_units(dataset)
+        """Refuse to start when the dataset's normalizer needs a package that is not installed."""
+        require(dataset.spec.normalizer or default_normalizer(dataset.iso_language), f"{dataset.source}: dataset '{dataset.name}'")
 
     @functools.cached_property
     def units(self) -> Units:
         return Units(self.dataset)
+
+
+@METRICS.register("word_error_rate")
+class WordErrorRate(UnitMetric):
+    """Σ(S+D+I) / Σ(reference tokens), reported as a percentage."""
+
+    name = "word_error_rate"
 
     @property
     def normalizer_name(self) -> str:
