@@ -1,10 +1,11 @@
 """Scale of a whole run through `bash evaluate.sh`: memory, time to first request, throughput, replicas.
 
-    python benchmarks/scale.py [--only parquet2000,clips20000,stream100k,slots,replicas]
+    python benchmarks/scale.py [--only parquet100,parquet2000,clips20000,stream100k,slots,replicas] [--repeat N]
 
-parquet2000  2000 clips of 3-7 s as FLAC bytes in one parquet, zero-latency endpoint: time to
-             first request after `bash evaluate.sh` starts, samples/s end to end, peak RSS.
-clips20000   20 000 one-second clips in a parquet: peak RSS, every sample scored.
+parquet100   100 clips of 3-7 s as FLAC bytes in one parquet, zero-latency endpoint: time to
+             first request after `bash evaluate.sh` starts, wall time, samples/s end to end, peak RSS.
+parquet2000  the same with 2000 clips.
+clips20000   the same with 20 000 one-second clips; every sample scored.
 stream100k   100 000 one-second clips listed in a jsonl: RSS sampled through the run (flat?).
 slots        2000 clips of 5 s, endpoint 64 slots x 200 ms, batch_size 64: inference phase vs ideal.
 replicas     two replicas, one 3x slower: share of requests each served; then one killed mid-run.
@@ -143,39 +144,38 @@ def _spread(values: list[float], digits: int = 0) -> str:
     return f"{median:.{digits}f}" + (f" ({ordered[0]:.{digits}f}-{ordered[-1]:.{digits}f})" if len(ordered) > 1 else "")
 
 
-def parquet2000(work: Path, repeat: int = 1) -> None:
-    clips = make_flacs(work, [3 + 4 * i / 49 for i in range(50)])
-    mb = write_parquet(work / "set2000.parquet", clips, 2000)
-    firsts, rates, peaks = [], [], []
+def parquet_run(work: Path, label: str, rows: int, seconds: list[float], repeat: int) -> None:
+    """`rows` clips (cycling through `seconds`) as FLAC in one parquet, zero-latency endpoint."""
+    clips = make_flacs(work, seconds)
+    mb = write_parquet(work / f"{label}.parquet", clips, rows)
+    firsts, walls, peaks = [], [], []
     for attempt in range(repeat):
         proc, base = start_endpoint(0.0, 64)
         try:
-            out = evaluate(write_config(work, "set2000.parquet", [model(base)]), f"p2000-{attempt}")
+            out = evaluate(write_config(work, f"{label}.parquet", [model(base)]), f"{label}-{attempt}")
             stats = stats_of(base)
         finally:
             proc.terminate()
-        score = final(work, f"p2000-{attempt}")
-        assert out["code"] == 0 and score["num_samples"] == 2000 and score["num_failed"] == 0, (out, score)
+        score = final(work, f"{label}-{attempt}")
+        assert out["code"] == 0 and score["num_samples"] == rows and score["num_failed"] == 0, (out, score)
         firsts.append(stats["first_arrival"] - out["started"])
-        rates.append(2000 / out["wall"])
+        walls.append(out["wall"])
         peaks.append(out["peak_mb"])
-    print(f"parquet2000  2000 clips of 3-7 s ({mb:.0f} MB of FLAC in a parquet), zero latency, {repeat} run(s), median (range): "
-          f"first request {_spread(firsts, 2)} s after `bash evaluate.sh` started; {_spread(rates)} samples/s end to end; "
-          f"peak RSS {_spread(peaks)} MB")
+    print(f"{label:<12} {rows} clips of {min(seconds):g}-{max(seconds):g} s ({mb:.0f} MB of FLAC in a parquet), zero latency, "
+          f"{repeat} run(s), median (range): first request {_spread(firsts, 2)} s after `bash evaluate.sh` started; "
+          f"wall {_spread(walls, 1)} s; {_spread([rows / wall for wall in walls])} samples/s end to end; peak RSS {_spread(peaks)} MB")
 
 
-def clips20000(work: Path) -> None:
-    clips = make_flacs(work, [1.0 + i / 500 for i in range(50)])
-    mb = write_parquet(work / "set20000.parquet", clips, 20000)
-    proc, base = start_endpoint(0.0, 64)
-    try:
-        out = evaluate(write_config(work, "set20000.parquet", [model(base)]), "p20000")
-    finally:
-        proc.terminate()
-    score = final(work, "p20000")
-    assert out["code"] == 0, out
-    print(f"clips20000   20 000 one-second clips ({mb:.0f} MB parquet): {score['num_samples']} scored, {score['num_failed']} failed; "
-          f"{20000 / out['wall']:.0f} samples/s ({out['wall']:.1f} s); peak RSS {out['peak_mb']:.0f} MB")
+def parquet100(work: Path, repeat: int = 1) -> None:
+    parquet_run(work, "parquet100", 100, [3 + 4 * i / 49 for i in range(50)], repeat)
+
+
+def parquet2000(work: Path, repeat: int = 1) -> None:
+    parquet_run(work, "parquet2000", 2000, [3 + 4 * i / 49 for i in range(50)], repeat)
+
+
+def clips20000(work: Path, repeat: int = 1) -> None:
+    parquet_run(work, "clips20000", 20000, [1.0 + i / 500 for i in range(50)], repeat)
 
 
 def stream100k(work: Path) -> None:
@@ -239,18 +239,18 @@ def replicas(work: Path) -> None:
           f"exit code {out['code']}; {out['wall']:.1f} s")
 
 
-SCENARIOS = {"parquet2000": parquet2000, "clips20000": clips20000, "stream100k": stream100k, "slots": slots, "replicas": replicas}
+SCENARIOS = {"parquet100": parquet100, "parquet2000": parquet2000, "clips20000": clips20000, "stream100k": stream100k, "slots": slots, "replicas": replicas}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated scenarios")
-    parser.add_argument("--repeat", type=int, default=5, help="runs of parquet2000 (the shared VM varies run to run)")
+    parser.add_argument("--repeat", type=int, default=5, help="runs of each parquet scenario (the shared VM varies run to run)")
     args = parser.parse_args()
     for name in args.only.split(","):
         with tempfile.TemporaryDirectory() as tmp:
-            if name == "parquet2000":
-                parquet2000(Path(tmp), args.repeat)
+            if name.startswith(("parquet", "clips")):
+                SCENARIOS[name](Path(tmp), args.repeat)
             else:
                 SCENARIOS[name](Path(tmp))
 
