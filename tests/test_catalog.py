@@ -399,3 +399,10 @@ def test_callhome_entries_read_a_callhome_folder(tmp_path):
     windows = samples(tmp_path, "callhome_eng_turns", folder)
     assert windows[0].id == "5001_w000" and windows[0].reference.splitlines()[0].startswith(("A: ", "B: "))
     assert all(s.audio[0].span[1] - s.audio[0].span[0] <= 30.0 for s in windows if "\n" in s.reference)
+
+
+def test_the_catalog_page_lists_every_builtin_dataset_and_the_count():
+    page = (REPO / "docs" / "catalog.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[2].strip().strip("`") for line in page.splitlines() if line.startswith("| ") and line.count("|") == 7}
+    assert rows - {"dataset", "---"} == set(CATALOG.datasets)
+    assert f"**Built in:** {len(CATALOG.datasets)} datasets" in page
