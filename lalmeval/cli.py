@@ -173,6 +173,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from lalmeval.languages import NAMES
     from lalmeval.runspecs import Catalog, runspec_dirs
 
     extra: list[str] = []
@@ -182,13 +183,20 @@ def cmd_list(args: argparse.Namespace) -> int:
 
         extra, base = load_config(args.config).runspec_dirs, Path(args.config).resolve().parent
     catalog = Catalog.load(runspec_dirs(extra, base))
-    for category, task_types in catalog.tree().items():
-        print(category)
+    tree = catalog.tree()
+    for category, task_types in tree.items():
+        print(f"{category} ({sum(len(names) for names in task_types.values())})")
         for task_type, names in task_types.items():
-            print(f"  {task_type}")
+            print(f"  {task_type} ({len(names)})")
+            width = max(len(name) for name in names)
             for name in names:
-                spec = catalog.datasets[name].spec
-                print(f"    {name}  [{spec.language}; metrics: {', '.join(spec.metrics) or '-'}]")
+                dataset = catalog.datasets[name]
+                # A path, not a hub id: the data must be put there by hand before a run.
+                local = "; local data" if dataset.spec.hf_repo.startswith((".", "/", "~")) else ""
+                # A code as written keeps its region (zh-TW); an English name shows as its code.
+                language = dataset.iso_language if dataset.spec.language.lower() in NAMES else dataset.spec.language
+                print(f"    {name:<{width}}  [{language}; {', '.join(dataset.spec.metrics) or 'no metrics'}{local}]")
+    print(f"{len(catalog.datasets)} datasets in {len(tree)} categories")
     return 0
 
 

@@ -70,8 +70,8 @@ def test_builtin_runspecs_load_and_use_known_processors_and_metrics():
 
 def test_list_command_prints_categories_task_types_and_datasets():
     out = subprocess.run([sys.executable, "-m", "lalmeval", "list"], cwd=REPO, capture_output=True, text=True, check=True).stdout
-    assert "speech_recognition\n  demo_commands\n    demo_commands" in out
-    assert "librispeech_test_other" in out
+    assert "\n  demo_commands (1)\n    demo_commands  [en; word_error_rate; local data]\n" in out
+    assert "\n    librispeech_test_other  [en; word_error_rate]\n" in out
 
 
 def test_every_builtin_dataset_plans_with_all_its_metrics(tmp_path):
