@@ -10,19 +10,12 @@ from typing import Any, Optional
 
 from lalmeval.inference.job import InferenceJob
 from lalmeval.metrics.base import Metric, SampleScore
-from lalmeval.records import Record, Score
+from lalmeval.records import Record, Score, failure_kind
 from lalmeval.stats import Uncertainty, bootstrap
 from lalmeval.store import JsonlWriter, RunStore, WriteFailed
 
 SCORING_FAILED = "scoring failed"
-
-
-def failure_kind(reason: str) -> str:
-    """A short, countable form of a failure reason: 'HTTP 429', 'timeout', 'audio', ..."""
-    for prefix in ("timeout", "endpoint down", "reply too large"):
-        if reason.startswith(prefix):
-            return prefix
-    return reason.split(":", 1)[0].strip()
+BATCHES_SCORING = 8  # batches scored at once per model; more waits, and so (through the stream) does inference
 
 
 class Engine:
@@ -33,6 +26,7 @@ class Engine:
         self.metric = metric
         self.jobs = jobs
         self.store = store
+        self.readers = {model: job.stream.subscribe() for model, job in jobs.items()}
 
     async def run(self) -> list[Score]:
         """Score every model concurrently; each waits on the shared inference pass, not on the others."""
@@ -43,9 +37,9 @@ class Engine:
             writer: Optional[JsonlWriter] = JsonlWriter(self.store.scores_path(self.dataset, self.metric.name, model), mode="w")
         except WriteFailed:
             writer = None  # the run is stopping on the disk error; score in memory all the same
-        tally = _Tally(writer)
+        tally = _Tally(writer, self.metric.display_fields)
         try:
-            await self._consume(job, tally)
+            await self._consume(job, self.readers[model], tally)
         finally:
             tally.close()
         # Batches finish in any order: sorted, sums and bootstrap resamples repeat exactly run to run.
@@ -78,18 +72,23 @@ class Engine:
             out[name] = {"score": self._aggregate(items)[0] if items else None, "num_samples": len(samples), "num_failed": len(failed)}
         return out
 
-    async def _consume(self, job: InferenceJob, tally: "_Tally") -> None:
-        # Each batch is scored as soon as it arrives, while inference (and earlier batches) go on.
+    async def _consume(self, job: InferenceJob, reader: int, tally: "_Tally") -> None:
+        # Each batch is scored as soon as it arrives, while inference (and earlier batches) go on. A
+        # slow metric (a judge) holds back this reader, which holds back inference: memory stays flat.
         pending: list[asyncio.Task] = []
+        slots = asyncio.Semaphore(BATCHES_SCORING)
         try:
-            async for batch in job.stream.batches():
+            async for batch in job.stream.batches(reader):
                 tally.total += len(batch)
                 for record in batch:
                     if record.failed:
                         tally.fail(record, record.error or "")
                 ok = [r for r in batch if not r.failed]
                 if ok:
-                    pending.append(asyncio.ensure_future(self._score_batch(ok, tally)))
+                    await slots.acquire()
+                    task = asyncio.ensure_future(self._score_batch(ok, tally))
+                    task.add_done_callback(lambda _: slots.release())
+                    pending = [t for t in pending if not t.done() or t.result()] + [task]
             await asyncio.gather(*pending)
         finally:
             for task in pending:
@@ -144,8 +143,9 @@ class Engine:
 class _Tally:
     """What one (model, dataset, metric) has seen: per-sample scores, failures by kind, one line each."""
 
-    def __init__(self, writer: Optional[JsonlWriter]):
+    def __init__(self, writer: Optional[JsonlWriter], display_fields: frozenset[str] = frozenset()):
         self.writer = writer
+        self.display_fields = display_fields
         self.items: list[SampleScore] = []
         self.failures: Counter[str] = Counter()
         self.total = 0
@@ -181,8 +181,8 @@ class _Tally:
     def add(self, record: Record, item: SampleScore) -> None:
         line = {**self._where(record), **item}  # the id also pairs samples across models
         self._count(record, failed=False)  # judge failures are counted apart, in details.num_judge_failed
-        self.items.append(line)
         self._write(line)
+        self.items.append({k: v for k, v in line.items() if k not in self.display_fields} if self.display_fields else line)
 
     def close(self) -> None:
         if self.writer is not None:

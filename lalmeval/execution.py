@@ -204,5 +204,5 @@ async def _guarded(engine: Engine) -> list[Score]:
         return await engine.run()
     except Exception as exc:  # noqa: BLE001 - a bug must not take the other Engines' scores with it
         reason = f"{SCORING_FAILED}: {type(exc).__name__}: {exc}"
-        return [Score(model, engine.dataset, engine.metric.name, None, len(job.stream.records), len(job.stream.records), {"error": reason})
+        return [Score(model, engine.dataset, engine.metric.name, None, job.stream.count, job.stream.count, {"error": reason})
                 for model, job in engine.jobs.items()]

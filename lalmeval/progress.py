@@ -20,7 +20,7 @@ class PassView:
     job: Any
 
     def counts(self) -> tuple[int, int, Optional[int]]:
-        return len(self.job.stream.records), self.job.stream.failed, self.job.total
+        return self.job.stream.count, self.job.stream.failed, self.job.total
 
 
 def _duration(seconds: float) -> str:

@@ -116,3 +116,11 @@ class Score:
 
 _RECORD_FIELDS = tuple(f.name for f in fields(Record))
 _SCORE_FIELDS = tuple(f.name for f in fields(Score))
+
+
+def failure_kind(reason: str) -> str:
+    """A short, countable form of a failure reason: 'HTTP 429', 'timeout', 'audio', ..."""
+    for prefix in ("timeout", "endpoint down", "reply too large"):
+        if reason.startswith(prefix):
+            return prefix
+    return reason.split(":", 1)[0].strip()

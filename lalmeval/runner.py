@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
 from lalmeval.config_change import check_config_change
-from lalmeval.engine import SCORING_FAILED, failure_kind
+from lalmeval.engine import SCORING_FAILED
 from lalmeval.execution import Execution, Jobs
 from lalmeval.files import check_writable_dir
 from lalmeval.options import RunOptions
@@ -62,15 +61,9 @@ def _unscored(scores: list[Score]) -> int:
 
 def failures(jobs: Jobs) -> list[dict[str, Any]]:
     """Failed samples by (model, dataset, kind), with one example reason each."""
-    counts: Counter[tuple[str, str, str]] = Counter()
-    examples: dict[tuple[str, str, str], str] = {}
-    for (dataset, model), job in jobs.items():
-        for record in job.stream.records:
-            if record.failed:
-                key = (model, dataset, failure_kind(record.error or ""))
-                counts[key] += 1
-                examples.setdefault(key, record.error or "")
-    return [{"model": m, "dataset": d, "kind": k, "count": n, "example": examples[(m, d, k)]} for (m, d, k), n in sorted(counts.items())]
+    rows = [{"model": model, "dataset": dataset, "kind": kind, "count": count, "example": job.stream.failure_examples[kind]}
+            for (dataset, model), job in jobs.items() for kind, count in job.stream.failure_kinds.items()]
+    return sorted(rows, key=lambda row: (row["model"], row["dataset"], row["kind"]))
 
 
 def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options: RunOptions = RunOptions(), progress_every: float = 15.0) -> RunResult:

@@ -98,3 +98,87 @@ def test_a_short_run_still_shows_its_progress(ws):
     assert "qs × m: 0/3" in lines[0] or "qs × m:" in lines[0]
     assert "qs × m: 3/3 — done" in lines[-1] and f"m {ep.url}: 0 in flight (limit 4/4)" in lines[-1]
     assert json.loads((ws.root / "runs" / "p" / "final_scores.json").read_text())["scores"][0]["score"] == 100.0
+
+
+
+def record(i, error=None):
+    from lalmeval.records import Record
+
+    return Record(id=f"s{i}", prompt="p", system=None, params={}, reference="r", prediction=None if error else "x" * 1000, error=error)
+
+
+def test_the_record_stream_drops_what_every_reader_has_taken():
+    import asyncio
+
+    from lalmeval.inference.job import RecordStream
+
+    async def scenario():
+        stream = RecordStream()
+        fast, slow = stream.subscribe(), stream.subscribe()
+        seen = {fast: 0, slow: 0}
+        for i in range(5000):
+            stream.push(record(i, error="HTTP 500: boom" if i % 1000 == 0 else None))
+        stream.close()
+        async for batch in stream.batches(fast):
+            seen[fast] += len(batch)
+        held_for_slow = len(stream._buffer)
+        async for batch in stream.batches(slow):
+            seen[slow] += len(batch)
+        return stream, seen, held_for_slow
+
+    stream, seen, held_for_slow = asyncio.run(scenario())
+    assert seen == {0: 5000, 1: 5000} and held_for_slow == 5000  # the slow reader still gets everything
+    assert stream._buffer == [] and stream.lag() == 0
+    assert (stream.count, stream.failed, dict(stream.failure_kinds)) == (5000, 5, {"HTTP 500": 5})
+
+
+def test_inference_waits_for_a_reader_that_falls_behind():
+    import asyncio
+
+    from lalmeval.inference.job import RecordStream
+
+    async def scenario():
+        stream, stop = RecordStream(), asyncio.Event()
+        reader = stream.subscribe()
+        pushed = 0
+
+        async def producer():
+            nonlocal pushed
+            for i in range(300):
+                await stream.room(stop, limit=100)
+                stream.push(record(i))
+                pushed += 1
+            stream.close()
+
+        task = asyncio.ensure_future(producer())
+        await asyncio.sleep(0.05)
+        stalled_at = pushed  # nobody has read yet: the producer waits at the limit
+        taken = 0
+        async for batch in stream.batches(reader, max_size=10):
+            taken += len(batch)
+            assert stream.lag() <= 100
+        await task
+        return stalled_at, taken
+
+    stalled_at, taken = asyncio.run(scenario())
+    assert (stalled_at, taken) == (100, 300)
+
+
+def test_a_stopped_run_does_not_wait_for_a_reader():
+    import asyncio
+
+    from lalmeval.inference.job import RecordStream
+
+    async def scenario():
+        stream, stop = RecordStream(), asyncio.Event()
+        stream.subscribe()
+        for i in range(10):
+            stream.push(record(i))
+        waiting = asyncio.ensure_future(stream.room(stop, limit=5))
+        await asyncio.sleep(0.02)
+        assert not waiting.done()
+        stop.set()
+        await asyncio.wait_for(waiting, 5)
+
+    asyncio.run(scenario())
+

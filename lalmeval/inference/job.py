@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import replace
 from typing import Any, AsyncIterator, Iterator, Optional
 
@@ -23,25 +24,48 @@ from lalmeval.ledger import INTERRUPTED, Ledger
 from lalmeval.options import RunOptions
 from lalmeval.postprocess.base import Postprocessor
 from lalmeval.preprocess.base import Preprocessor
-from lalmeval.records import Prompt, Record, Sample
+from lalmeval.records import Prompt, Record, Sample, failure_kind
 from lalmeval.store import JsonlWriter, RunStore, WriteFailed
 
 NOT_INFERRED = "not inferred: no stored prediction to re-evaluate"
 READ_AHEAD = 16   # samples read per trip to the reader thread
+STREAM_LAG = 4096  # records the slowest reader may fall behind before inference waits for it
 
 
 class RecordStream:
-    """Records in completion order, replayed in batches to each reader as they arrive."""
+    """Records in completion order, replayed in batches to each subscribed reader as they arrive.
+
+    A record is held only until every reader has taken it, so memory follows the readers' lag,
+    not the dataset. Counts (and failure kinds with one example reason each) are kept for all."""
 
     def __init__(self) -> None:
-        self.records: list[Record] = []
+        self.count = 0
         self.failed = 0
+        self.failure_kinds: Counter[str] = Counter()
+        self.failure_examples: dict[str, str] = {}
         self.closed = False
+        self._buffer: list[Record] = []
+        self._offset = 0                       # the stream index of _buffer[0]
+        self._positions: dict[int, int] = {}   # reader -> the stream index it reads next
+        self._readers = itertools.count()
         self._event = asyncio.Event()
+        self._taken = asyncio.Event()
+
+    def subscribe(self) -> int:
+        """A reader that will see every record pushed from now on (subscribe before the pass starts)."""
+        reader = next(self._readers)
+        self._positions[reader] = self._offset + len(self._buffer)
+        return reader
 
     def push(self, record: Record) -> None:
-        self.records.append(record)
-        self.failed += record.failed
+        self.count += 1
+        if record.failed:
+            self.failed += 1
+            kind = failure_kind(record.error or "")
+            self.failure_kinds[kind] += 1
+            self.failure_examples.setdefault(kind, record.error or "")
+        if self._positions:
+            self._buffer.append(record)
         self._wake()
 
     def close(self) -> None:
@@ -52,18 +76,49 @@ class RecordStream:
         event, self._event = self._event, asyncio.Event()
         event.set()
 
-    async def batches(self, max_size: int = 256) -> AsyncIterator[list[Record]]:
-        """Yield every record once, in batches of what has arrived, until the pass ends."""
-        index = 0
-        while True:
-            if index < len(self.records):
-                batch = self.records[index : index + max_size]
-                index += len(batch)
-                yield batch
-            elif self.closed:
-                return
-            else:
-                await self._event.wait()
+    def _trim(self) -> None:
+        """Drop what every reader has taken (in chunks: deleting a list's head costs its length)."""
+        low = min(self._positions.values(), default=self._offset + len(self._buffer))
+        taken = low - self._offset
+        if taken >= 256 or taken == len(self._buffer):
+            del self._buffer[:taken]
+            self._offset = low
+
+    def lag(self) -> int:
+        """Records pushed that the slowest reader has not taken yet."""
+        return self._offset + len(self._buffer) - min(self._positions.values(), default=self._offset + len(self._buffer))
+
+    async def room(self, stop: asyncio.Event, limit: int = STREAM_LAG) -> None:
+        """Wait while the slowest reader is `limit` records behind (or until `stop`): memory stays bounded."""
+        while self.lag() >= limit and not stop.is_set():
+            taken, stopped = asyncio.ensure_future(self._taken.wait()), asyncio.ensure_future(stop.wait())
+            await asyncio.wait((taken, stopped), return_when=asyncio.FIRST_COMPLETED)
+            taken.cancel()
+            stopped.cancel()
+
+    def _took(self) -> None:
+        event, self._taken = self._taken, asyncio.Event()
+        event.set()
+
+    async def batches(self, reader: int, max_size: int = 256) -> AsyncIterator[list[Record]]:
+        """Yield every record once to `reader`, in batches of what has arrived, until the pass ends."""
+        try:
+            while True:
+                start = self._positions[reader] - self._offset
+                if start < len(self._buffer):
+                    batch = self._buffer[start : start + max_size]
+                    self._positions[reader] += len(batch)
+                    self._trim()
+                    self._took()
+                    yield batch
+                elif self.closed:
+                    return
+                else:
+                    await self._event.wait()
+        finally:
+            del self._positions[reader]  # a reader that stops early must not pin the records
+            self._trim()
+            self._took()
 
 
 class AudioCache:
@@ -262,6 +317,7 @@ class InferenceJob:
 
     async def _worker(self, queue: SampleQueue, home: Endpoint, stored: dict[tuple[str, int], Record], ledger: Ledger) -> None:
         while not self.stop.is_set():
+            await self.stream.room(self.stop)
             unit = await queue.get()
             if unit is None or self.stop.is_set():
                 return  # interrupted: a taken unit stays open and is left for a resumed run

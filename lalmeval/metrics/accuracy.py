@@ -41,6 +41,7 @@ class Accuracy(Metric):
     """Percentage of predictions equal to the reference label (or choosing the gold option)."""
 
     name = "accuracy"
+    display_fields = frozenset({"judgment", "reference_label", "prediction_label"})
 
     @classmethod
     def check_dataset(cls, dataset: Dataset) -> None:

@@ -34,6 +34,9 @@ class Metric:
     """Scores successful records one by one, then aggregates; failed records never reach it."""
 
     name = ""
+    # Per-sample fields written to the scores file for people to read, never read by aggregate or
+    # sample_stats: they are not kept in memory, which then grows by a few numbers per sample.
+    display_fields: frozenset[str] = frozenset()
 
     def __init__(self, dataset: Dataset, postprocessor: Postprocessor, context: MetricContext = MetricContext()):
         self.dataset = dataset

@@ -46,6 +46,8 @@ class _Sacrebleu(Metric):
     def _sentence(self) -> Any:
         return self.sentence_metric()
 
+    display_fields = frozenset({"hypothesis", "reference"})
+
     def score_record(self, record: Record) -> SampleScore:
         hypothesis, reference = text_pair(record)
         if not reference:

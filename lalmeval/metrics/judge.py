@@ -22,6 +22,7 @@ class LLMJudge(Metric):
     """Fills the variant's template for each record, asks the judge, parses 'Rating: N'."""
 
     scale: ClassVar[int] = 1
+    display_fields = frozenset({"judgment", "turns"})
 
     @classmethod
     def check(cls, config: Config) -> None:

@@ -58,6 +58,7 @@ class WordErrorRate(UnitMetric):
     """Σ(S+D+I) / Σ(reference tokens), reported as a percentage."""
 
     name = "word_error_rate"
+    display_fields = frozenset({"reference_norm", "prediction_norm"})
 
     @property
     def normalizer_name(self) -> str:
