@@ -184,3 +184,60 @@ def test_bad_clips_fail_their_samples_and_the_run_completes(ws, capsys):
     final = json.loads((ws.root / "runs" / "bad" / "final_scores.json").read_text())
     assert final["scores"][0]["num_failed"] == 9 and final["scores"][0]["score"] == 0.0
     assert "Failed samples:" in capsys.readouterr().out
+
+
+def test_a_row_with_a_malformed_audio_span_fails_only_its_own_sample(ws):
+    """Twenty speech rows; row 2's audio is `{"path": ..., "start": "abc", "end": 1}`: that row fails
+    alone with a reason naming the column, and the other 19 are transcribed (the malformed span
+    once ended the whole read, failing all 20 with `data: ValueError: could not convert ...`)."""
+    rows = ws.copy_demo_audio(demo_rows(20))
+    rows[1]["audio"] = {"path": rows[1]["audio"], "start": "abc", "end": 1}
+    ws.runspec("asr", "commands", {"cmds": {"hf_repo": ws.jsonl(rows), "id_column": "id"}})
+    with ScriptedEndpoint(lambda s, n: "ok") as ep:
+        ws.config([model(ep.url)], [["cmds", "word_error_rate"]], output_dir=str(ws.root / "runs"))
+        main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+        sent = len(ep.requests)
+    records = {r["id"]: r for r in ws.records("cmds", "m")}
+    failed = sorted(i for i, r in records.items() if r["error"])
+    assert failed == [rows[1]["id"]], f"{len(failed)} samples failed ({records[failed[-1]]['error']!r}); {sent} requests sent"
+    assert records[rows[1]["id"]]["error"] == "data: audio: span start 'abc' is not a number of seconds" and sent == 19
+
+
+@pytest.mark.parametrize("length_filter", [None, [0, 100]])  # with a length filter, the selection scan reads the audio values too
+def test_every_malformed_audio_value_fails_only_its_own_row_naming_the_column(ws, length_filter):
+    rows = ws.copy_demo_audio(demo_rows(1))
+    clip = rows[0]["audio"]
+    bad = {"start_only": ({"path": clip, "start": 0.5}, "a span needs both start and end (got start 0.5, end None)"),
+           "infinite_end": ({"path": clip, "start": 0, "end": float("inf")}, "span end inf is not a number of seconds"),
+           "reversed": ({"path": clip, "start": 2, "end": 1}, "invalid span 2.000-1.000 s (expected 0 <= start < end)"),
+           "boolean": ({"path": clip, "start": True, "end": 1}, "span start True is not a number of seconds"),
+           "number": (5, "expected a path, bytes, {bytes, path} or {path, start, end}, got int '5'"),
+           "text_bytes": ({"bytes": "RIFF....", "path": "x.wav"}, "'bytes' holds str, not bytes"),
+           "in_a_list": ([clip, {"path": clip, "start": "soon", "end": 1}], "span start 'soon' is not a number of seconds")}
+    data = [{"id": "good", "clip": clip, "reference": rows[0]["reference"]}] + [{"id": k, "clip": v, "reference": "x"} for k, (v, _) in bad.items()]
+    ws.runspec("asr", "commands", {"cmds": {"hf_repo": ws.jsonl(data), "id_column": "id", "audio_column": "clip"}})
+    with ScriptedEndpoint(lambda s, n: rows[0]["reference"]) as ep:
+        ws.config([model(ep.url)], [["cmds", "word_error_rate"]], output_dir=str(ws.root / "runs"), filters={"length_filter": length_filter})
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+        sent = len(ep.requests)
+    records = {r["id"]: r for r in ws.records("cmds", "m")}
+    assert code == 3 and sent == 1 and records["good"]["error"] is None
+    assert {k: records[k]["error"] for k in bad} == {k: f"data: clip: {reason}" for k, (_, reason) in bad.items()}
+
+
+def test_a_row_whose_turns_or_image_cannot_be_read_fails_alone(ws):
+    """Cells no ValueError describes — turns as JSON text nested 100 000 deep, an image struct whose
+    'bytes' is text — fail their own row, not the read of every row after them."""
+    data = [{"id": "good", "turns": ["Say hi.", "Again."], "reference": "hi"},
+            {"id": "deep_turns", "turns": "[" * 100_000 + "]" * 100_000, "reference": "hi"},
+            {"id": "text_bytes", "turns": ["Say hi."], "picture": {"bytes": "not bytes", "path": "x.png"}, "reference": "hi"},
+            {"id": "after", "turns": ["Say hi."], "reference": "hi"}]
+    ws.runspec("chat", "talk", {"talk": {"hf_repo": ws.jsonl(data), "id_column": "id", "modality": "text", "audio_column": None,
+                                         "turns_column": "turns", "image_column": "picture"}})
+    with ScriptedEndpoint(lambda s, n: "hi") as ep:
+        ws.config([model(ep.url)], [["talk", "word_error_rate"]], output_dir=str(ws.root / "runs"))
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+    records = {r["id"]: r for r in ws.records("talk", "m")}
+    assert code == 3 and records["good"]["error"] is None and records["after"]["error"] is None
+    assert records["deep_turns"]["error"] == "data: turns: not a list (nor its JSON text)"
+    assert records["text_bytes"]["error"] == "data: image struct's 'bytes' holds str, not bytes"
