@@ -241,3 +241,61 @@ def test_a_row_whose_turns_or_image_cannot_be_read_fails_alone(ws):
     assert code == 3 and records["good"]["error"] is None and records["after"]["error"] is None
     assert records["deep_turns"]["error"] == "data: turns: not a list (nor its JSON text)"
     assert records["text_bytes"]["error"] == "data: image struct's 'bytes' holds str, not bytes"
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # past any recursive parser's reach (the run's own replies are guarded the same way)
+
+
+def test_bad_input_a_deeply_nested_data_row_is_one_line_naming_the_file_and_line(ws, capsys):
+    """A JSONL line nesting 100 000 lists deep is `<file>: line 2: invalid JSON: …`, exit 2 — not
+    `internal error: RecursionError` naming neither the file nor the line."""
+    (ws.root / "data").mkdir()
+    (ws.root / "data" / "set.jsonl").write_text('{"id": "a", "question": "q", "reference": "r"}\n'
+                                                '{"id": "b", "question": ' + DEEP + ', "reference": "r"}\n')
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": "data/set.jsonl", "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None}})
+    with ScriptedEndpoint(lambda s, n: "r") as ep:
+        ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "set.jsonl: line 2: invalid JSON: nested too deeply" in err and "internal error" not in err, err[-400:]
+
+
+DEEP_FILES = {
+    "config yaml": (lambda ws: write(ws, "config.yaml", (ws.root / "config.yaml").read_text() + "seed: " + DEEP + "\n"), "config.yaml: invalid YAML: nested too deeply"),
+    "prompts yaml": (lambda ws: (write(ws, "p.yaml", "system_prompts: " + DEEP + "\n"), edit_config(ws, lambda d: d.update(prompts_file="p.yaml"))), "p.yaml: invalid YAML: nested too deeply"),
+    "runspec json": (lambda ws: write(ws, "runspecs/asr/commands.json", '{"cmds": ' + DEEP + "}"), "commands.json: invalid JSON: nested too deeply"),
+    "json array data": (lambda ws: (write(ws, "data/set.json", '[{"id": "a", "audio": ' + DEEP + "}]"), spec_path(ws, "data/set.json")), "set.json: invalid JSON: nested too deeply"),
+}
+
+
+@pytest.mark.parametrize("name", list(DEEP_FILES))
+def test_every_file_nested_too_deeply_is_one_line_naming_it(ws, capsys, name):
+    base(ws)
+    corrupt, expected = DEEP_FILES[name]
+    corrupt(ws)
+    code = main(["run", "--config", str(ws.root / "config.yaml")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], lines
+
+
+def test_a_tsv_cell_larger_than_the_csv_modules_default_limit_is_read(ws):
+    """The csv module refuses fields over 128 KB unless told otherwise; a TSV cell may hold a base64
+    image or a long passage, and it is data, not an unterminated quote."""
+    long_text = "word " * 60_000  # 300 KB
+    write(ws, "data/set.tsv", "id\tquestion\treference\na\t" + long_text + "\tr\nb\tshort\tr\n")
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": "data/set.tsv", "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None}})
+    with ScriptedEndpoint(lambda s, n: "r") as ep:
+        ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+        sent = sorted(len(seen.text) for seen in ep.requests)
+    assert code == 0 and sent == [len("short"), len(long_text.strip())]
+
+
+def test_a_run_directory_whose_final_scores_are_nested_too_deeply_is_one_line(ws, capsys):
+    write(ws, "runs/r/final_scores.json", '{"scores": ' + DEEP + "}")
+    code = main(["report", str(ws.root / "runs" / "r"), "--out", str(ws.root / "board.html")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and lines == [f"error: {ws.root / 'runs' / 'r' / 'final_scores.json'}: not valid JSON (nested too deeply)"]

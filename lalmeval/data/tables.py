@@ -16,13 +16,16 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from lalmeval.errors import UserError
-from lalmeval.files import DuplicateKey, encoding_error, open_error, parse_json, parse_json_text, read_text
+from lalmeval.files import DuplicateKey, TooDeep, encoding_error, open_error, parse_json, parse_json_text, read_text
 from lalmeval.registry import Registry
 
 # The `datasets` library keeps global state (tqdm's shared lock among it) that is not safe when two
 # threads load at once; every call into its loaders holds this lock.
 DATASETS_LOCK = threading.Lock()
 BATCH = 64  # rows read at a time by `rows()`: bounds the audio bytes held per reader
+# The csv module refuses fields over 128 KB by default, but a TSV cell may hold a base64 image or a
+# message list; the whole file is in memory anyway. 2**31 - 1 fits a C long everywhere.
+CSV_FIELD_LIMIT = 2**31 - 1
 
 
 class Table:
@@ -80,6 +83,8 @@ def _json_row(path: Path, number: int, text: str) -> dict[str, Any]:
         row = parse_json(text)
     except DuplicateKey as exc:
         raise UserError(f"{path}: line {number}: {exc}") from None
+    except TooDeep as exc:
+        raise UserError(f"{path}: line {number}: invalid JSON: {exc}") from None
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: line {number}: invalid JSON: {exc.msg}") from None
     if not isinstance(row, dict):
@@ -127,6 +132,8 @@ class DelimitedTable(Table):
 
     def _parse(self) -> Iterator[dict[str, str]]:
         text = "".join(_decode(self.path, number, raw) for number, _, raw in _data_lines(self.path))
+        if csv.field_size_limit() < CSV_FIELD_LIMIT:  # a process-wide setting: only ever raised
+            csv.field_size_limit(CSV_FIELD_LIMIT)
         reader = csv.reader(text.splitlines(keepends=True), delimiter=self.delimiter, strict=True)
         start = 1  # the line where the row being read begins: a quoted field may run over many lines
         try:
