@@ -133,7 +133,7 @@ def open_table(dataset: Dataset, fields: list[str], streaming: bool = False) -> 
 
         columns, rows = read_callhome(path, spec.segment, spec.window_s)
         return MemoryTable(columns, list(rows), fields), path, str(path)
-    request = TableRequest(fields, dataset.name, spec.split, spec.subset, spec.hf_repo, streaming, spec.audio_column, spec.revision)
+    request = TableRequest(fields, dataset.name, spec.split, spec.subset, spec.hf_repo, streaming, spec.revision)
     table = FORMATS.get(kind, where=f"{dataset.source}: dataset '{dataset.name}'")(path, request)
     hub_id = kind == "hub" and not path.is_dir()
     where = f"{spec.hf_repo} ({dataset.source})" if hub_id else str(path)
@@ -176,6 +176,8 @@ def _one_audio(value: Any, base: Path) -> Optional[AudioRef]:
     """One clip: a path, raw bytes, an HF struct {bytes, path}, or a {path, start, end} span; ValueError when malformed."""
     span = None
     if isinstance(value, dict):
+        if "bytes" not in value and "path" not in value:
+            raise ValueError(f"a clip struct holds 'bytes' or 'path' (keys: {', '.join(map(str, value)) or 'none'})")
         span = _span(value)
         data = value.get("bytes")
         if data:
@@ -327,12 +329,17 @@ class Source:
         if self.indices is None:
             yield from self._stream()
             return
-        for index, row in zip(self.indices, self.table.rows(self.indices)):
+        for index, row in zip(self.indices, self.table.rows(self.indices, self.columns)):
             yield to_sample(row, index, self.dataset, self.base, self.where)
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns a sample is made of: only these are read (never a text-only control's audio)."""
+        return list(dict.fromkeys(column for _, column in mapped_columns(self.dataset)))
 
     def _stream(self) -> Iterator[Sample]:
         seen: set[str] = set()
-        for index, row in enumerate(self.table.rows(None)):
+        for index, row in enumerate(self.table.rows(None, self.columns)):
             if self.keep is not None and not self.keep.keep(row):
                 continue
             sample = to_sample(row, index, self.dataset, self.base, self.where)
