@@ -1,6 +1,7 @@
 """Data layouts (parquet, jsonl, csv, tsv, save_to_disk, local folder via load_dataset) and filters."""
 
 import csv
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -354,3 +355,47 @@ def test_a_hub_dataset_that_cannot_be_read_names_the_dataset_not_a_library_excep
     dataset = cfg.plan().catalog.datasets["layout_set"]
     with pytest.raises(UserError, match=r"^dataset 'layout_set': cannot read its rows: OSError: "):
         list(iter_samples(dataset, streaming=True))
+
+
+def split_rows():
+    return [{"id": r["id"], "reference": r["reference"], "audio": r["audio"]} for r in ROWS]
+
+
+@pytest.mark.parametrize("file,selectors,problem", [
+    ("set.jsonl", {"split": "validation"}, "split 'validation' — set.jsonl is a single data file, which has no splits and is read whole; "
+                                           "drop split, or point hf_repo at the file (or folder of split files) holding 'validation'"),
+    ("train.jsonl", {"split": "validation"}, "split 'validation' — train.jsonl is a single data file"),
+    ("set.jsonl", {"subset": "clean"}, "subset 'clean' names a hub configuration, but set.jsonl is a single data file, which has none; drop subset"),
+    ("set.jsonl", {"revision": "main"}, "revision 'main' names a hub revision, but"),
+])
+def test_a_split_subset_or_revision_a_local_file_cannot_have_is_an_error(cfg, file, selectors, problem):
+    cfg.jsonl(split_rows(), f"data/{file}")
+    with pytest.raises(UserError, match=r"layout.json: dataset 'layout_set': " + re.escape(problem)):
+        load(cfg, {"hf_repo": f"data/{file}", **selectors})
+
+
+@pytest.mark.parametrize("file,split", [("set.jsonl", "test"), ("train.jsonl", "train"), ("mmau-dev-mini.jsonl", "dev")])
+def test_a_single_file_is_read_whole_under_the_default_split_or_the_one_its_name_says(cfg, file, split):
+    rows = cfg.copy_demo_audio(ROWS)
+    assert_real_speech(load(cfg, {"hf_repo": cfg.jsonl(rows, f"data/{file}"), "split": split}))
+
+
+def test_a_split_a_folder_of_split_files_lacks_is_an_error_naming_the_splits_it_has(cfg):
+    folder = cfg.root / "data" / "hubstyle"
+    folder.mkdir(parents=True)
+    for split in ("train", "test"):
+        pq.write_table(pa.Table.from_pylist(struct_rows()), folder / f"{split}-00000.parquet")
+    with pytest.raises(UserError, match=r"dataset 'layout_set': cannot load .*hubstyle.*: Unknown split \"validation\". Should be one of \['train', 'test'\]"):
+        load(cfg, {"hf_repo": "data/hubstyle", "target_column": "text", "split": "validation"})
+    assert_real_speech(load(cfg, {"hf_repo": "data/hubstyle", "target_column": "text", "split": "train"}))
+
+
+def test_a_save_to_disk_folder_of_one_split_refuses_another_split_and_any_subset(cfg):
+    from datasets import Audio, Dataset
+
+    Dataset.from_list(struct_rows(), split="train").cast_column("audio", Audio(decode=False)).save_to_disk(str(cfg.root / "data" / "saved"))
+    with pytest.raises(UserError, match=r"split 'validation' — this save_to_disk folder holds one dataset \(split 'train'\), read whole"):
+        load(cfg, {"hf_repo": "data/saved", "target_column": "text", "split": "validation"})
+    with pytest.raises(UserError, match=r"subset 'clean' names a hub configuration, but saved is a save_to_disk folder, which has none"):
+        load(cfg, {"hf_repo": "data/saved", "target_column": "text", "subset": "clean"})
+    assert_real_speech(load(cfg, {"hf_repo": "data/saved", "target_column": "text", "split": "train"}))

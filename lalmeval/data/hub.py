@@ -128,6 +128,10 @@ def _open_disk(path: Path, request: TableRequest) -> Table:
             if request.split not in ds:
                 raise UserError(f"{path}: split '{request.split}' not found (have: {', '.join(ds)})")
             ds = ds[request.split]
+        elif request.split not in ("test", str(ds.split)):  # one saved split: a name other than its own is a mistake
+            held = f"split '{ds.split}'" if ds.split else "no split name"
+            raise UserError(f"{path}: dataset '{request.name}': split '{request.split}' — this save_to_disk folder holds one dataset "
+                            f"({held}), read whole; drop split or save the split you mean")
     return ArrowTable(ds, request)
 
 

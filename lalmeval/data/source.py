@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator, Optional
@@ -51,6 +52,31 @@ def locate(dataset: Dataset) -> tuple[str, Path]:
     if looks_local:
         raise UserError(f"{dataset.source}: dataset '{dataset.name}': data file not found: {local}")
     return "hub", local
+
+
+DEFAULT_SPLIT = "test"
+
+
+def check_local_selectors(dataset: Dataset, kind: str, path: Path) -> None:
+    """subset, revision and split select parts of a hub dataset; for local data that has no such
+    part they would be silently ignored, so naming one is an error.
+
+    A folder of split files (or a save_to_disk DatasetDict) has splits: a missing one is reported
+    by its reader. A single file or a CallHome folder has none: it is read whole, so `split` must be
+    the default `test` or appear in its name (`split: dev` with `dev.jsonl`)."""
+    spec, where = dataset.spec, f"{dataset.source}: dataset '{dataset.name}'"
+    if kind == "hub":
+        return  # a hub id, or a folder read like one: load_dataset reports a split or configuration it lacks
+    if spec.revision is not None:
+        raise UserError(f"{where}: revision '{spec.revision}' names a hub revision, but {path} is local data; drop revision")
+    what = {"disk": "a save_to_disk folder", "callhome": "a CallHome folder"}.get(kind, "a single data file")
+    if spec.subset is not None:
+        raise UserError(f"{where}: subset '{spec.subset}' names a hub configuration, but {path.name} is {what}, which has none; drop subset")
+    if kind == "disk":
+        return  # its reader checks the split against the splits saved
+    if spec.split != DEFAULT_SPLIT and spec.split.lower() not in re.split(r"[^a-z0-9]+", path.name.lower()):
+        raise UserError(f"{where}: split '{spec.split}' — {path.name} is {what}, which has no splits and is read whole; "
+                        f"drop split, or point hf_repo at the file (or folder of split files) holding '{spec.split}'")
 
 
 def _light_fields(dataset: Dataset, filters: Filters) -> list[str]:
@@ -128,6 +154,7 @@ def open_table(dataset: Dataset, fields: list[str], streaming: bool = False) -> 
     """The dataset's table, the folder its relative audio paths start from, and how to name it in messages."""
     kind, path = locate(dataset)
     spec = dataset.spec
+    check_local_selectors(dataset, kind, path)
     if kind == "callhome":
         from lalmeval.data.callhome import read_callhome
 
