@@ -399,3 +399,10 @@ def test_a_save_to_disk_folder_of_one_split_refuses_another_split_and_any_subset
     with pytest.raises(UserError, match=r"subset 'clean' names a hub configuration, but saved is a save_to_disk folder, which has none"):
         load(cfg, {"hf_repo": "data/saved", "target_column": "text", "subset": "clean"})
     assert_real_speech(load(cfg, {"hf_repo": "data/saved", "target_column": "text", "split": "train"}))
+
+
+def test_an_audio_column_of_raw_bytes_is_read_as_clips(cfg):
+    (cfg.root / "data").mkdir(exist_ok=True)
+    rows = [{"audio": (DEMO / r["audio"]).read_bytes(), "text": r["reference"]} for r in ROWS]
+    pq.write_table(pa.Table.from_pylist(rows), cfg.root / "data" / "raw.parquet")
+    assert_real_speech(load(cfg, {"hf_repo": "data/raw.parquet", "target_column": "text"}))
