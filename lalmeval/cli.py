@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shlex
 import signal
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional, Sequence, TextIO
 
 from lalmeval import __version__
 from lalmeval.entry import program, run_command
@@ -209,12 +210,59 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Output:
+    """stdout or stderr of the CLI: once its reader has gone (`lalmeval list | head`), further
+    output is dropped quietly and the command ends with its own exit code — a run is never cut
+    short, nor called an internal error, because nobody reads what it prints."""
+
+    def __init__(self, stream: TextIO):
+        self.stream, self.gone = stream, False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                return self.stream.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self.gone = True
+        try:  # the interpreter flushes the stream once more at exit: let that go to /dev/null
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):  # not a file descriptor (an in-process capture)
+            pass
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.stream, name)
+
+
 def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt  # SIGTERM behaves like Ctrl-C until the run installs its own handlers
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; user errors print one line and return 2."""
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Output(sys.stdout), _Output(sys.stderr)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
     args = _parser().parse_args(argv)
     if args.command == "run":
         signal.signal(signal.SIGTERM, _terminate)

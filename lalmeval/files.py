@@ -105,6 +105,8 @@ def load_yaml(path: Path, what: str = "YAML file") -> Any:
         if _expanded_size(node) > MAX_YAML_NODES:
             raise UserError(f"{path}: {what} expands to more than {MAX_YAML_NODES} values through aliases (&anchor / *alias); refusing it")
         return loader.construct_document(node)
+    except RecursionError:  # PyYAML composes and constructs recursively
+        raise UserError(f"{path}: invalid YAML: nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
@@ -117,6 +119,10 @@ class DuplicateKey(ValueError):
     """A JSON object that names one key twice (json.loads would keep the last silently)."""
 
 
+class TooDeep(ValueError):
+    """JSON nested deeper than the parser's recursion allows."""
+
+
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
@@ -127,8 +133,11 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def parse_json(text: str) -> Any:
-    """json.loads that raises DuplicateKey on a repeated key."""
-    return json.loads(text, object_pairs_hook=_unique_pairs)
+    """json.loads that raises DuplicateKey on a repeated key and TooDeep on nesting it cannot follow."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_pairs)
+    except RecursionError:
+        raise TooDeep("nested too deeply") from None
 
 
 def load_json(path: Path, what: str = "JSON file") -> Any:
@@ -142,6 +151,8 @@ def parse_json_text(path: Path, text: str) -> Any:
         return parse_json(text)
     except DuplicateKey as exc:
         raise UserError(f"{path}: {exc}") from None
+    except TooDeep as exc:
+        raise UserError(f"{path}: invalid JSON: {exc}") from None
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
 

@@ -11,6 +11,7 @@ the same order and sent at the top level of the request body.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -49,11 +50,39 @@ class Generation(BaseModel):
         clash = sorted(set(value or {}) & RESERVED)
         if clash:
             raise ValueError(f"extra_body may not set {', '.join(clash)} (lalmeval builds them)")
-        return value
+        try:
+            return None if value is None else as_json(value)
+        except RecursionError:
+            raise ValueError("nested too deeply") from None
 
     def given(self) -> dict[str, Any]:
         """The settings this layer gives (unset ones left out)."""
         return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+def as_json(value: Any, where: str = "") -> Any:
+    """`value` as a request body can carry it — a ValueError naming the key that cannot be sent.
+
+    YAML reads `2024-01-01` as a date and `.nan` as a float a JSON body cannot hold; such a value
+    would fail every request of the run, so it is refused where it is written. Integer keys
+    (`logit_bias: {50256: -100}`) become the strings JSON would send."""
+    if isinstance(value, dict):
+        out = {}
+        for key, inner in value.items():
+            if isinstance(key, int) and not isinstance(key, bool):
+                key = str(key)
+            if not isinstance(key, str):
+                raise ValueError(f"key {key!r} under '{where or '.'}' is a {type(key).__name__}, not text; quote it")
+            out[key] = as_json(inner, f"{where}.{key}" if where else key)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [as_json(inner, f"{where}[{i}]") for i, inner in enumerate(value)]
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"'{where}': {value} is not a finite number, which JSON cannot carry")
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    shown = str(value) if len(str(value)) <= 60 else str(value)[:57] + "..."
+    raise ValueError(f"'{where}': {shown} is a {type(value).__name__}, not a JSON value; quote it to send it as text")
 
 
 def merge(layers: list[dict[str, Any]]) -> dict[str, Any]:

@@ -58,7 +58,9 @@ def endpoint_line(name: str, endpoint: Endpoint) -> str:
 class Progress:
     """Shows the passes and endpoints of a run until stopped."""
 
-    def __init__(self, views: Sequence[PassView], endpoints: dict[str, list[Endpoint]], interval: float = 10.0, stream: TextIO = sys.stderr):
+    def __init__(self, views: Sequence[PassView], endpoints: dict[str, list[Endpoint]], interval: float = 10.0, stream: Optional[TextIO] = None):
+        # sys.stderr as it is now, not as it was at import: the CLI wraps it (see cli._Output)
+        stream = stream if stream is not None else sys.stderr
         self.views, self.endpoints, self.interval, self.stream = list(views), endpoints, interval, stream
         self.live = hasattr(stream, "isatty") and stream.isatty()
         self.started = time.monotonic()

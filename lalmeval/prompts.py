@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -11,6 +13,9 @@ from lalmeval.files import load_yaml
 SHIPPED = Path(__file__).with_name("prompts.yaml")
 SHIPPED_JUDGE = Path(__file__).with_name("judge_prompts.yaml")
 SECTIONS = ("system_prompts", "user_prompt_add_ons", "judge_prompts", "mc_templates")
+MC_REQUIRED = ("question", "options")
+MC_PLACEHOLDERS = (*MC_REQUIRED, "labels")
+_BRACED = re.compile(r"\{(\s*[A-Za-z_]\w*\s*)\}")
 
 
 def _read(path: Path) -> dict[str, dict[str, str]]:
@@ -24,7 +29,24 @@ def _read(path: Path) -> dict[str, dict[str, str]]:
             _check_nested(path, section)
         elif not isinstance(section, dict) or not all(isinstance(v, str) for v in section.values()):
             raise UserError(f"{path}: section '{key}' must map names to texts")
+        elif key == "mc_templates":
+            for name, template in section.items():
+                _check_mc_template(path, name, template)
     return raw
+
+
+def _check_mc_template(path: Path, name: str, template: str) -> None:
+    """A multiple-choice template shows {question} and {options}; a brace that looks like a
+    misspelt placeholder ({option}, {lables}) would be sent as written, so it is refused too."""
+    where = f"{path}: mc_templates.{name}"
+    missing = [f"{{{p}}}" for p in MC_REQUIRED if f"{{{p}}}" not in template]
+    if missing:
+        raise UserError(f"{where}: the template never shows {' and '.join(missing)} (it must contain {{question}} and {{options}}; {{labels}} is optional)")
+    for word in _BRACED.findall(template):
+        near = difflib.get_close_matches(word.strip().lower(), MC_PLACEHOLDERS, n=1, cutoff=0.75)
+        if word not in MC_PLACEHOLDERS and near:
+            raise UserError(f"{where}: '{{{word}}}' is not filled in (did you mean '{{{near[0]}}}'?); the placeholders are "
+                            f"{', '.join(f'{{{p}}}' for p in MC_PLACEHOLDERS)}, other braces are kept as written")
 
 
 def _check_nested(path: Path, section: object) -> None:

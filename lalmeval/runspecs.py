@@ -124,7 +124,7 @@ def _read_file(path: Path, category: str) -> list[Dataset]:
             hint = ""
             if err["type"] == "literal_error":  # e.g. error_unit: name the closest valid value
                 hint = f" (got {err['input']!r})" + closest(str(err["input"]), re.findall(r"'([^']*)'", err["ctx"]["expected"]))
-            raise UserError(f"{path}: dataset '{name}': {field or 'entry'}: {err['msg']}{hint}") from None
+            raise UserError(f"{path}: dataset '{name}': {field or 'entry'}: {err['msg'].removeprefix('Value error, ')}{hint}") from None
         spec = with_format_defaults(spec)
         iso_code(spec.language, where=f"{path}: dataset '{name}': language")
         if spec.answer_extraction == "regex" and not spec.answer_pattern:

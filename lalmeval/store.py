@@ -47,7 +47,7 @@ def read_jsonl(path: Path) -> Iterable[dict[str, Any]]:
         for line in handle:
             try:
                 item = json.loads(line)
-            except ValueError:  # a torn line, or bytes that are not UTF-8
+            except (ValueError, RecursionError):  # a torn line, bytes that are not UTF-8, or garbage nested too deeply
                 continue
             if isinstance(item, dict):
                 yield item

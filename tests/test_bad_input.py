@@ -137,8 +137,11 @@ CASES = {
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_malformed_input_gives_one_line_and_exit_2(ws, capsys, name):
+    assert_one_line_and_exit_2(ws, capsys, *CASES[name])
+
+
+def assert_one_line_and_exit_2(ws, capsys, corrupt, expected):
     base(ws)
-    corrupt, expected = CASES[name]
     corrupt(ws)
     code = main(["run", "--config", str(ws.root / "config.yaml")])
     err = capsys.readouterr().err
@@ -184,3 +187,113 @@ def test_bad_clips_fail_their_samples_and_the_run_completes(ws, capsys):
     final = json.loads((ws.root / "runs" / "bad" / "final_scores.json").read_text())
     assert final["scores"][0]["num_failed"] == 9 and final["scores"][0]["score"] == 0.0
     assert "Failed samples:" in capsys.readouterr().out
+
+
+def test_a_row_with_a_malformed_audio_span_fails_only_its_own_sample(ws):
+    """Twenty speech rows; row 2's audio is `{"path": ..., "start": "abc", "end": 1}`: that row fails
+    alone with a reason naming the column, and the other 19 are transcribed (the malformed span
+    once ended the whole read, failing all 20 with `data: ValueError: could not convert ...`)."""
+    rows = ws.copy_demo_audio(demo_rows(20))
+    rows[1]["audio"] = {"path": rows[1]["audio"], "start": "abc", "end": 1}
+    ws.runspec("asr", "commands", {"cmds": {"hf_repo": ws.jsonl(rows), "id_column": "id"}})
+    with ScriptedEndpoint(lambda s, n: "ok") as ep:
+        ws.config([model(ep.url)], [["cmds", "word_error_rate"]], output_dir=str(ws.root / "runs"))
+        main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+        sent = len(ep.requests)
+    records = {r["id"]: r for r in ws.records("cmds", "m")}
+    failed = sorted(i for i, r in records.items() if r["error"])
+    assert failed == [rows[1]["id"]], f"{len(failed)} samples failed ({records[failed[-1]]['error']!r}); {sent} requests sent"
+    assert records[rows[1]["id"]]["error"] == "data: audio: span start 'abc' is not a number of seconds" and sent == 19
+
+
+@pytest.mark.parametrize("length_filter", [None, [0, 100]])  # with a length filter, the selection scan reads the audio values too
+def test_every_malformed_audio_value_fails_only_its_own_row_naming_the_column(ws, length_filter):
+    rows = ws.copy_demo_audio(demo_rows(1))
+    clip = rows[0]["audio"]
+    bad = {"start_only": ({"path": clip, "start": 0.5}, "a span needs both start and end (got start 0.5, end None)"),
+           "infinite_end": ({"path": clip, "start": 0, "end": float("inf")}, "span end inf is not a number of seconds"),
+           "reversed": ({"path": clip, "start": 2, "end": 1}, "invalid span 2.000-1.000 s (expected 0 <= start < end)"),
+           "boolean": ({"path": clip, "start": True, "end": 1}, "span start True is not a number of seconds"),
+           "number": (5, "expected a path, bytes, {bytes, path} or {path, start, end}, got int '5'"),
+           "text_bytes": ({"bytes": "RIFF....", "path": "x.wav"}, "'bytes' holds str, not bytes"),
+           "in_a_list": ([clip, {"path": clip, "start": "soon", "end": 1}], "span start 'soon' is not a number of seconds")}
+    data = [{"id": "good", "clip": clip, "reference": rows[0]["reference"]}] + [{"id": k, "clip": v, "reference": "x"} for k, (v, _) in bad.items()]
+    ws.runspec("asr", "commands", {"cmds": {"hf_repo": ws.jsonl(data), "id_column": "id", "audio_column": "clip"}})
+    with ScriptedEndpoint(lambda s, n: rows[0]["reference"]) as ep:
+        ws.config([model(ep.url)], [["cmds", "word_error_rate"]], output_dir=str(ws.root / "runs"), filters={"length_filter": length_filter})
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+        sent = len(ep.requests)
+    records = {r["id"]: r for r in ws.records("cmds", "m")}
+    assert code == 3 and sent == 1 and records["good"]["error"] is None
+    assert {k: records[k]["error"] for k in bad} == {k: f"data: clip: {reason}" for k, (_, reason) in bad.items()}
+
+
+def test_a_row_whose_turns_or_image_cannot_be_read_fails_alone(ws):
+    """Cells no ValueError describes — turns as JSON text nested 100 000 deep, an image struct whose
+    'bytes' is text — fail their own row, not the read of every row after them."""
+    data = [{"id": "good", "turns": ["Say hi.", "Again."], "reference": "hi"},
+            {"id": "deep_turns", "turns": "[" * 100_000 + "]" * 100_000, "reference": "hi"},
+            {"id": "text_bytes", "turns": ["Say hi."], "picture": {"bytes": "not bytes", "path": "x.png"}, "reference": "hi"},
+            {"id": "after", "turns": ["Say hi."], "reference": "hi"}]
+    ws.runspec("chat", "talk", {"talk": {"hf_repo": ws.jsonl(data), "id_column": "id", "modality": "text", "audio_column": None,
+                                         "turns_column": "turns", "image_column": "picture"}})
+    with ScriptedEndpoint(lambda s, n: "hi") as ep:
+        ws.config([model(ep.url)], [["talk", "word_error_rate"]], output_dir=str(ws.root / "runs"))
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+    records = {r["id"]: r for r in ws.records("talk", "m")}
+    assert code == 3 and records["good"]["error"] is None and records["after"]["error"] is None
+    assert records["deep_turns"]["error"] == "data: turns: not a list (nor its JSON text)"
+    assert records["text_bytes"]["error"] == "data: image struct's 'bytes' holds str, not bytes"
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # past any recursive parser's reach (the run's own replies are guarded the same way)
+
+
+def test_bad_input_a_deeply_nested_data_row_is_one_line_naming_the_file_and_line(ws, capsys):
+    """A JSONL line nesting 100 000 lists deep is `<file>: line 2: invalid JSON: …`, exit 2 — not
+    `internal error: RecursionError` naming neither the file nor the line."""
+    (ws.root / "data").mkdir()
+    (ws.root / "data" / "set.jsonl").write_text('{"id": "a", "question": "q", "reference": "r"}\n'
+                                                '{"id": "b", "question": ' + DEEP + ', "reference": "r"}\n')
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": "data/set.jsonl", "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None}})
+    with ScriptedEndpoint(lambda s, n: "r") as ep:
+        ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "set.jsonl: line 2: invalid JSON: nested too deeply" in err and "internal error" not in err, err[-400:]
+
+
+DEEP_FILES = {
+    "config yaml": (lambda ws: write(ws, "config.yaml", (ws.root / "config.yaml").read_text() + "seed: " + DEEP + "\n"), "config.yaml: invalid YAML: nested too deeply"),
+    "prompts yaml": (lambda ws: (write(ws, "p.yaml", "system_prompts: " + DEEP + "\n"), edit_config(ws, lambda d: d.update(prompts_file="p.yaml"))), "p.yaml: invalid YAML: nested too deeply"),
+    "runspec json": (lambda ws: write(ws, "runspecs/asr/commands.json", '{"cmds": ' + DEEP + "}"), "commands.json: invalid JSON: nested too deeply"),
+    "json array data": (lambda ws: (write(ws, "data/set.json", '[{"id": "a", "audio": ' + DEEP + "}]"), spec_path(ws, "data/set.json")), "set.json: invalid JSON: nested too deeply"),
+}
+
+
+@pytest.mark.parametrize("name", list(DEEP_FILES))
+def test_every_file_nested_too_deeply_is_one_line_naming_it(ws, capsys, name):
+    assert_one_line_and_exit_2(ws, capsys, *DEEP_FILES[name])
+
+
+def test_a_tsv_cell_larger_than_the_csv_modules_default_limit_is_read(ws):
+    """The csv module refuses fields over 128 KB unless told otherwise; a TSV cell may hold a base64
+    image or a long passage, and it is data, not an unterminated quote."""
+    long_text = "word " * 60_000  # 300 KB
+    write(ws, "data/set.tsv", "id\tquestion\treference\na\t" + long_text + "\tr\nb\tshort\tr\n")
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": "data/set.tsv", "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None}})
+    with ScriptedEndpoint(lambda s, n: "r") as ep:
+        ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+        sent = sorted(len(seen.text) for seen in ep.requests)
+    assert code == 0 and sent == [len("short"), len(long_text.strip())]
+
+
+def test_a_run_directory_whose_final_scores_are_nested_too_deeply_is_one_line(ws, capsys):
+    write(ws, "runs/r/final_scores.json", '{"scores": ' + DEEP + "}")
+    code = main(["report", str(ws.root / "runs" / "r"), "--out", str(ws.root / "board.html")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and lines == [f"error: {ws.root / 'runs' / 'r' / 'final_scores.json'}: not valid JSON (nested too deeply)"]

@@ -363,7 +363,6 @@ def test_mt_bench_turns_each_with_their_own_clip(tmp_path):
     assert [s.audio for s in open_source(text_only, Filters()).samples()] == [(), ()]
 
 
-@pytest.mark.xfail(strict=True, raises=ImportError, reason="known gap: a list of Audio features is not cast to undecoded structs, so reading it needs torchcodec")
 def test_mt_bench_with_its_list_of_audio_features_loads(tmp_path):
     from datasets import Audio, List, load_dataset
 

@@ -242,3 +242,50 @@ def test_python_m_lalmeval_and_the_lalmeval_command_behave_the_same(tmp_path, ar
     assert (module.returncode, module.stdout, module.stderr) == (script.returncode, script.stdout, script.stderr)
     assert module.returncode == (0 if args[:1] in (["--version"], ["list"]) else 2)
     assert module.stdout or module.stderr
+
+
+def closed_pipe() -> int:
+    """The write end of a pipe whose reader has already gone (`| head` after its lines)."""
+    read, write = os.pipe()
+    os.close(read)
+    return write
+
+
+def cli_into_closed(*args, stderr_too=False):
+    """Run a command whose stdout (and stderr) nobody reads: (exit code, stderr text)."""
+    out = closed_pipe()
+    err = closed_pipe() if stderr_too else subprocess.PIPE
+    try:
+        done = subprocess.run([sys.executable, "-m", "lalmeval", *args], cwd=REPO, stdout=out, stderr=err, text=True, timeout=240)
+    finally:
+        os.close(out)
+        if stderr_too:
+            os.close(err)
+    return done.returncode, done.stderr or ""
+
+
+def test_a_reader_that_has_gone_ends_no_command_early_and_is_no_error(ws):
+    """`lalmeval list | head` used to end with 'internal error: BrokenPipeError'. Output nobody
+    reads is dropped quietly: every command ends with its own exit code, and a run still
+    completes and writes its results."""
+    from tests.support.endpoint import ScriptedEndpoint
+    from tests.support.workspace import model
+
+    rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(3)]
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None}})
+    config = str(ws.root / "config.yaml")
+    with ScriptedEndpoint(lambda seen, n: f"answer {seen.text.split()[-1]}") as ep:
+        ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        outcomes = {"run": cli_into_closed("run", "--config", config, "--run-id", "a"),
+                    "run, stderr closed too": cli_into_closed("run", "--config", config, "--run-id", "b", "--no-cache", stderr_too=True),
+                    "validate": cli_into_closed("validate", "--config", config),
+                    "report": cli_into_closed("report", str(ws.root / "runs" / "a"), "--out", str(ws.root / "board.html")),
+                    "list": cli_into_closed("list", "--config", config),
+                    "help": cli_into_closed("--help")}
+        sent = len(ep.requests)
+    assert {name: code for name, (code, _) in outcomes.items()} == dict.fromkeys(outcomes, 0)
+    assert {name: err for name, (_, err) in outcomes.items() if "rror" in err or "Traceback" in err or "Exception" in err} == {}
+    assert sent == 6 and (ws.root / "board.html").is_file()
+    for run_id in ("a", "b"):
+        assert json.loads((ws.root / "runs" / run_id / "final_scores.json").read_text())["scores"][0]["score"] == 100.0

@@ -112,3 +112,57 @@ def test_an_invalid_token_is_reported_without_echoing_it():
         with pytest.raises(UserError) as err:
             parse_config(data, "cfg.yaml")
         assert "models[0].auth_token" in str(err.value) and "SECRET" not in str(err.value)
+
+
+def test_a_generation_setting_that_cannot_be_sent_is_refused_at_start(ws, capsys):
+    """`generation_kwargs.extra_body: {until: 2024-01-01}` — YAML reads an unquoted date as a date,
+    which no request body can carry: refused before any work, one line naming the key (exit 2),
+    instead of every sample failing with `internal error: TypeError: ... not JSON serializable`."""
+    from lalmeval.cli import main
+    from tests.support.endpoint import ScriptedEndpoint
+    from tests.support.workspace import model
+
+    rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(3)]
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None}})
+    with ScriptedEndpoint(lambda seen, n: "answer") as ep:
+        path = ws.config([model(ep.url, generation_kwargs={"extra_body": {"until": "DATE"}})], [["qs", "accuracy"]],
+                         output_dir=str(ws.root / "runs"))
+        path.write_text(path.read_text().replace("DATE", "2024-01-01"))
+        code = main(["run", "--config", str(path), "--run-id", "t"])
+        sent = len(ep.requests)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and sent == 0 and not (ws.root / "runs" / "t").exists()
+    assert lines == [f"error: {path}: models[0].generation_kwargs.extra_body: 'until': 2024-01-01 is a date, not a JSON value; "
+                     "quote it to send it as text"]
+
+
+@pytest.mark.parametrize("where,extra_body,message", [
+    ("model", "{a: {b: [1, .nan]}}", "models[0].generation_kwargs.extra_body: 'a.b[1]': nan is not a finite number, which JSON cannot carry"),
+    ("model", "{tags: !!set {x: null}}", "models[0].generation_kwargs.extra_body: 'tags': {'x'} is a set, not a JSON value"),
+    ("model", "{weights: {2024-01-01: 1}}", "models[0].generation_kwargs.extra_body: key datetime.date(2024, 1, 1) under 'weights' is a date, not text"),
+    ("override", "{since: 2024-01-01 10:00:00}", "generation_overrides[0].extra_body: 'since': 2024-01-01 10:00:00 is a datetime, not a JSON value"),
+])
+def test_every_extra_body_value_a_request_cannot_carry_is_refused_naming_its_key(tmp_path, where, extra_body, message):
+    entry = "{name: m, url: 'http://127.0.0.1:9/v1', model: m" + (f", generation_kwargs: {{extra_body: {extra_body}}}" if where == "model" else "") + "}"
+    overrides = f"generation_overrides: [{{model: m, extra_body: {extra_body}}}]\n" if where == "override" else ""
+    (tmp_path / "c.yaml").write_text(f"dataset_metric: [[demo_commands, word_error_rate]]\nmodels: [{entry}]\n{overrides}")
+    with pytest.raises(UserError) as err:
+        load_config(tmp_path / "c.yaml")
+    assert message in str(err.value)
+
+
+def test_integer_keys_of_extra_body_are_sent_as_json_would_send_them():
+    """`logit_bias: {50256: -100}` is how a YAML user writes it; JSON keys are text."""
+    config = config_with(models=[{"info": {"name": "m", "url": "http://x/v1", "model": "m",
+                                           "generation_kwargs": {"extra_body": {"logit_bias": {50256: -100}}}}}])
+    assert config.models[0].generation_kwargs.extra_body == {"logit_bias": {"50256": -100}}
+
+
+def test_a_runspec_extra_body_value_json_cannot_carry_is_refused_naming_the_dataset(tmp_path):
+    from lalmeval.runspecs import Catalog
+
+    (tmp_path / "qa").mkdir()
+    (tmp_path / "qa" / "questions.json").write_text('{"qs": {"hf_repo": "x.jsonl", "language": "en", "generation_kwargs": {"extra_body": {"bias": NaN}}}}')
+    with pytest.raises(UserError, match=r"questions.json: dataset 'qs': generation_kwargs.extra_body: 'bias': nan is not a finite number"):
+        Catalog.load([tmp_path])

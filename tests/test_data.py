@@ -1,6 +1,7 @@
 """Data layouts (parquet, jsonl, csv, tsv, save_to_disk, local folder via load_dataset) and filters."""
 
 import csv
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -276,3 +277,132 @@ def test_many_hub_and_disk_folders_load_concurrently_again_and_again(ws):
     for _ in range(5):
         loaded = load_all_at_once(datasets_list)
         assert [len(samples) for samples in loaded] == [len(ROWS)] * len(datasets_list)
+
+
+@pytest.mark.parametrize("layout,streaming", [("hub folder", False), ("hub folder", True), ("save_to_disk", False)])
+def test_audio_nested_in_lists_and_structs_is_read_as_stored_never_decoded(cfg, layout, streaming):
+    """`datasets` decodes Audio() and Image() only through torchcodec / Pillow (torchcodec is absent
+    here, as on many machines): a list of clips (MT-Bench's `[Audio()]`), a clip inside a struct
+    and an image must come out as {bytes, path}, however deep, not as an ImportError that fails the
+    whole dataset."""
+    from datasets import Audio, Dataset, Image, List, Value
+
+    image = b"\x89PNG\r\n\x1a\n" + bytes(32)
+    clips = [r["audio"] for r in struct_rows()]
+    rows = [{"uid": r["id"], "text": r["reference"], "clips": [clips[i], clips[(i + 1) % 4]], "speech": {"clip": clips[i], "lang": "en"},
+             "picture": {"bytes": image, "path": "x.png"}} for i, r in enumerate(ROWS)]
+    ds = Dataset.from_list(rows).cast_column("clips", List(Audio())).cast_column("speech", {"clip": Audio(), "lang": Value("string")})
+    ds = ds.cast_column("picture", Image())
+    if layout == "hub folder":
+        (cfg.root / "data" / "nested").mkdir(parents=True)
+        ds.to_parquet(str(cfg.root / "data" / "nested" / "test-00000.parquet"))
+    else:
+        ds.save_to_disk(str(cfg.root / "data" / "nested"))
+    spec = {"hf_repo": "data/nested", "target_column": "text", "id_column": "uid", "image_column": "picture"}
+    cfg.runspec("asr", "layout", {"in_a_list": {**spec, "audio_column": "clips"}, "in_a_struct": {**spec, "audio_column": "speech"}})
+    cfg.config([model("http://127.0.0.1:9/v1")], [["layout", "word_error_rate"]])
+    catalog = cfg.plan().catalog
+    in_a_list = list(iter_samples(catalog.datasets["in_a_list"], streaming=streaming))
+    assert [s.id for s in in_a_list] == [r["id"] for r in ROWS]
+    assert [[a.source for a in s.audio] for s in in_a_list] == [[c["bytes"], clips[(i + 1) % 4]["bytes"]] for i, c in enumerate(clips)]
+    assert all(s.images[0].source == image for s in in_a_list)
+    # A struct holding a clip is not a clip: it fails its own rows, saying what it holds.
+    in_a_struct = list(iter_samples(catalog.datasets["in_a_struct"], streaming=streaming))
+    assert [s.problem for s in in_a_struct] == ["data: speech: a clip struct holds 'bytes' or 'path' (keys: clip, lang)"] * 4
+
+
+def corrupt_column(path, column):
+    """Overwrite the bytes of `column`'s chunks in a parquet file: reading that column fails, the others read."""
+    import pyarrow.parquet as pq_
+
+    meta = pq_.ParquetFile(path).metadata
+    data = bytearray(path.read_bytes())
+    for group in range(meta.num_row_groups):
+        for i in range(meta.num_columns):
+            chunk = meta.row_group(group).column(i)
+            if chunk.path_in_schema.split(".")[0] == column:
+                start = chunk.dictionary_page_offset or chunk.data_page_offset
+                data[start:start + chunk.total_compressed_size] = b"\xab" * chunk.total_compressed_size
+    path.write_bytes(bytes(data))
+    with pytest.raises(OSError):
+        pq_.ParquetFile(path).read_row_group(0)
+
+
+def test_a_text_only_control_never_reads_the_audio_column_it_does_not_map(ws):
+    """The text-only control of a spoken benchmark shares its data file: its rows are read without
+    the audio column (shown here by an audio column that cannot be read at all), which also keeps
+    the clips' bytes out of memory."""
+    rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}", **struct_rows()[i]} for i in range(4)]
+    (ws.root / "data").mkdir()
+    path = ws.root / "data" / "set.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=2)
+    corrupt_column(path, "audio")
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": "data/set.parquet", "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question"}})  # audio_column keeps its default, 'audio'
+    with ScriptedEndpoint(lambda seen, n: f"answer {seen.text.split()[-1]}") as ep:
+        ws.config([model(ep.url)], [["qs", "accuracy"]])
+        result = ws.run()
+        sent = sorted(seen.text for seen in ep.requests)
+    assert result.complete and result.scores[0].score == 100.0 and sent == [f"question {i}" for i in range(4)]
+
+
+def test_a_hub_dataset_that_cannot_be_read_names_the_dataset_not_a_library_exception(cfg):
+    folder = cfg.root / "data" / "hubstyle"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(struct_rows()), folder / "test-00000.parquet")
+    corrupt_column(folder / "test-00000.parquet", "text")
+    cfg.runspec("asr", "layout", {"layout_set": {"hf_repo": "data/hubstyle", "target_column": "text", "id_column": "uid"}})
+    dataset = cfg.plan().catalog.datasets["layout_set"]
+    with pytest.raises(UserError, match=r"^dataset 'layout_set': cannot read its rows: OSError: "):
+        list(iter_samples(dataset, streaming=True))
+
+
+def split_rows():
+    return [{"id": r["id"], "reference": r["reference"], "audio": r["audio"]} for r in ROWS]
+
+
+@pytest.mark.parametrize("file,selectors,problem", [
+    ("set.jsonl", {"split": "validation"}, "split 'validation' — set.jsonl is a single data file, which has no splits and is read whole; "
+                                           "drop split, or point hf_repo at the file (or folder of split files) holding 'validation'"),
+    ("train.jsonl", {"split": "validation"}, "split 'validation' — train.jsonl is a single data file"),
+    ("set.jsonl", {"subset": "clean"}, "subset 'clean' names a hub configuration, but set.jsonl is a single data file, which has none; drop subset"),
+    ("set.jsonl", {"revision": "main"}, "revision 'main' names a hub revision, but"),
+])
+def test_a_split_subset_or_revision_a_local_file_cannot_have_is_an_error(cfg, file, selectors, problem):
+    cfg.jsonl(split_rows(), f"data/{file}")
+    with pytest.raises(UserError, match=r"layout.json: dataset 'layout_set': " + re.escape(problem)):
+        load(cfg, {"hf_repo": f"data/{file}", **selectors})
+
+
+@pytest.mark.parametrize("file,split", [("set.jsonl", "test"), ("train.jsonl", "train"), ("mmau-dev-mini.jsonl", "dev")])
+def test_a_single_file_is_read_whole_under_the_default_split_or_the_one_its_name_says(cfg, file, split):
+    rows = cfg.copy_demo_audio(ROWS)
+    assert_real_speech(load(cfg, {"hf_repo": cfg.jsonl(rows, f"data/{file}"), "split": split}))
+
+
+def test_a_split_a_folder_of_split_files_lacks_is_an_error_naming_the_splits_it_has(cfg):
+    folder = cfg.root / "data" / "hubstyle"
+    folder.mkdir(parents=True)
+    for split in ("train", "test"):
+        pq.write_table(pa.Table.from_pylist(struct_rows()), folder / f"{split}-00000.parquet")
+    with pytest.raises(UserError, match=r"dataset 'layout_set': cannot load .*hubstyle.*: Unknown split \"validation\". Should be one of \['train', 'test'\]"):
+        load(cfg, {"hf_repo": "data/hubstyle", "target_column": "text", "split": "validation"})
+    assert_real_speech(load(cfg, {"hf_repo": "data/hubstyle", "target_column": "text", "split": "train"}))
+
+
+def test_a_save_to_disk_folder_of_one_split_refuses_another_split_and_any_subset(cfg):
+    from datasets import Audio, Dataset
+
+    Dataset.from_list(struct_rows(), split="train").cast_column("audio", Audio(decode=False)).save_to_disk(str(cfg.root / "data" / "saved"))
+    with pytest.raises(UserError, match=r"split 'validation' — this save_to_disk folder holds one dataset \(split 'train'\), read whole"):
+        load(cfg, {"hf_repo": "data/saved", "target_column": "text", "split": "validation"})
+    with pytest.raises(UserError, match=r"subset 'clean' names a hub configuration, but saved is a save_to_disk folder, which has none"):
+        load(cfg, {"hf_repo": "data/saved", "target_column": "text", "subset": "clean"})
+    assert_real_speech(load(cfg, {"hf_repo": "data/saved", "target_column": "text", "split": "train"}))
+
+
+def test_an_audio_column_of_raw_bytes_is_read_as_clips(cfg):
+    (cfg.root / "data").mkdir(exist_ok=True)
+    rows = [{"audio": (DEMO / r["audio"]).read_bytes(), "text": r["reference"]} for r in ROWS]
+    pq.write_table(pa.Table.from_pylist(rows), cfg.root / "data" / "raw.parquet")
+    assert_real_speech(load(cfg, {"hf_repo": "data/raw.parquet", "target_column": "text"}))

@@ -163,3 +163,49 @@ def test_kimi_jsonl_reports_each_subsets_exact_word_error_rate(ws):
     for name, members in (("clean", [0, 1, 2]), ("noisy", [3, 4, 5])):
         expected = jiwer.wer([normalize(kimi[i]["answer"]) for i in members], [normalize(replies[i]) for i in members])
         assert subsets[name]["score"] == pytest.approx(100 * expected, abs=1e-9) and subsets[name]["num_samples"] == 3
+
+
+MC_ROWS = [{"id": "a", "question": "Which animal barks?", "options": ["cat", "dog"], "answer": "B"},
+           {"id": "b", "question": "Which is a colour?", "options": ["blue", "run"], "answer": "A"}]
+
+
+def mc_run(ws, capsys, template: str):
+    """A prompts file whose `terse` template a multiple-choice runspec uses; (exit code, stderr lines, requests sent)."""
+    from lalmeval.cli import main
+
+    (ws.root / "prompts.yaml").write_text(json.dumps({"mc_templates": {"terse": template}}))
+    ws.runspec("knowledge", "mc", {"mc": {"hf_repo": ws.jsonl(MC_ROWS), "id_column": "id", "modality": "text", "audio_column": None,
+                                          "textual_input_column": "question", "choices_column": "options", "target_column": "answer",
+                                          "mc_template": "terse"}})
+    with ScriptedEndpoint(lambda seen, n: "A") as ep:
+        ws.config([model(ep.url)], [["mc", "accuracy"]], output_dir=str(ws.root / "runs"), prompts_file="prompts.yaml")
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+        sent = [seen.text for seen in ep.requests]
+    return code, capsys.readouterr().err.strip().splitlines(), sent
+
+
+def test_a_multiple_choice_template_without_its_placeholders_is_refused_at_start(ws, capsys):
+    """`mc_templates: {terse: "Pick one of {labels}."}` (no {question}, no {options}) is refused
+    before any work, naming the prompts file and the template — not recorded as `internal error`
+    for every sample (exit 3)."""
+    code, err, sent = mc_run(ws, capsys, "Pick one of {labels}.")
+    assert code == 2 and not sent and not (ws.root / "runs" / "t").exists()
+    assert err == [f"error: {ws.root / 'prompts.yaml'}: mc_templates.terse: the template never shows {{question}} and {{options}} "
+                   "(it must contain {question} and {options}; {labels} is optional)"]
+
+
+@pytest.mark.parametrize("template,problem", [
+    ("{question}\n{option}", "the template never shows {options}"),
+    ("{question}\n{options}\nAnswer with one of {lables}.", "'{lables}' is not filled in (did you mean '{labels}'?)"),
+    ("{Question}\n{options}", "the template never shows {question}"),
+    ("{question}\n{options}\nAnswer with one of { labels }.", "'{ labels }' is not filled in (did you mean '{labels}'?)"),
+])
+def test_a_misspelt_multiple_choice_placeholder_is_refused_naming_it(ws, capsys, template, problem):
+    code, err, sent = mc_run(ws, capsys, template)
+    assert code == 2 and not sent and len(err) == 1 and f"mc_templates.terse: {problem}" in err[0], err
+
+
+def test_other_braces_in_a_multiple_choice_template_are_sent_as_written(ws, capsys):
+    code, err, sent = mc_run(ws, capsys, "{question}\n{options}\nPut {answer} as \\boxed{X}, one of {labels}.")
+    assert code == 0, err
+    assert sent[0] == "Which animal barks?\nA. cat\nB. dog\nPut {answer} as \\boxed{X}, one of A, B."

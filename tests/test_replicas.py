@@ -115,3 +115,44 @@ def test_replicas_need_their_own_ports(ws):
     ws.config([entry], [["qs", "accuracy"]])
     with pytest.raises(UserError, match=r"the launch command must use \{port\}"):
         ws.plan()
+
+
+def test_a_prompt_rule_for_a_replica_entry_is_refused_like_a_differing_temperature(ws):
+    """Two entries serve model id `shared` (one replica group, named 'a'); a prompt rule gives entry
+    'b' its own instruction. The group's prompts are built from its first entry, so the rule would
+    reach no replica: it is refused at start, naming the entries, the setting and the dataset."""
+    questions(ws, 4)
+    ws.config([replica("http://127.0.0.1:9/v1", "a"), replica("http://127.0.0.1:10/v1", "b")], [["qs", "accuracy"]],
+              prompt_rules=[{"model": "b", "instruction": "Answer in French."}])
+    with pytest.raises(UserError, match=r"^models 'a' and 'b' are replicas of model 'shared' but get different prompts \(instruction\) on 'qs' "
+                                        r"\(None vs 'Answer in French\.'\): check prompt_rules, or give them different `model` ids"):
+        ws.plan()
+
+
+@pytest.mark.parametrize("rule,setting", [({"system_prompts": ["concise"]}, "system_texts"),
+                                          ({"user_prompt_add_ons": ["asr_clean_output"]}, "add_on_texts"),
+                                          ({"mc_template": "mc_options_zh"}, "mc_template")])
+def test_every_prompt_setting_must_agree_across_replicas(ws, rule, setting):
+    questions(ws, 2)
+    ws.config([replica("http://127.0.0.1:9/v1", "a"), replica("http://127.0.0.1:10/v1", "b")], [["qs", "accuracy"]],
+              prompt_rules=[{"model": "b", **rule}])
+    with pytest.raises(UserError, match=rf"get different prompts \({setting}\) on 'qs'"):
+        ws.plan()
+
+
+def test_a_prompt_rule_naming_every_replica_entry_is_applied_to_the_whole_group(ws):
+    questions(ws, 4)
+    with ScriptedEndpoint(answer) as one, ScriptedEndpoint(answer) as two:
+        ws.config([replica(one.url, "a"), replica(two.url, "b")], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"),
+                  prompt_rules=[{"model": "a", "instruction": "Answer in French."}, {"model": "b", "instruction": "Answer in French."}])
+        ws.run()
+        texts = [s.text for s in one.requests + two.requests]
+    assert len(texts) == 4 and all(t.startswith("Answer in French.") for t in texts), texts
+
+
+def test_a_generation_override_for_a_replica_entry_is_refused_naming_both_override_kinds(ws):
+    questions(ws, 2)
+    ws.config([replica("http://127.0.0.1:9/v1", "a"), replica("http://127.0.0.1:10/v1", "b")], [["qs", "accuracy"]],
+              generation_overrides=[{"model": "b", "top_p": 0.5}])
+    with pytest.raises(UserError, match=r"get different generation parameters on 'qs' .*: check temperature_overrides and generation_overrides"):
+        ws.plan()

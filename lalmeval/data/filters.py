@@ -36,7 +36,10 @@ def clip_seconds(value: Any, base: Path) -> Optional[float]:
     from lalmeval.data.source import audio_refs
 
     total = 0.0
-    refs = audio_refs(value, base)
+    try:
+        refs = audio_refs(value, base)
+    except ValueError:  # a malformed clip value: kept, so that its row fails with the reason
+        return None
     for ref in refs:
         seconds = ref.span[1] - ref.span[0] if ref.span else duration(ref.source)
         if seconds is None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 from urllib.parse import urlsplit
 
-from lalmeval.data.tables import BATCH, DATASETS_LOCK, FORMATS, Table, TableRequest
+from lalmeval.data.tables import BATCH, DATASETS_LOCK, FORMATS, Table, TableRequest, only_columns
 from lalmeval.errors import UserError
 
 PROBE_SECONDS = 3.0
@@ -19,17 +19,24 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _undecoded(ds: Any, audio_column: Optional[str]) -> Any:
-    """Cast audio (and image) columns so that rows carry {bytes, path} and nothing is decoded."""
-    from datasets import Audio, Image
+def _read(ds: Any, batch_size: int, name: str) -> Iterator[dict[str, Any]]:
+    """The rows of a dataset as stored, batch by batch: read as Arrow, nothing is decoded by `datasets`
+    — audio and images stay {bytes, path} structs at any depth (a list of clips, a struct holding
+    one), and no decoder is ever asked for (its audio decoder needs torchcodec, and torch)."""
+    try:
+        for batch in ds.with_format("arrow").iter(batch_size=batch_size):
+            yield from batch.to_pylist()
+    except UserError:
+        raise
+    except Exception as exc:  # the library raises many types; the message is what matters
+        raise UserError(f"dataset '{name}': cannot read its rows: {type(exc).__name__}: {_first_line(exc)}") from None
 
-    features = getattr(ds, "features", None) or {}
-    for name, feature in features.items():
-        if isinstance(feature, Audio) and feature.decode:
-            ds = ds.cast_column(name, Audio(decode=False))
-        elif isinstance(feature, Image) and feature.decode:
-            ds = ds.cast_column(name, Image(decode=False))
-    return ds
+
+def _narrowed(ds: Any, known: list[str], columns: Optional[Sequence[str]]) -> Any:
+    """`ds` with only `columns` (all of them when None or when the columns are not known ahead)."""
+    if columns is None or not known:
+        return ds
+    return ds.select_columns([c for c in known if c in columns] or known[:1])
 
 
 class ArrowTable(Table):
@@ -43,29 +50,27 @@ class ArrowTable(Table):
         fields = [f for f in self.request.fields if f in self.columns]
         if not fields:
             return ({} for _ in range(len(self.ds)))
-        return (dict(zip(fields, values)) for batch in self.ds.select_columns(fields).iter(batch_size=1000)
-                for values in zip(*(batch[f] for f in fields)))
+        return _read(self.ds.select_columns(fields), 1000, self.request.name)
 
-    def rows(self, indices: Optional[Sequence[int]]) -> Iterator[dict[str, Any]]:
+    def rows(self, indices: Optional[Sequence[int]], columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
         subset = self.ds if indices is None else self.ds.select(indices)
-        for batch in subset.iter(batch_size=BATCH):
-            yield from (dict(zip(batch, values)) for values in zip(*batch.values()))
+        return (only_columns(row, columns) for row in _read(_narrowed(subset, self.columns, columns), BATCH, self.request.name))
 
 
 class StreamTable(Table):
     """A streamed hub dataset: rows arrive once, in order; nothing can be scanned ahead."""
 
     def __init__(self, ds: Any, request: TableRequest):
-        self.ds = ds
+        self.ds, self.request = ds, request
         features = getattr(ds, "features", None)
         self.columns = list(ds.column_names or (features or {}).keys())
 
     def scan(self) -> None:
         return None
 
-    def rows(self, indices: Optional[Sequence[int]]) -> Iterator[dict[str, Any]]:
+    def rows(self, indices: Optional[Sequence[int]], columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
         assert indices is None, "a stream is read whole, in order"
-        return iter(self.ds)
+        return (only_columns(row, columns) for row in _read(_narrowed(self.ds, self.columns, columns), BATCH, self.request.name))
 
 
 def _hub_reachable() -> Optional[str]:
@@ -106,7 +111,7 @@ def _load(path: Path, request: TableRequest) -> Any:
 @FORMATS.register("hub")
 def _open_hub(path: Path, request: TableRequest) -> Table:
     with DATASETS_LOCK:
-        ds = _undecoded(_load(path, request), request.audio_column)
+        ds = _load(path, request)
     return StreamTable(ds, request) if request.streaming else ArrowTable(ds, request)
 
 
@@ -123,7 +128,10 @@ def _open_disk(path: Path, request: TableRequest) -> Table:
             if request.split not in ds:
                 raise UserError(f"{path}: split '{request.split}' not found (have: {', '.join(ds)})")
             ds = ds[request.split]
-        ds = _undecoded(ds, request.audio_column)
+        elif request.split not in ("test", str(ds.split)):  # one saved split: a name other than its own is a mistake
+            held = f"split '{ds.split}'" if ds.split else "no split name"
+            raise UserError(f"{path}: dataset '{request.name}': split '{request.split}' — this save_to_disk folder holds one dataset "
+                            f"({held}), read whole; drop split or save the split you mean")
     return ArrowTable(ds, request)
 
 

@@ -230,6 +230,8 @@ def image_ref(value: Any, base: Optional[Path]) -> ImageRef:
     """An ImageRef from a dataset cell: a string, bytes, or a Hugging Face Image struct {bytes, path}."""
     if isinstance(value, dict):
         if value.get("bytes"):
+            if not isinstance(value["bytes"], (bytes, bytearray, memoryview)):
+                raise ImageError(f"image struct's 'bytes' holds {type(value['bytes']).__name__}, not bytes")
             return ImageRef(bytes(value["bytes"]), base)  # the bytes are the image; 'path' is then only its name
         if isinstance(value.get("path"), str) and value["path"].strip():
             return ImageRef(value["path"], base)

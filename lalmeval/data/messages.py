@@ -131,6 +131,8 @@ def _load(messages: Union[str, list]) -> list:
             messages = json.loads(messages)
         except json.JSONDecodeError as exc:
             raise ValueError(f"messages: not valid JSON ({exc})") from None
+        except RecursionError:
+            raise ValueError("messages: not valid JSON (nested too deeply)") from None
     if not isinstance(messages, list) or not messages:
         raise ValueError(f"messages: expected a non-empty list of {{role, content}}, got {_kind(messages) if messages != [] else 'an empty list'}")
     return messages

@@ -9,7 +9,9 @@ a fresh iterator, so every model reads the dataset independently.
 from __future__ import annotations
 
 import json
+import math
 import random
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator, Optional
@@ -50,6 +52,31 @@ def locate(dataset: Dataset) -> tuple[str, Path]:
     if looks_local:
         raise UserError(f"{dataset.source}: dataset '{dataset.name}': data file not found: {local}")
     return "hub", local
+
+
+DEFAULT_SPLIT = "test"
+
+
+def check_local_selectors(dataset: Dataset, kind: str, path: Path) -> None:
+    """subset, revision and split select parts of a hub dataset; for local data that has no such
+    part they would be silently ignored, so naming one is an error.
+
+    A folder of split files (or a save_to_disk DatasetDict) has splits: a missing one is reported
+    by its reader. A single file or a CallHome folder has none: it is read whole, so `split` must be
+    the default `test` or appear in its name (`split: dev` with `dev.jsonl`)."""
+    spec, where = dataset.spec, f"{dataset.source}: dataset '{dataset.name}'"
+    if kind == "hub":
+        return  # a hub id, or a folder read like one: load_dataset reports a split or configuration it lacks
+    if spec.revision is not None:
+        raise UserError(f"{where}: revision '{spec.revision}' names a hub revision, but {path} is local data; drop revision")
+    what = {"disk": "a save_to_disk folder", "callhome": "a CallHome folder"}.get(kind, "a single data file")
+    if spec.subset is not None:
+        raise UserError(f"{where}: subset '{spec.subset}' names a hub configuration, but {path.name} is {what}, which has none; drop subset")
+    if kind == "disk":
+        return  # its reader checks the split against the splits saved
+    if spec.split != DEFAULT_SPLIT and spec.split.lower() not in re.split(r"[^a-z0-9]+", path.name.lower()):
+        raise UserError(f"{where}: split '{spec.split}' — {path.name} is {what}, which has no splits and is read whole; "
+                        f"drop split, or point hf_repo at the file (or folder of split files) holding '{spec.split}'")
 
 
 def _light_fields(dataset: Dataset, filters: Filters) -> list[str]:
@@ -127,12 +154,13 @@ def open_table(dataset: Dataset, fields: list[str], streaming: bool = False) -> 
     """The dataset's table, the folder its relative audio paths start from, and how to name it in messages."""
     kind, path = locate(dataset)
     spec = dataset.spec
+    check_local_selectors(dataset, kind, path)
     if kind == "callhome":
         from lalmeval.data.callhome import read_callhome
 
         columns, rows = read_callhome(path, spec.segment, spec.window_s)
         return MemoryTable(columns, list(rows), fields), path, str(path)
-    request = TableRequest(fields, dataset.name, spec.split, spec.subset, spec.hf_repo, streaming, spec.audio_column, spec.revision)
+    request = TableRequest(fields, dataset.name, spec.split, spec.subset, spec.hf_repo, streaming, spec.revision)
     table = FORMATS.get(kind, where=f"{dataset.source}: dataset '{dataset.name}'")(path, request)
     hub_id = kind == "hub" and not path.is_dir()
     where = f"{spec.hf_repo} ({dataset.source})" if hub_id else str(path)
@@ -142,25 +170,62 @@ def open_table(dataset: Dataset, fields: list[str], streaming: bool = False) -> 
 def _text(value: Any) -> Optional[str]:
     if value is None:
         return None
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value)
+    if isinstance(value, str):
+        return value
+    # default=str: a struct cell may hold dates or bytes, which are still worth showing as text
+    return json.dumps(value, ensure_ascii=False, default=str) if isinstance(value, (dict, list)) else str(value)
+
+
+def _seconds(clip: dict, key: str) -> float:
+    value = clip[key]
+    try:
+        seconds = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not math.isfinite(seconds):
+        raise ValueError(f"span {key} {value!r} is not a number of seconds")
+    return seconds
+
+
+def _span(clip: dict) -> Optional[tuple[float, float]]:
+    """The {start, end} of a clip struct in seconds, checked; None when it has neither."""
+    if clip.get("start") is None and clip.get("end") is None:
+        return None
+    if clip.get("start") is None or clip.get("end") is None:
+        raise ValueError(f"a span needs both start and end (got start {clip.get('start')!r}, end {clip.get('end')!r})")
+    start, end = _seconds(clip, "start"), _seconds(clip, "end")
+    if not 0 <= start < end:
+        raise ValueError(f"invalid span {start:.3f}-{end:.3f} s (expected 0 <= start < end)")
+    return start, end
 
 
 def _one_audio(value: Any, base: Path) -> Optional[AudioRef]:
+    """One clip: a path, raw bytes, an HF struct {bytes, path}, or a {path, start, end} span; ValueError when malformed."""
     span = None
     if isinstance(value, dict):
-        if value.get("start") is not None and value.get("end") is not None:
-            span = (float(value["start"]), float(value["end"]))
-        if value.get("bytes"):
-            return AudioRef(value["bytes"], span)
+        if "bytes" not in value and "path" not in value:
+            raise ValueError(f"a clip struct holds 'bytes' or 'path' (keys: {', '.join(map(str, value)) or 'none'})")
+        span = _span(value)
+        data = value.get("bytes")
+        if data:
+            if not isinstance(data, (bytes, bytearray, memoryview)):
+                raise ValueError(f"'bytes' holds {type(data).__name__}, not bytes")
+            return AudioRef(bytes(data), span)
         value = value.get("path")
+    if isinstance(value, (bytes, bytearray, memoryview)) and value:
+        return AudioRef(bytes(value), span)
     if isinstance(value, str) and value:
         path = Path(value).expanduser()
         return AudioRef(str(path if path.is_absolute() else base / path), span)
-    return None
+    if is_missing(value) or value == b"":
+        return None
+    raise ValueError(f"expected a path, bytes, {{bytes, path}} or {{path, start, end}}, got {type(value).__name__} {_text(value)[:80]!r}")
 
 
 def audio_refs(value: Any, base: Path) -> tuple[AudioRef, ...]:
-    """A row's audio: an HF struct {bytes, path}, a path, a {path, start, end} span, or a list of those."""
+    """A row's audio: an HF struct {bytes, path}, a path, a {path, start, end} span, or a list of those.
+
+    A malformed value raises ValueError (the row then fails alone, with the reason)."""
     values = value if isinstance(value, (list, tuple)) else [value]
     return tuple(ref for ref in (_one_audio(v, base) for v in values) if ref is not None)
 
@@ -196,7 +261,7 @@ def _turns(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             raise ValueError("turns: not a list (nor its JSON text)") from None
     if hasattr(value, "tolist"):
         value = value.tolist()
@@ -206,29 +271,37 @@ def _turns(value: Any) -> tuple[str, ...]:
 
 
 def _rich_fields(row: dict[str, Any], spec: Any, base: Path) -> dict[str, Any]:
-    """Options with the gold index, images, a message list — or the problem that stops this row."""
+    """Options with the gold index, images, a message list, turns (ValueError names what is wrong)."""
+    choices = _choices(row, spec)
+    gold = gold_index(row.get(spec.target_column), choices) if choices and spec.target_column else None
+    conversation = from_openai_messages(row.get(spec.messages_column), base) if spec.messages_column else None
+    turns = _turns(row.get(spec.turns_column)) if spec.turns_column else ()
+    return {"choices": tuple(choices), "gold": gold, "images": _images(row, spec, base), "conversation": conversation, "turns": turns}
+
+
+def _audio(row: dict[str, Any], spec: Any, base: Path) -> tuple[AudioRef, ...]:
     try:
-        choices = _choices(row, spec)
-        gold = gold_index(row.get(spec.target_column), choices) if choices and spec.target_column else None
-        conversation = from_openai_messages(row.get(spec.messages_column), base) if spec.messages_column else None
-        turns = _turns(row.get(spec.turns_column)) if spec.turns_column else ()
-        return {"choices": tuple(choices), "gold": gold, "images": _images(row, spec, base), "conversation": conversation, "turns": turns}
-    except ValueError as exc:  # ImageError is one: a bad row fails alone, with its reason
-        return {"problem": f"data: {exc}"}
+        return audio_refs(row.get(spec.audio_column), base)
+    except ValueError as exc:
+        raise ValueError(f"{spec.audio_column}: {exc}") from None
 
 
 def to_sample(row: dict[str, Any], index: int, dataset: Dataset, base: Path, where: str = "data") -> Sample:
-    """One row → Sample, reading the runspec's column mapping."""
+    """One row → Sample, reading the runspec's column mapping; a row whose values cannot be used
+    becomes a sample with its `problem` (it fails alone, with the reason), never an exception."""
     spec = dataset.spec
     text = lambda column: _text(row.get(column)) if column else None  # noqa: E731
-    rich = _rich_fields(row, spec, base) if spec.choices or spec.choices_column or spec.image_column or spec.messages_column or spec.turns_column else {}
-    return Sample(
-        id=row_id(row, index, dataset, where),
-        audio=audio_refs(row.get(spec.audio_column), base) if spec.audio_column else (),
-        reference=text(spec.target_column), instruction=text(spec.additional_instruction_column),
-        text_input=text(spec.textual_input_column), transcript=text(spec.transcript_column),
-        language=text(spec.language_column), subset=text(spec.subset_column), **rich,
-    )
+    sample = Sample(id=row_id(row, index, dataset, where), reference=text(spec.target_column), instruction=text(spec.additional_instruction_column),
+                    text_input=text(spec.textual_input_column), transcript=text(spec.transcript_column),
+                    language=text(spec.language_column), subset=text(spec.subset_column))
+    try:
+        audio = _audio(row, spec, base) if spec.audio_column and spec.modality != "text" else ()
+        rich = _rich_fields(row, spec, base) if spec.choices or spec.choices_column or spec.image_column or spec.messages_column or spec.turns_column else {}
+    except ValueError as exc:  # ImageError is one: a bad row fails alone, with its reason
+        return replace(sample, problem=f"data: {exc}")
+    except Exception as exc:  # noqa: BLE001 - a value nobody foresaw still fails only its own row
+        return replace(sample, problem=f"data: {type(exc).__name__}: {exc}")
+    return replace(sample, audio=audio, **rich)
 
 
 def _select(scan: Iterator[dict[str, Any]], dataset: Dataset, keep: RowFilter, filters: Filters, seed: int, where: str) -> tuple[list[int], list[str]]:
@@ -283,12 +356,17 @@ class Source:
         if self.indices is None:
             yield from self._stream()
             return
-        for index, row in zip(self.indices, self.table.rows(self.indices)):
+        for index, row in zip(self.indices, self.table.rows(self.indices, self.columns)):
             yield to_sample(row, index, self.dataset, self.base, self.where)
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns a sample is made of: only these are read (never a text-only control's audio)."""
+        return list(dict.fromkeys(column for _, column in mapped_columns(self.dataset)))
 
     def _stream(self) -> Iterator[Sample]:
         seen: set[str] = set()
-        for index, row in enumerate(self.table.rows(None)):
+        for index, row in enumerate(self.table.rows(None, self.columns)):
             if self.keep is not None and not self.keep.keep(row):
                 continue
             sample = to_sample(row, index, self.dataset, self.base, self.where)

@@ -2,8 +2,9 @@
 
 Selection (ids, filters, num_samples) needs only a few light fields of every row; inference needs
 whole rows — audio bytes included — but only one at a time. So a table is opened with the light
-fields it will be asked for, `scan()` yields those, and `rows(indices)` reads whole rows at the
-selected indices, in order, holding at most a small batch in memory.
+fields it will be asked for, `scan()` yields those, and `rows(indices, columns)` reads the rows at
+the selected indices, in order — only the columns the runspec maps, so an unmapped audio column of
+a text-only control is never read — holding at most a small batch in memory.
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from lalmeval.errors import UserError
-from lalmeval.files import DuplicateKey, encoding_error, open_error, parse_json, parse_json_text, read_text
+from lalmeval.files import DuplicateKey, TooDeep, encoding_error, open_error, parse_json, parse_json_text, read_text
 from lalmeval.registry import Registry
 
 # The `datasets` library keeps global state (tqdm's shared lock among it) that is not safe when two
 # threads load at once; every call into its loaders holds this lock.
 DATASETS_LOCK = threading.Lock()
 BATCH = 64  # rows read at a time by `rows()`: bounds the audio bytes held per reader
+# The csv module refuses fields over 128 KB by default, but a TSV cell may hold a base64 image or a
+# message list; the whole file is in memory anyway. 2**31 - 1 fits a C long everywhere.
+CSV_FIELD_LIMIT = 2**31 - 1
 
 
 class Table:
@@ -34,9 +38,14 @@ class Table:
         """The light fields of every row in file order; None when the source can only be streamed once."""
         raise NotImplementedError
 
-    def rows(self, indices: Optional[Sequence[int]]) -> Iterator[dict[str, Any]]:
-        """Whole rows at `indices` (sorted), in order; every row when None."""
+    def rows(self, indices: Optional[Sequence[int]], columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
+        """The rows at `indices` (sorted), in order, every row when None; only `columns` when given."""
         raise NotImplementedError
+
+
+def only_columns(row: dict[str, Any], columns: Optional[Sequence[str]]) -> dict[str, Any]:
+    """The row with only `columns` (all of it when None)."""
+    return row if columns is None else {c: row[c] for c in columns if c in row}
 
 
 Opener = Callable[[Path, "TableRequest"], Table]
@@ -47,11 +56,11 @@ class TableRequest:
     """What an opener needs besides the path: light fields, hub settings, the dataset for messages."""
 
     def __init__(self, fields: Sequence[str], name: str, split: str = "test", subset: Optional[str] = None,
-                 hub_id: Optional[str] = None, streaming: bool = False, audio_column: Optional[str] = None,
+                 hub_id: Optional[str] = None, streaming: bool = False,
                  revision: Optional[str] = None, options: Optional[dict[str, Any]] = None):
         self.fields = [f for f in dict.fromkeys(fields) if f]
         self.name, self.split, self.subset, self.hub_id = name, split, subset, hub_id
-        self.streaming, self.audio_column, self.revision = streaming, audio_column, revision
+        self.streaming, self.revision = streaming, revision
         self.options = options or {}
 
 
@@ -80,6 +89,8 @@ def _json_row(path: Path, number: int, text: str) -> dict[str, Any]:
         row = parse_json(text)
     except DuplicateKey as exc:
         raise UserError(f"{path}: line {number}: {exc}") from None
+    except TooDeep as exc:
+        raise UserError(f"{path}: line {number}: invalid JSON: {exc}") from None
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: line {number}: invalid JSON: {exc.msg}") from None
     if not isinstance(row, dict):
@@ -109,12 +120,12 @@ class JsonlTable(Table):
     def scan(self) -> Iterator[dict[str, Any]]:
         return iter(self._light)
 
-    def rows(self, indices: Optional[Sequence[int]]) -> Iterator[dict[str, Any]]:
+    def rows(self, indices: Optional[Sequence[int]], columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
         wanted = range(len(self._offsets)) if indices is None else indices
         with self.path.open("rb") as handle:
             for index in wanted:
                 handle.seek(self._offsets[index])
-                yield parse_json(handle.readline().decode("utf-8"))
+                yield only_columns(parse_json(handle.readline().decode("utf-8")), columns)
 
 
 class DelimitedTable(Table):
@@ -127,6 +138,8 @@ class DelimitedTable(Table):
 
     def _parse(self) -> Iterator[dict[str, str]]:
         text = "".join(_decode(self.path, number, raw) for number, _, raw in _data_lines(self.path))
+        if csv.field_size_limit() < CSV_FIELD_LIMIT:  # a process-wide setting: only ever raised
+            csv.field_size_limit(CSV_FIELD_LIMIT)
         reader = csv.reader(text.splitlines(keepends=True), delimiter=self.delimiter, strict=True)
         start = 1  # the line where the row being read begins: a quoted field may run over many lines
         try:
@@ -148,14 +161,14 @@ class DelimitedTable(Table):
     def scan(self) -> Iterator[dict[str, Any]]:
         return iter(self._light)
 
-    def rows(self, indices: Optional[Sequence[int]]) -> Iterator[dict[str, Any]]:
+    def rows(self, indices: Optional[Sequence[int]], columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
         wanted = None if indices is None else iter(indices)
         target = next(wanted, None) if wanted is not None else None
         for index, row in enumerate(self._parse()):
             if wanted is None:
-                yield row
+                yield only_columns(row, columns)
             elif index == target:
-                yield row
+                yield only_columns(row, columns)
                 target = next(wanted, None)
                 if target is None:
                     return
@@ -221,19 +234,21 @@ class ParquetTable(Table):
             for row in table.to_pylist():
                 yield {f: row.get(f) for f in self.request.fields}
 
-    def rows(self, indices: Optional[Sequence[int]]) -> Iterator[dict[str, Any]]:
+    def rows(self, indices: Optional[Sequence[int]], columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
         bounds = [0]
         for size in self._sizes:
             bounds.append(bounds[-1] + size)
         by_group: dict[int, list[int]] = {}
         for index in range(bounds[-1]) if indices is None else indices:
             by_group.setdefault(bisect.bisect_right(bounds, index) - 1, []).append(index)
-        for start, table in self._groups(None, set(by_group)):
+        # Only the mapped columns are read from disk (pyarrow needs at least one to count rows).
+        read = None if columns is None else [c for c in self.columns if c in columns] or self.columns[:1]
+        for start, table in self._groups(read, set(by_group)):
             group = bisect.bisect_right(bounds, start) - 1
             # Only the selected rows become Python objects, a batch at a time; slices of consecutive
             # rows, because Table.take would load pyarrow.compute (~100 MB of kernels) for nothing.
             for first, count in _runs([i - start for i in by_group[group]], BATCH):
-                yield from table.slice(first, count).to_pylist()
+                yield from (only_columns(row, columns) for row in table.slice(first, count).to_pylist())
 
 
 def _runs(indices: list[int], longest: int) -> Iterator[tuple[int, int]]:
@@ -261,8 +276,8 @@ class MemoryTable(Table):
     def scan(self) -> Iterator[dict[str, Any]]:
         return ({f: row.get(f) for f in self._fields} for row in self._rows)
 
-    def rows(self, indices: Optional[Sequence[int]]) -> Iterator[dict[str, Any]]:
-        return iter(self._rows) if indices is None else (self._rows[i] for i in indices)
+    def rows(self, indices: Optional[Sequence[int]], columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
+        return (only_columns(row, columns) for row in (self._rows if indices is None else (self._rows[i] for i in indices)))
 
 
 @FORMATS.register("json")

@@ -116,7 +116,7 @@ def _turn_references(reference: Optional[str], count: int) -> list[Optional[str]
     if reference and reference.lstrip().startswith("["):
         try:
             values = json.loads(reference)
-        except ValueError:
+        except (ValueError, RecursionError):  # not a list after all: one reference
             values = None
         if isinstance(values, list) and len(values) == count:
             return [str(v) if v not in (None, "") else None for v in values]

@@ -83,6 +83,8 @@ def load_run(path: Path) -> RunDir:
         final = json.loads(final_path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise UserError(f"{final_path}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise UserError(f"{final_path}: not valid JSON (nested too deeply)") from None
     if not isinstance(final, dict):
         raise UserError(f"{final_path}: expected a JSON object")
     return RunDir(path, final)
