@@ -21,6 +21,8 @@ def _forms(value: str) -> set[str]:
     forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], repr(value)[1:-1], quote(value, safe="")}
     # A JSON-encoded reply that itself holds a repr (or the reverse) doubles the backslashes again.
     forms |= {json.dumps(form)[1:-1] for form in list(forms)}
+    # PHP, Jackson and many gateways write `/` as `\\/` (valid JSON for the same string).
+    forms |= {form.replace("/", "\\/") for form in list(forms)}
     return {f for f in forms if f}
 
 
@@ -64,20 +66,21 @@ def clip(text: str, redactor: Redactor, limit: int) -> str:
 NO_SECRETS = Redactor()
 
 
+def scrub(node: Any, redactor: Redactor) -> Any:
+    """A copy of JSON-like data with every string (keys included) passed through the redactor."""
+    if isinstance(node, dict):
+        return {scrub(k, redactor): scrub(v, redactor) for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+        return [scrub(v, redactor) for v in node]
+    return redactor(node) if isinstance(node, str) else node
+
+
 def config_secrets(config: "Config") -> list[str]:
     """Every secret value a config holds (model tokens and the judge key)."""
     values = [m.auth_token.get_secret_value() for m in config.models if m.auth_token]
     if config.judge_properties and config.judge_properties.judge_api_key:
         values.append(config.judge_properties.judge_api_key.get_secret_value())
     return [v for v in values if v]
-
-
-def _scrub(node: Any, redactor: Redactor) -> Any:
-    if isinstance(node, dict):
-        return {k: _scrub(v, redactor) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_scrub(v, redactor) for v in node]
-    return redactor(node) if isinstance(node, str) else node
 
 
 def redacted_config(config: "Config") -> dict:
@@ -89,4 +92,4 @@ def redacted_config(config: "Config") -> dict:
     if data.get("judge_properties") and data["judge_properties"].get("judge_api_key"):
         data["judge_properties"]["judge_api_key"] = REDACTED
     # Even a short placeholder is replaced here: the dump is the config, not a model's words.
-    return _scrub(data, Redactor(config_secrets(config), min_length=1))
+    return scrub(data, Redactor(config_secrets(config), min_length=1))

@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from lalmeval.inference.limit import AdaptiveLimit
@@ -201,3 +202,55 @@ def test_a_server_echoing_the_token_in_any_form_leaves_it_in_no_file_and_not_on_
     records = {r["id"]: r for r in ws.records("qs", "m", "s")}
     assert records["q0"]["prediction"] == "fine, and your key is <redacted>"
     assert records["q2"]["error"].endswith("<redacted>") or "<redacted>" in records["q2"]["error"]
+
+
+# --- Nothing leaks, whatever the spelling or the place of the token ---------------------------
+
+
+SLASHED_TOKEN = "sk-live/ABCdef+0123456789/xyz"
+
+
+def text_questions(ws, count):
+    rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(count)]
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None}})
+
+
+def answer(seen, n):
+    return f"answer {seen.text.split()[-1]}"
+
+
+def run_with_token(ws, *args, token=SLASHED_TOKEN):
+    """`lalmeval run` in a subprocess whose environment holds the token as LALM_TOKEN."""
+    env = {"LALM_TOKEN": token, "PATH": "/usr/bin:/bin", "HOME": str(ws.root)}
+    return subprocess.run([sys.executable, "-m", "lalmeval", "run", "--config", str(ws.root / "config.yaml"), *args],
+                          cwd=REPO, capture_output=True, text=True, timeout=180, env=env)
+
+
+def assert_nowhere(ws, out, secret=SLASHED_TOKEN):
+    texts = {p: p.read_bytes().decode(errors="ignore") for p in ws.root.rglob("*") if p.is_file()}
+    where = [str(p.relative_to(ws.root)) for p, text in texts.items() if secret in text]
+    where += ["stdout"] * (secret in out.stdout) + ["stderr"] * (secret in out.stderr)
+    assert not where, f"the token is written in {where}"
+
+
+ESCAPES = {
+    "slashes": lambda token: token.replace("/", "\\/"),                         # PHP, Jackson, many gateways
+    "unicode": lambda token: "".join(f"\\u{ord(ch):04x}" for ch in token),    # any character may be escaped
+}
+
+
+@pytest.mark.parametrize("escape", ESCAPES)
+def test_nothing_leaks_a_token_echoed_with_json_escaped_slashes(ws, escape):
+    """A 200 reply whose JSON spells the token with escapes (`\\/`, `\\u0073`): valid JSON, the same
+    string. No list of raw spellings can cover every escape; the decoded text is redacted."""
+    text_questions(ws, 2)
+    escaped = ESCAPES[escape](SLASHED_TOKEN)
+    body = ('{"choices": [{"message": {"role": "assistant", "content": "your key is ' + escaped + '"}}]}').encode()
+    with ScriptedEndpoint(lambda seen, n: Reply(raw=body)) as ep:
+        ws.config([model(ep.url, auth_token="${LALM_TOKEN}")], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        out = run_with_token(ws, "--run-id", "s")
+        assert ep.requests[0].headers["Authorization"] == f"Bearer {SLASHED_TOKEN}"
+    records = ws.records("qs", "m", "s")
+    assert all(r["prediction"] == "your key is <redacted>" for r in records), [r["prediction"] for r in records]
+    assert_nowhere(ws, out)
