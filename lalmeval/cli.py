@@ -151,6 +151,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from lalmeval.data.source import inspect
+    from lalmeval.secrets import short_secret_warnings
 
     plan = _plan(args.config)
     print(f"{args.config}: config and runspecs OK — {len(plan.config.models)} model entr(ies) in {len(plan.groups)} group(s), {len(plan.pairs)} dataset–metric pair(s)")
@@ -161,6 +162,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(f"  {dataset.name} × {metric}  ({dataset.category}/{dataset.task_type}, {dataset.source})")
     for name, reason in plan.skipped.items():
         print(f"  skipped {name}: {reason}")
+    for line in short_secret_warnings(plan.config):
+        print(line, file=sys.stderr)
     problems = 0
     for dataset in plan.datasets:  # open every data file and check every mapped column
         try:

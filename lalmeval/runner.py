@@ -18,7 +18,7 @@ from lalmeval.options import RunOptions
 from lalmeval.plan import Plan
 from lalmeval.records import Score
 from lalmeval.report import aggregates, comparison_table, comparisons, failure_table, final_scores, score_table
-from lalmeval.secrets import Redactor, config_secrets, redacted_config
+from lalmeval.secrets import Redactor, config_secrets, redacted_config, short_secret_warnings
 from lalmeval.store import RunStore, WriteFailed, write_error
 
 
@@ -88,6 +88,8 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
         check_writable_dir(store.root, "run directory")
         check_config_change(store.root / "config.yaml", redacted_config(plan.config), options)
         store.write_config(redacted_config(plan.config))
+        for line in short_secret_warnings(plan.config):
+            print(line, file=sys.stderr)
         for name, reason in plan.skipped.items():
             print(f"skipping dataset '{name}': filtered out ({reason})", file=sys.stderr)
         scores, jobs = _event_loop_run(state.execute(progress_every))

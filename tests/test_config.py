@@ -112,3 +112,22 @@ def test_an_invalid_token_is_reported_without_echoing_it():
         with pytest.raises(UserError) as err:
             parse_config(data, "cfg.yaml")
         assert "models[0].auth_token" in str(err.value) and "SECRET" not in str(err.value)
+
+
+def test_secrets_are_blanked_by_field_and_scrubbed_elsewhere_only_when_long_enough():
+    """A one-letter token cannot be told from the letters of a model id or a command: it is blanked in its
+    own field only, and the run warns that the config repeats it. Credential fields of extra_body are secrets."""
+    from lalmeval.secrets import short_secret_warnings
+
+    extra = {"api_key": "key-in-body-12345", "skip_special_tokens": False, "return_tokens_as_token_ids": True}
+    model = {"name": "m", "url": "http://127.0.0.1:8000/v1", "model": "mistralai/Voxtral-Mini-3B", "auth_token": "x",
+             "launch": "serve --api-key key-in-body-12345 --name x", "generation_kwargs": {"extra_body": extra}}
+    config = config_with(models=[{"info": model}], generation_overrides=[{"model": "m", "extra_body": {"accessToken": "tok2"}}])
+    dumped = redacted(config)
+    entry = dumped["models"][0]
+    assert entry["auth_token"] == "<redacted>" and entry["model"] == "mistralai/Voxtral-Mini-3B"
+    assert entry["launch"] == "serve --api-key <redacted> --name x"
+    assert entry["generation_kwargs"]["extra_body"] == {**extra, "api_key": "<redacted>"}
+    assert dumped["generation_overrides"][0]["extra_body"] == {"accessToken": "<redacted>"}
+    warnings = short_secret_warnings(config)
+    assert len(warnings) == 1 and warnings[0].startswith("warning: models[m].auth_token is shorter than 6 characters"), warnings

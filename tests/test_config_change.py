@@ -104,3 +104,31 @@ def test_a_run_stored_before_a_key_existed_compares_that_key_by_its_default(ws):
         del data["models"][0]["temperature"], data["seed"]  # as an older version would have written it
         stored.write_text(yaml.safe_dump(data))
         assert run(ws) == 0
+
+
+def questions(ws, count=2):
+    rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(count)]
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None}})
+
+
+def answer(seen, n):
+    return f"answer {seen.text.split()[-1]}"
+
+
+def test_a_new_token_may_be_used_to_resume_a_run_whatever_its_value(ws, capsys):
+    """A throwaway one-letter token (`auth_token: x`) with a model id that contains the letter; the
+    run is resumed with the token changed to `EMPTY`. The token is blanked where it is the token,
+    not inside other values, so the stored model id stays as written and the resume proceeds."""
+    questions(ws)
+    with ScriptedEndpoint(answer) as ep:
+        configure(ws, ep.url, models=[model(ep.url, auth_token="x", model="mistralai/Voxtral-Mini-3B")], pairs=[("qs", "accuracy")])
+        assert run(ws) == 0
+        stored = yaml.safe_load((ws.root / "runs" / "r" / "config.yaml").read_text())
+        assert stored["models"][0]["model"] == "mistralai/Voxtral-Mini-3B" and stored["models"][0]["auth_token"] == "<redacted>"
+        configure(ws, ep.url, models=[model(ep.url, auth_token="EMPTY", model="mistralai/Voxtral-Mini-3B")], pairs=[("qs", "accuracy")])
+        assert run(ws) == 0
+        assert len(ep.requests) == 2  # nothing requested again
+    # The short token is written where the config repeats it: the first run said so, the second had nothing to say.
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "models[m].auth_token is shorter than 6 characters" in warnings[0], warnings
