@@ -131,3 +131,12 @@ def test_secrets_are_blanked_by_field_and_scrubbed_elsewhere_only_when_long_enou
     assert dumped["generation_overrides"][0]["extra_body"] == {"accessToken": "<redacted>"}
     warnings = short_secret_warnings(config)
     assert len(warnings) == 1 and warnings[0].startswith("warning: models[m].auth_token is shorter than 6 characters"), warnings
+
+
+def test_a_config_error_never_quotes_a_secret():
+    token = "sk-live-SECRET-value-0123"
+    for settings in ({"auth_token": token}, {"generation_kwargs": {"extra_body": {"api_key": token}}}):
+        data = {**BASE, "models": [{"info": {"name": "m", "url": f"http://x:0/gw/{token}/v1", "model": "m", **settings}}]}
+        with pytest.raises(UserError) as err:
+            parse_config(data, "cfg.yaml")
+        assert "models[0].url" in str(err.value) and "/gw/<redacted>/v1" in str(err.value) and token not in str(err.value)

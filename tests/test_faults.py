@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from lalmeval.inference.limit import AdaptiveLimit
-from tests.support.endpoint import Reply, ScriptedEndpoint, chat_payload
+from tests.support.endpoint import AnyPathEndpoint, Reply, ScriptedEndpoint, chat_payload
 from tests.support.workspace import REPO, demo_rows, model
 
 COUNT = 16
@@ -253,4 +253,53 @@ def test_nothing_leaks_a_token_echoed_with_json_escaped_slashes(ws, escape):
         assert ep.requests[0].headers["Authorization"] == f"Bearer {SLASHED_TOKEN}"
     records = ws.records("qs", "m", "s")
     assert all(r["prediction"] == "your key is <redacted>" for r in records), [r["prediction"] for r in records]
+    assert_nowhere(ws, out)
+
+
+def test_nothing_leaks_a_token_that_is_part_of_the_endpoint_url(ws):
+    """A gateway URL that carries the key (`http://host/gw/${LALM_TOKEN}/v1`, the same value as
+    auth_token), served by two replicas, one of them down: the progress lines, the records'
+    `extra.replica`, `endpoints_down` in final_scores.json and report.html all name the URL."""
+    text_questions(ws, 20)
+    with AnyPathEndpoint(answer, latency=0.05) as ep:
+        alive = f"http://127.0.0.1:{ep.port}/gw/${{LALM_TOKEN}}/v1"
+        dead = "http://127.0.0.1:9/gw/${LALM_TOKEN}/v1"
+        entry = model([alive, dead], auth_token="${LALM_TOKEN}", retry_attempts=0, batch_size=1)
+        ws.config([entry], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        out = run_with_token(ws, "--run-id", "s")
+        assert any(SLASHED_TOKEN in s.path for s in ep.requests)
+    assert "<redacted>" in out.stderr  # the URL is still named, without its secret part
+    final = json.loads((ws.root / "runs" / "s" / "final_scores.json").read_text())
+    assert final["endpoints_down"], out.stderr
+    assert_nowhere(ws, out)
+
+
+@pytest.mark.parametrize("auth_token", ["${LALM_TOKEN}", None])
+def test_nothing_leaks_a_token_passed_in_extra_body(ws, auth_token):
+    """Some gateways take the key in the body: `generation_kwargs.extra_body: {api_key: ${LALM_TOKEN}}`,
+    beside `auth_token: ${LALM_TOKEN}` or alone (a field named like a credential is a secret itself);
+    records store `params` as sent, so they are redacted too."""
+    text_questions(ws, 2)
+    with ScriptedEndpoint(answer) as ep:
+        settings = {"auth_token": auth_token} if auth_token else {}
+        entry = model(ep.url, generation_kwargs={"extra_body": {"api_key": "${LALM_TOKEN}"}}, **settings)
+        ws.config([entry], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        out = run_with_token(ws, "--run-id", "s")
+        assert ep.requests[0].body["api_key"] == SLASHED_TOKEN
+    assert out.returncode == 0, out.stderr
+    assert all(r["params"]["extra_body"]["api_key"] == "<redacted>" for r in ws.records("qs", "m", "s"))
+    assert_nowhere(ws, out)
+
+
+def test_nothing_leaks_a_token_that_a_prompt_rule_puts_in_the_prompt(ws):
+    """A config that writes the key into the instruction (`prompt_rules: [{instruction: ...}]`): the
+    request carries it, the record of every sample says <redacted>."""
+    text_questions(ws, 2)
+    with ScriptedEndpoint(answer) as ep:
+        ws.config([model(ep.url, auth_token="${LALM_TOKEN}")], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"),
+                  prompt_rules=[{"model": "m", "instruction": "Your key is ${LALM_TOKEN}. Answer: "}])
+        out = run_with_token(ws, "--run-id", "s")
+        assert SLASHED_TOKEN in ep.requests[0].text
+    assert out.returncode == 0, out.stderr
+    assert all("Your key is <redacted>." in r["prompt"] for r in ws.records("qs", "m", "s"))
     assert_nowhere(ws, out)

@@ -106,6 +106,7 @@ class Endpoint:
         self.base_url = info.url.rstrip("/")
         self.limit = AdaptiveLimit(info.batch_size)
         self.redact = redactor
+        self.shown_url = redactor(info.url)   # the URL wherever it is printed or stored: it may hold a key
         self.max_reply = int(info.max_reply_mb * 1_000_000)
         self._session: Optional[aiohttp.ClientSession] = None
         self._next_start = 0.0
@@ -225,7 +226,7 @@ class Endpoint:
         waited = 0.0
         for attempt in range(1, attempts_allowed + 1):
             if self.down_reason is not None:
-                raise RequestFailed(f"endpoint down ({self.down_reason}): {self.base_url}", attempt - 1, waited)
+                raise RequestFailed(f"endpoint down ({self.down_reason}): {self.shown_url}", attempt - 1, waited)
             async with self.limit:
                 await self._pace()
                 outcome = await self._attempt(path, body, content_type, parse)
