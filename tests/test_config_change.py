@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from lalmeval.cli import main
-from tests.support.endpoint import AnyPathEndpoint, ScriptedEndpoint
+from tests.support.endpoint import AnyPathEndpoint, ScriptedEndpoint, answer_by_number
 from tests.support.workspace import demo_rows, model
 
 
@@ -106,22 +106,12 @@ def test_a_run_stored_before_a_key_existed_compares_that_key_by_its_default(ws):
         assert run(ws) == 0
 
 
-def questions(ws, count=2):
-    rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(count)]
-    ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",
-                                          "textual_input_column": "question", "audio_column": None}})
-
-
-def answer(seen, n):
-    return f"answer {seen.text.split()[-1]}"
-
-
 def test_a_new_token_may_be_used_to_resume_a_run_whatever_its_value(ws, capsys):
     """A throwaway one-letter token (`auth_token: x`) with a model id that contains the letter; the
     run is resumed with the token changed to `EMPTY`. The token is blanked where it is the token,
     not inside other values, so the stored model id stays as written and the resume proceeds."""
-    questions(ws)
-    with ScriptedEndpoint(answer) as ep:
+    ws.text_questions(2)
+    with ScriptedEndpoint(answer_by_number) as ep:
         configure(ws, ep.url, models=[model(ep.url, auth_token="x", model="mistralai/Voxtral-Mini-3B")], pairs=[("qs", "accuracy")])
         assert run(ws) == 0
         stored = yaml.safe_load((ws.root / "runs" / "r" / "config.yaml").read_text())
@@ -137,15 +127,15 @@ def test_a_new_token_may_be_used_to_resume_a_run_whatever_its_value(ws, capsys):
 def test_a_new_token_in_the_url_or_extra_body_keeps_the_stored_answers(ws, monkeypatch):
     """A gateway that takes the key in its URL and in the body: resumed with a new key, nothing is
     requested again (the identity leaves secrets out), and the new key is what is sent."""
-    questions(ws)
-    with AnyPathEndpoint(answer) as ep:
+    ws.text_questions(2)
+    with AnyPathEndpoint(answer_by_number) as ep:
         url = f"http://127.0.0.1:{ep.port}/gw/${{LALM_TOKEN}}/v1"
         entry = model(url, auth_token="${LALM_TOKEN}", generation_kwargs={"extra_body": {"api_key": "${LALM_TOKEN}"}})
         configure(ws, url, models=[entry], pairs=[("qs", "accuracy")])
         monkeypatch.setenv("LALM_TOKEN", "first-token-0123456789")
         assert run(ws, "--no-cache") == 0
         monkeypatch.setenv("LALM_TOKEN", "second-token-9876543210")
-        questions(ws, 3)  # one more sample, so the new key is seen on the wire
+        ws.text_questions(3)  # one more sample, so the new key is seen on the wire
         assert run(ws, "--no-cache") == 0
         assert len(ep.requests) == 3
         assert "/gw/second-token-9876543210/v1/" in ep.requests[-1].path and ep.requests[-1].body["api_key"] == "second-token-9876543210"

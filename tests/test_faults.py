@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from lalmeval.inference.limit import AdaptiveLimit
-from tests.support.endpoint import AnyPathEndpoint, Reply, ScriptedEndpoint, chat_payload
+from tests.support.endpoint import AnyPathEndpoint, Reply, ScriptedEndpoint, answer_by_number, chat_payload
 from tests.support.workspace import REPO, demo_rows, model
 
 COUNT = 16
@@ -210,16 +210,6 @@ def test_a_server_echoing_the_token_in_any_form_leaves_it_in_no_file_and_not_on_
 SLASHED_TOKEN = "sk-live/ABCdef+0123456789/xyz"
 
 
-def text_questions(ws, count):
-    rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(count)]
-    ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",
-                                          "textual_input_column": "question", "audio_column": None}})
-
-
-def answer(seen, n):
-    return f"answer {seen.text.split()[-1]}"
-
-
 def run_with_token(ws, *args, token=SLASHED_TOKEN):
     """`lalmeval run` in a subprocess whose environment holds the token as LALM_TOKEN."""
     env = {"LALM_TOKEN": token, "PATH": "/usr/bin:/bin", "HOME": str(ws.root)}
@@ -244,7 +234,7 @@ ESCAPES = {
 def test_nothing_leaks_a_token_echoed_with_json_escaped_slashes(ws, escape):
     """A 200 reply whose JSON spells the token with escapes (`\\/`, `\\u0073`): valid JSON, the same
     string. No list of raw spellings can cover every escape; the decoded text is redacted."""
-    text_questions(ws, 2)
+    ws.text_questions(2)
     escaped = ESCAPES[escape](SLASHED_TOKEN)
     body = ('{"choices": [{"message": {"role": "assistant", "content": "your key is ' + escaped + '"}}]}').encode()
     with ScriptedEndpoint(lambda seen, n: Reply(raw=body)) as ep:
@@ -260,8 +250,8 @@ def test_nothing_leaks_a_token_that_is_part_of_the_endpoint_url(ws):
     """A gateway URL that carries the key (`http://host/gw/${LALM_TOKEN}/v1`, the same value as
     auth_token), served by two replicas, one of them down: the progress lines, the records'
     `extra.replica`, `endpoints_down` in final_scores.json and report.html all name the URL."""
-    text_questions(ws, 20)
-    with AnyPathEndpoint(answer, latency=0.05) as ep:
+    ws.text_questions(20)
+    with AnyPathEndpoint(answer_by_number, latency=0.05) as ep:
         alive = f"http://127.0.0.1:{ep.port}/gw/${{LALM_TOKEN}}/v1"
         dead = "http://127.0.0.1:9/gw/${LALM_TOKEN}/v1"
         entry = model([alive, dead], auth_token="${LALM_TOKEN}", retry_attempts=0, batch_size=1)
@@ -279,8 +269,8 @@ def test_nothing_leaks_a_token_passed_in_extra_body(ws, auth_token):
     """Some gateways take the key in the body: `generation_kwargs.extra_body: {api_key: ${LALM_TOKEN}}`,
     beside `auth_token: ${LALM_TOKEN}` or alone (a field named like a credential is a secret itself);
     records store `params` as sent, so they are redacted too."""
-    text_questions(ws, 2)
-    with ScriptedEndpoint(answer) as ep:
+    ws.text_questions(2)
+    with ScriptedEndpoint(answer_by_number) as ep:
         settings = {"auth_token": auth_token} if auth_token else {}
         entry = model(ep.url, generation_kwargs={"extra_body": {"api_key": "${LALM_TOKEN}"}}, **settings)
         ws.config([entry], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
@@ -294,8 +284,8 @@ def test_nothing_leaks_a_token_passed_in_extra_body(ws, auth_token):
 def test_nothing_leaks_a_token_that_a_prompt_rule_puts_in_the_prompt(ws):
     """A config that writes the key into the instruction (`prompt_rules: [{instruction: ...}]`): the
     request carries it, the record of every sample says <redacted>."""
-    text_questions(ws, 2)
-    with ScriptedEndpoint(answer) as ep:
+    ws.text_questions(2)
+    with ScriptedEndpoint(answer_by_number) as ep:
         ws.config([model(ep.url, auth_token="${LALM_TOKEN}")], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"),
                   prompt_rules=[{"model": "m", "instruction": "Your key is ${LALM_TOKEN}. Answer: "}])
         out = run_with_token(ws, "--run-id", "s")

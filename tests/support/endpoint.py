@@ -70,6 +70,11 @@ def chat_payload(text: Optional[str]) -> dict[str, Any]:
     return {"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
 
 
+def answer_by_number(seen: Seen, n: int) -> str:
+    """'answer N' for 'question N': the right reply to Workspace.text_questions."""
+    return f"answer {seen.text.split()[-1]}"
+
+
 def _audio_seconds(data: bytes) -> float:
     info = sf.info(io.BytesIO(data))
     return info.frames / info.samplerate
