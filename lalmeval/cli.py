@@ -152,16 +152,20 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from lalmeval.data.source import inspect
+    from lalmeval.secrets import Redactor, config_secrets, short_secret_warnings
 
     plan = _plan(args.config)
+    redact = Redactor(config_secrets(plan.config))
     print(f"{args.config}: config and runspecs OK — {len(plan.config.models)} model entr(ies) in {len(plan.groups)} group(s), {len(plan.pairs)} dataset–metric pair(s)")
     for group in plan.groups:
         if len(group.replicas) > 1:
-            print(f"  model '{group.name}': {len(group.replicas)} replicas ({', '.join(r.info.url for r in group.replicas)})")
+            print(redact(f"  model '{group.name}': {len(group.replicas)} replicas ({', '.join(r.info.url for r in group.replicas)})"))
     for dataset, metric in plan.pairs:
         print(f"  {dataset.name} × {metric}  ({dataset.category}/{dataset.task_type}, {dataset.source})")
     for name, reason in plan.skipped.items():
         print(f"  skipped {name}: {reason}")
+    for line in short_secret_warnings(plan.config):
+        print(line, file=sys.stderr)
     problems = 0
     for dataset in plan.datasets:  # open every data file and check every mapped column
         try:

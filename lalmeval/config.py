@@ -12,6 +12,7 @@ from lalmeval.errors import UserError, closest
 from lalmeval.files import load_yaml
 from lalmeval.generation import Generation
 from lalmeval.interpolate import interpolate
+from lalmeval.secrets import Redactor, raw_secrets
 
 
 class Strict(BaseModel):
@@ -304,7 +305,8 @@ def parse_config(raw: Any, source: str = "config") -> Config:
     except ValidationError as exc:
         # A misspelt key also makes its correct spelling "missing": report the misspelling.
         errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
-        raise UserError(_describe(errors[0], source)) from None
+        # A message may quote a value (an invalid URL) that holds a token: scrub the config's secrets from it.
+        raise UserError(Redactor(raw_secrets(raw))(_describe(errors[0], source))) from None
 
 
 def load_config(path: str | Path) -> Config:

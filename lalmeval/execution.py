@@ -94,7 +94,7 @@ class Execution:
                     dataset.name, dataset.iso_language, sources[dataset.name], group.name, self.endpoints[group.name],
                     PROTOCOLS.get(group.info.inference_type), preprocessor, postprocessor, plan.params(entry, dataset),
                     audio, self.store, self.options, caches[group.name], self.stop, group.identity, plan.repeats(dataset),
-                    dataset.spec.long_audio or group.info.long_audio,
+                    dataset.spec.long_audio or group.info.long_audio, self.redact,
                 )
         return jobs
 

@@ -104,7 +104,7 @@ class Judge:
     async def ask(self, text: str) -> tuple[str, bool]:
         """The judge's reply to a filled prompt, and whether it came from the cache."""
         prompt = Prompt(text=text, with_audio=False)
-        key = request_key(self.info, prompt, self.params, (), "") if self.cache is not None else None
+        key = request_key(self.info, prompt, self.params, (), "", url=self.endpoint.shown_url) if self.cache is not None else None
         if key and (cached := self.cache.get(key)) is not None:
             return cached, True
         body, content_type = self.protocol.body(self.info, prompt, [], self.params, "")

@@ -20,6 +20,7 @@ from lalmeval.preprocess import PREPROCESSORS
 from lalmeval.preprocess.base import PromptSettings
 from lalmeval.prompts import load_prompts, pick
 from lalmeval.runspecs import Catalog, Dataset, runspec_dirs
+from lalmeval.secrets import Redactor, config_secrets, redacted_errors
 
 
 @dataclass
@@ -149,6 +150,11 @@ def _pairs(config: Config, catalog: Catalog, source: str) -> list[tuple[Dataset,
 
 def build_plan(config: Config, config_path: Path) -> Plan:
     """Check everything a run needs (runspecs, names, metrics, prompts) and return the Plan."""
+    with redacted_errors(Redactor(config_secrets(config))):  # messages quote URLs and generation settings
+        return _checked_plan(config, config_path)
+
+
+def _checked_plan(config: Config, config_path: Path) -> Plan:
     base = config_path.resolve().parent
     source = str(config_path)  # errors name the config file as the user gave it
     catalog = Catalog.load(runspec_dirs(config.runspec_dirs, base))

@@ -49,7 +49,7 @@ def pass_line(view: PassView, now: float) -> str:
 def endpoint_line(name: str, endpoint: Endpoint) -> str:
     """'m http://…: 8/8 in flight (limit 8), 2 retries (1.0s waited)' or '… DOWN: reason'."""
     limit = endpoint.limit
-    text = f"{name} {endpoint.info.url}: {limit.in_flight} in flight (limit {limit.limit}/{endpoint.info.batch_size}), {endpoint.retries} retries"
+    text = f"{name} {endpoint.shown_url}: {limit.in_flight} in flight (limit {limit.limit}/{endpoint.info.batch_size}), {endpoint.retries} retries"
     if endpoint.retry_wait:
         text += f" ({endpoint.retry_wait:.1f}s waited)"
     return text + (f" DOWN: {endpoint.down_reason}" if endpoint.down_reason else "")

@@ -17,7 +17,7 @@ from lalmeval.options import RunOptions
 from lalmeval.plan import Plan
 from lalmeval.records import Score
 from lalmeval.report import aggregates, comparison_table, comparisons, failure_table, final_scores, score_table
-from lalmeval.secrets import Redactor, config_secrets, redacted_config
+from lalmeval.secrets import Redactor, config_secrets, redacted_config, redacted_errors, short_secret_warnings
 from lalmeval.store import RunStore, WriteFailed, write_error
 
 
@@ -75,18 +75,21 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
     store = RunStore(output_dir / run_id)
     store.lock()
     try:
-        state = Execution(plan, store, options, redactor)
-        if options.use_cache and not options.reeval:
-            check_writable_dir(state.cache_dir, "cache directory (cache_dir)")
-        check_writable_dir(store.root, "run directory")
-        check_config_change(store.root / "config.yaml", redacted_config(plan.config), options)
-        store.write_config(redacted_config(plan.config))
-        for name, reason in plan.skipped.items():
-            print(f"skipping dataset '{name}': filtered out ({reason})", file=sys.stderr)
-        scores, jobs = _event_loop_run(state.execute(progress_every))
-        result = _result(state, scores, jobs)
-        if not options.skip_eval:
-            _write_final(result, plan, store, run_id)
+        with redacted_errors(redactor):  # messages name URLs and launch commands
+            state = Execution(plan, store, options, redactor)
+            if options.use_cache and not options.reeval:
+                check_writable_dir(state.cache_dir, "cache directory (cache_dir)")
+            check_writable_dir(store.root, "run directory")
+            check_config_change(store.root / "config.yaml", redacted_config(plan.config), options)
+            store.write_config(redacted_config(plan.config))
+            for line in short_secret_warnings(plan.config):
+                print(line, file=sys.stderr)
+            for name, reason in plan.skipped.items():
+                print(f"skipping dataset '{name}': filtered out ({reason})", file=sys.stderr)
+            scores, jobs = _event_loop_run(state.execute(progress_every))
+            result = _result(state, scores, jobs)
+            if not options.skip_eval:
+                _write_final(result, plan, store, run_id)
     finally:
         store.unlock()
     if not quiet:
@@ -97,7 +100,7 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
 def _result(state: Execution, scores: list[Score], jobs: Jobs) -> RunResult:
     caches = {id(c): c for c in [*(j.cache for j in jobs.values()), state.judge.cache if state.judge else None] if c}
     write_failure = state.write_error or write_error() or next((j.failure for j in jobs.values() if j.failure and j.failure.startswith("cannot write")), None)
-    down = {f"{name} ({e.info.url})" if len(group) > 1 else name: e.down_reason
+    down = {f"{name} ({e.shown_url})" if len(group) > 1 else name: e.down_reason
             for name, group in state.endpoints.items() for e in group if e.down_reason}
     return RunResult(scores, [], None, sum(e.requests_sent for e in state.all_endpoints()), failures(jobs),
                      state.stop.is_set() and not write_failure, down,

@@ -289,3 +289,35 @@ def test_a_reader_that_has_gone_ends_no_command_early_and_is_no_error(ws):
     assert sent == 6 and (ws.root / "board.html").is_file()
     for run_id in ("a", "b"):
         assert json.loads((ws.root / "runs" / run_id / "final_scores.json").read_text())["scores"][0]["score"] == 100.0
+
+
+URL_TOKEN = "tok-url-secret-4242"
+
+
+def url_with_token(port=9):
+    return f"http://127.0.0.1:{port}/gw/{URL_TOKEN}/v1"
+
+
+@pytest.mark.parametrize("settings,fragment", [
+    ({"url": url_with_token(), "launch": "sleep 30", "launch_timeout": 1}, f"{url_with_token().replace(URL_TOKEN, '<redacted>')} did not answer within 1s"),
+    ({"url": url_with_token(99999)}, "models[0].url: "),
+    ({"url": url_with_token().replace("http", "ftp")}, "is not an http:// or https:// URL"),
+], ids=["endpoint never comes up", "invalid port", "not http"])
+def test_one_line_errors_that_name_a_url_leave_its_token_out(tmp_path, settings, fragment):
+    path = write_config(tmp_path, auth_token=URL_TOKEN, **settings)
+    out = cli("run", "--config", str(path))
+    assert_one_line_error(out, fragment)
+    assert URL_TOKEN not in out.stdout + out.stderr
+
+
+def test_validate_and_plan_errors_leave_a_token_in_the_url_out(tmp_path):
+    """Replica URLs are listed by validate; a replica listed twice (two entries, one model) is refused naming it."""
+    path = write_config(tmp_path, auth_token=URL_TOKEN, url=[url_with_token(9), url_with_token(10)])
+    out = cli("validate", "--config", str(path))
+    assert out.returncode == 0 and "2 replicas (http://127.0.0.1:9/gw/<redacted>/v1, " in out.stdout, out.stdout + out.stderr
+    data = yaml.safe_load(path.read_text())
+    data["models"] = [{"info": {"name": name, "url": url_with_token(), "model": "one", "auth_token": URL_TOKEN}} for name in ("a", "b")]
+    path.write_text(yaml.safe_dump(data))
+    out = cli("validate", "--config", str(path))
+    assert_one_line_error(out, "http://127.0.0.1:9/gw/<redacted>/v1 is listed twice as a replica")
+    assert URL_TOKEN not in out.stdout + out.stderr

@@ -166,3 +166,31 @@ def test_a_runspec_extra_body_value_json_cannot_carry_is_refused_naming_the_data
     (tmp_path / "qa" / "questions.json").write_text('{"qs": {"hf_repo": "x.jsonl", "language": "en", "generation_kwargs": {"extra_body": {"bias": NaN}}}}')
     with pytest.raises(UserError, match=r"questions.json: dataset 'qs': generation_kwargs.extra_body: 'bias': nan is not a finite number"):
         Catalog.load([tmp_path])
+
+
+def test_secrets_are_blanked_by_field_and_scrubbed_elsewhere_only_when_long_enough():
+    """A one-letter token cannot be told from the letters of a model id or a command: it is blanked in its
+    own field only, and the run warns that the config repeats it. Credential fields of extra_body are secrets."""
+    from lalmeval.secrets import short_secret_warnings
+
+    extra = {"api_key": "key-in-body-12345", "skip_special_tokens": False, "return_tokens_as_token_ids": True}
+    model = {"name": "m", "url": "http://127.0.0.1:8000/v1", "model": "mistralai/Voxtral-Mini-3B", "auth_token": "x",
+             "launch": "serve --api-key key-in-body-12345 --name x", "generation_kwargs": {"extra_body": extra}}
+    config = config_with(models=[{"info": model}], generation_overrides=[{"model": "m", "extra_body": {"accessToken": "tok2"}}])
+    dumped = redacted(config)
+    entry = dumped["models"][0]
+    assert entry["auth_token"] == "<redacted>" and entry["model"] == "mistralai/Voxtral-Mini-3B"
+    assert entry["launch"] == "serve --api-key <redacted> --name x"
+    assert entry["generation_kwargs"]["extra_body"] == {**extra, "api_key": "<redacted>"}
+    assert dumped["generation_overrides"][0]["extra_body"] == {"accessToken": "<redacted>"}
+    warnings = short_secret_warnings(config)
+    assert len(warnings) == 1 and warnings[0].startswith("warning: models[m].auth_token is shorter than 6 characters"), warnings
+
+
+def test_a_config_error_never_quotes_a_secret():
+    token = "sk-live-SECRET-value-0123"
+    for settings in ({"auth_token": token}, {"generation_kwargs": {"extra_body": {"api_key": token}}}):
+        data = {**BASE, "models": [{"info": {"name": "m", "url": f"http://x:0/gw/{token}/v1", "model": "m", **settings}}]}
+        with pytest.raises(UserError) as err:
+            parse_config(data, "cfg.yaml")
+        assert "models[0].url" in str(err.value) and "/gw/<redacted>/v1" in str(err.value) and token not in str(err.value)

@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from lalmeval.cli import main
-from tests.support.endpoint import ScriptedEndpoint
+from tests.support.endpoint import AnyPathEndpoint, ScriptedEndpoint, answer_by_number
 from tests.support.workspace import demo_rows, model
 
 
@@ -104,3 +104,38 @@ def test_a_run_stored_before_a_key_existed_compares_that_key_by_its_default(ws):
         del data["models"][0]["temperature"], data["seed"]  # as an older version would have written it
         stored.write_text(yaml.safe_dump(data))
         assert run(ws) == 0
+
+
+def test_a_new_token_may_be_used_to_resume_a_run_whatever_its_value(ws, capsys):
+    """A throwaway one-letter token (`auth_token: x`) with a model id that contains the letter; the
+    run is resumed with the token changed to `EMPTY`. The token is blanked where it is the token,
+    not inside other values, so the stored model id stays as written and the resume proceeds."""
+    ws.text_questions(2)
+    with ScriptedEndpoint(answer_by_number) as ep:
+        configure(ws, ep.url, models=[model(ep.url, auth_token="x", model="mistralai/Voxtral-Mini-3B")], pairs=[("qs", "accuracy")])
+        assert run(ws) == 0
+        stored = yaml.safe_load((ws.root / "runs" / "r" / "config.yaml").read_text())
+        assert stored["models"][0]["model"] == "mistralai/Voxtral-Mini-3B" and stored["models"][0]["auth_token"] == "<redacted>"
+        configure(ws, ep.url, models=[model(ep.url, auth_token="EMPTY", model="mistralai/Voxtral-Mini-3B")], pairs=[("qs", "accuracy")])
+        assert run(ws) == 0
+        assert len(ep.requests) == 2  # nothing requested again
+    # The short token is written where the config repeats it: the first run said so, the second had nothing to say.
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "models[m].auth_token is shorter than 6 characters" in warnings[0], warnings
+
+
+def test_a_new_token_in_the_url_or_extra_body_keeps_the_stored_answers(ws, monkeypatch):
+    """A gateway that takes the key in its URL and in the body: resumed with a new key, nothing is
+    requested again (the identity leaves secrets out), and the new key is what is sent."""
+    ws.text_questions(2)
+    with AnyPathEndpoint(answer_by_number) as ep:
+        url = f"http://127.0.0.1:{ep.port}/gw/${{LALM_TOKEN}}/v1"
+        entry = model(url, auth_token="${LALM_TOKEN}", generation_kwargs={"extra_body": {"api_key": "${LALM_TOKEN}"}})
+        configure(ws, url, models=[entry], pairs=[("qs", "accuracy")])
+        monkeypatch.setenv("LALM_TOKEN", "first-token-0123456789")
+        assert run(ws, "--no-cache") == 0
+        monkeypatch.setenv("LALM_TOKEN", "second-token-9876543210")
+        ws.text_questions(3)  # one more sample, so the new key is seen on the wire
+        assert run(ws, "--no-cache") == 0
+        assert len(ep.requests) == 3
+        assert "/gw/second-token-9876543210/v1/" in ep.requests[-1].path and ep.requests[-1].body["api_key"] == "second-token-9876543210"

@@ -5,10 +5,11 @@ import json
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from lalmeval.inference.limit import AdaptiveLimit
-from tests.support.endpoint import Reply, ScriptedEndpoint, chat_payload
+from tests.support.endpoint import AnyPathEndpoint, Reply, ScriptedEndpoint, answer_by_number, chat_payload
 from tests.support.workspace import REPO, demo_rows, model
 
 COUNT = 16
@@ -201,3 +202,94 @@ def test_a_server_echoing_the_token_in_any_form_leaves_it_in_no_file_and_not_on_
     records = {r["id"]: r for r in ws.records("qs", "m", "s")}
     assert records["q0"]["prediction"] == "fine, and your key is <redacted>"
     assert records["q2"]["error"].endswith("<redacted>") or "<redacted>" in records["q2"]["error"]
+
+
+# --- Nothing leaks, whatever the spelling or the place of the token ---------------------------
+
+
+SLASHED_TOKEN = "sk-live/ABCdef+0123456789/xyz"
+
+
+def run_with_token(ws, *args, token=SLASHED_TOKEN):
+    """`lalmeval run` in a subprocess whose environment holds the token as LALM_TOKEN."""
+    env = {"LALM_TOKEN": token, "PATH": "/usr/bin:/bin", "HOME": str(ws.root)}
+    return subprocess.run([sys.executable, "-m", "lalmeval", "run", "--config", str(ws.root / "config.yaml"), *args],
+                          cwd=REPO, capture_output=True, text=True, timeout=180, env=env)
+
+
+def assert_nowhere(ws, out, secret=SLASHED_TOKEN):
+    texts = {p: p.read_bytes().decode(errors="ignore") for p in ws.root.rglob("*") if p.is_file()}
+    where = [str(p.relative_to(ws.root)) for p, text in texts.items() if secret in text]
+    where += ["stdout"] * (secret in out.stdout) + ["stderr"] * (secret in out.stderr)
+    assert not where, f"the token is written in {where}"
+
+
+ESCAPES = {
+    "slashes": lambda token: token.replace("/", "\\/"),                         # PHP, Jackson, many gateways
+    "unicode": lambda token: "".join(f"\\u{ord(ch):04x}" for ch in token),    # any character may be escaped
+}
+
+
+@pytest.mark.parametrize("escape", ESCAPES)
+def test_nothing_leaks_a_token_echoed_with_json_escaped_slashes(ws, escape):
+    """A 200 reply whose JSON spells the token with escapes (`\\/`, `\\u0073`): valid JSON, the same
+    string. No list of raw spellings can cover every escape; the decoded text is redacted."""
+    ws.text_questions(2)
+    escaped = ESCAPES[escape](SLASHED_TOKEN)
+    body = ('{"choices": [{"message": {"role": "assistant", "content": "your key is ' + escaped + '"}}]}').encode()
+    with ScriptedEndpoint(lambda seen, n: Reply(raw=body)) as ep:
+        ws.config([model(ep.url, auth_token="${LALM_TOKEN}")], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        out = run_with_token(ws, "--run-id", "s")
+        assert ep.requests[0].headers["Authorization"] == f"Bearer {SLASHED_TOKEN}"
+    records = ws.records("qs", "m", "s")
+    assert all(r["prediction"] == "your key is <redacted>" for r in records), [r["prediction"] for r in records]
+    assert_nowhere(ws, out)
+
+
+def test_nothing_leaks_a_token_that_is_part_of_the_endpoint_url(ws):
+    """A gateway URL that carries the key (`http://host/gw/${LALM_TOKEN}/v1`, the same value as
+    auth_token), served by two replicas, one of them down: the progress lines, the records'
+    `extra.replica`, `endpoints_down` in final_scores.json and report.html all name the URL."""
+    ws.text_questions(20)
+    with AnyPathEndpoint(answer_by_number, latency=0.05) as ep:
+        alive = f"http://127.0.0.1:{ep.port}/gw/${{LALM_TOKEN}}/v1"
+        dead = "http://127.0.0.1:9/gw/${LALM_TOKEN}/v1"
+        entry = model([alive, dead], auth_token="${LALM_TOKEN}", retry_attempts=0, batch_size=1)
+        ws.config([entry], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        out = run_with_token(ws, "--run-id", "s")
+        assert any(SLASHED_TOKEN in s.path for s in ep.requests)
+    assert "<redacted>" in out.stderr  # the URL is still named, without its secret part
+    final = json.loads((ws.root / "runs" / "s" / "final_scores.json").read_text())
+    assert final["endpoints_down"], out.stderr
+    assert_nowhere(ws, out)
+
+
+@pytest.mark.parametrize("auth_token", ["${LALM_TOKEN}", None])
+def test_nothing_leaks_a_token_passed_in_extra_body(ws, auth_token):
+    """Some gateways take the key in the body: `generation_kwargs.extra_body: {api_key: ${LALM_TOKEN}}`,
+    beside `auth_token: ${LALM_TOKEN}` or alone (a field named like a credential is a secret itself);
+    records store `params` as sent, so they are redacted too."""
+    ws.text_questions(2)
+    with ScriptedEndpoint(answer_by_number) as ep:
+        settings = {"auth_token": auth_token} if auth_token else {}
+        entry = model(ep.url, generation_kwargs={"extra_body": {"api_key": "${LALM_TOKEN}"}}, **settings)
+        ws.config([entry], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        out = run_with_token(ws, "--run-id", "s")
+        assert ep.requests[0].body["api_key"] == SLASHED_TOKEN
+    assert out.returncode == 0, out.stderr
+    assert all(r["params"]["extra_body"]["api_key"] == "<redacted>" for r in ws.records("qs", "m", "s"))
+    assert_nowhere(ws, out)
+
+
+def test_nothing_leaks_a_token_that_a_prompt_rule_puts_in_the_prompt(ws):
+    """A config that writes the key into the instruction (`prompt_rules: [{instruction: ...}]`): the
+    request carries it, the record of every sample says <redacted>."""
+    ws.text_questions(2)
+    with ScriptedEndpoint(answer_by_number) as ep:
+        ws.config([model(ep.url, auth_token="${LALM_TOKEN}")], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"),
+                  prompt_rules=[{"model": "m", "instruction": "Your key is ${LALM_TOKEN}. Answer: "}])
+        out = run_with_token(ws, "--run-id", "s")
+        assert SLASHED_TOKEN in ep.requests[0].text
+    assert out.returncode == 0, out.stderr
+    assert all("Your key is <redacted>." in r["prompt"] for r in ws.records("qs", "m", "s"))
+    assert_nowhere(ws, out)

@@ -16,7 +16,7 @@ import aiohttp
 from lalmeval.config import ModelInfo
 from lalmeval.inference.limit import AdaptiveLimit
 from lalmeval.inference.protocols import ReplyError
-from lalmeval.secrets import NO_SECRETS, Redactor, clip
+from lalmeval.secrets import NO_SECRETS, Redactor, clip, scrub
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504}) | frozenset(range(520, 530))
 MAX_BACKOFF = 30.0
@@ -106,6 +106,7 @@ class Endpoint:
         self.base_url = info.url.rstrip("/")
         self.limit = AdaptiveLimit(info.batch_size)
         self.redact = redactor
+        self.shown_url = redactor(info.url)   # the URL wherever it is printed or stored: it may hold a key
         self.max_reply = int(info.max_reply_mb * 1_000_000)
         self._session: Optional[aiohttp.ClientSession] = None
         self._next_start = 0.0
@@ -189,10 +190,11 @@ class Endpoint:
 
     def _decode(self, raw: bytes, parse: Callable[[Any], Any]) -> _Outcome:
         """A 200 body → the parsed value; malformed JSON and wrong shapes are retryable failures."""
-        if self.redact:  # a server may echo the caller's token: it must not reach a record or the cache
-            raw = self.redact.bytes(raw)
         try:
             payload = json.loads(raw)
+            # A server may echo the caller's token, and JSON may spell it in any escape (`\/`, `\u0041`):
+            # the decoded strings are what reach a record or the cache, so they are what is redacted.
+            payload = scrub(payload, self.redact) if self.redact else payload
         except (ValueError, RecursionError):
             shown = clip(raw[:4096].decode("utf-8", "replace"), self.redact, 120)
             return _Outcome(reason=f"malformed JSON reply: {shown!r}", retryable=True)
@@ -224,7 +226,7 @@ class Endpoint:
         waited = 0.0
         for attempt in range(1, attempts_allowed + 1):
             if self.down_reason is not None:
-                raise RequestFailed(f"endpoint down ({self.down_reason}): {self.base_url}", attempt - 1, waited)
+                raise RequestFailed(f"endpoint down ({self.down_reason}): {self.shown_url}", attempt - 1, waited)
             async with self.limit:
                 await self._pace()
                 outcome = await self._attempt(path, body, content_type, parse)

@@ -25,6 +25,7 @@ from lalmeval.options import RunOptions
 from lalmeval.postprocess.base import Postprocessor
 from lalmeval.preprocess.base import Preprocessor
 from lalmeval.records import Prompt, Record, Sample, failure_kind
+from lalmeval.secrets import NO_SECRETS, Redactor, redacted_params, scrub
 from lalmeval.store import JsonlWriter, RunStore, WriteFailed
 
 NOT_INFERRED = "not inferred: no stored prediction to re-evaluate"
@@ -209,15 +210,19 @@ class InferenceJob:
         preprocessor: Preprocessor, postprocessor: Postprocessor, params: dict[str, Any],
         audio: AudioCache, store: RunStore, options: RunOptions = RunOptions(),
         cache: Optional[InferenceCache] = None, stop: Optional[asyncio.Event] = None, identity: Optional[str] = None,
-        repeats: int = 1, long_audio: str = "chunk",
+        repeats: int = 1, long_audio: str = "chunk", redactor: Redactor = NO_SECRETS,
     ):
         self.dataset, self.language, self.source, self.name = dataset, language, source, name
         self.endpoints, self.protocol = endpoints, protocol
         self.preprocessor, self.postprocessor = preprocessor, postprocessor
         self.params, self.audio, self.store, self.options = params, audio, store, options
+        # What records store and request keys cover: a key passed in extra_body or the URL is neither
+        # written nor part of a request's identity (a new token leaves stored answers valid).
+        self.shown_params = redacted_params(params, redactor)
+        self.redact = redactor
         self.cache = cache if options.use_cache else None
         self.stop = stop or asyncio.Event()
-        self.identity = identity or endpoints[0].info.url
+        self.identity = redactor(identity or endpoints[0].info.url)
         self.repeats = repeats
         self.long_audio = long_audio   # how audio longer than chunk_size is sent: chunk, truncate or vad
         self.stream = RecordStream()
@@ -239,15 +244,18 @@ class InferenceJob:
 
     def _blank(self, unit: tuple[str, int], sample: Optional[Sample] = None, reason: Optional[str] = None) -> Record:
         """The record of a unit that gets no prediction."""
-        return Record(id=unit[0], repeat=unit[1], prompt="", system=None, params=self.params, error=reason,
+        return Record(id=unit[0], repeat=unit[1], prompt="", system=None, params=self.shown_params, error=reason,
                       reference=sample.reference if sample else None, transcript=sample.transcript if sample else None,
                       subset=sample.subset if sample else None)
 
     def _persist(self, record: Record) -> None:
         if self._writer is None:
             return
+        line = record.to_json()
+        if self.redact:  # whatever a record holds (a prompt built from the config included) is scrubbed
+            line = {**scrub(line, self.redact), "key": record.key}   # a digest is no secret's spelling
         try:
-            self._writer.write(record.to_json())
+            self._writer.write(line)
         except WriteFailed:
             self.stop.set()  # the disk refused a write: stop; the record stays unwritten and a resume requests it
 
@@ -362,11 +370,11 @@ class InferenceJob:
             images = [i.digest for i in await loop.run_in_executor(None, _images, prompt)]
         except (AudioError, ValueError):
             return None
-        return request_key(self.info, prompt, self.params, digests, self.language, url=self.identity,
+        return request_key(self.info, prompt, self.shown_params, digests, self.language, url=self.identity,
                            image_digests=images, repeat=self._repeat_key(repeat), long_audio=self.long_audio)
 
     def _record(self, sample: Sample, prompt: Prompt, repeat: int) -> Record:
-        record = Record(id=sample.id, repeat=repeat, prompt=prompt.text, system=prompt.system, params=self.params,
+        record = Record(id=sample.id, repeat=repeat, prompt=prompt.text, system=prompt.system, params=self.shown_params,
                         reference=sample.reference, transcript=sample.transcript, subset=sample.subset)
         if prompt.options:  # multiple choice: what the model saw, so scoring maps its answer back
             if prompt.gold is not None:
@@ -382,7 +390,7 @@ class InferenceJob:
         try:
             audio = await self._audio(sample, prompt)
             images = await loop.run_in_executor(None, _images, prompt)
-            record.key = request_key(self.info, prompt, self.params, [a.digest for a in audio], self.language, url=self.identity,
+            record.key = request_key(self.info, prompt, self.shown_params, [a.digest for a in audio], self.language, url=self.identity,
                                      image_digests=[i.digest for i in images], repeat=self._repeat_key(repeat), long_audio=self.long_audio)
             cached = self.cache.get(record.key) if self._cacheable() else None
             if cached is not None:
@@ -464,7 +472,7 @@ class InferenceJob:
         while True:
             endpoint = endpoint if endpoint is not None and endpoint.down_reason is None else self._other(tried) or home
             try:
-                return await endpoint.post(self.protocol.path, body, content_type, self.protocol.parse), endpoint.info.url
+                return await endpoint.post(self.protocol.path, body, content_type, self.protocol.parse), endpoint.shown_url
             except RequestFailed as exc:
                 tried.append(endpoint)
                 if not exc.reason.startswith(_REPLICA_TROUBLE) or self._other(tried) is None:

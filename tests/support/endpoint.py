@@ -70,6 +70,11 @@ def chat_payload(text: Optional[str]) -> dict[str, Any]:
     return {"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
 
 
+def answer_by_number(seen: Seen, n: int) -> str:
+    """'answer N' for 'question N': the right reply to Workspace.text_questions."""
+    return f"answer {seen.text.split()[-1]}"
+
+
 def _audio_seconds(data: bytes) -> float:
     info = sf.info(io.BytesIO(data))
     return info.frames / info.samplerate
@@ -137,12 +142,15 @@ class ScriptedEndpoint:
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": "scripted"}]})
 
-    def _serve(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        app = web.Application(client_max_size=512 * 1024 * 1024)
+    def _route(self, app: web.Application) -> None:
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_post("/v1/audio/transcriptions", self._handle)
         app.router.add_get("/v1/models", self._models)
+
+    def _serve(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        app = web.Application(client_max_size=512 * 1024 * 1024)
+        self._route(app)
         runner = web.AppRunner(app, access_log=None)
         self._loop.run_until_complete(runner.setup())
         site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=self.ssl_context)
@@ -170,3 +178,12 @@ class ScriptedEndpoint:
         if self._loop.is_running():
             self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+
+
+class AnyPathEndpoint(ScriptedEndpoint):
+    """The scripted endpoint behind a gateway that keeps the key in the path (…/gw/<key>/v1/…): every POST
+    is answered, every GET lists the models. Build URLs from `port`."""
+
+    def _route(self, app: web.Application) -> None:
+        app.router.add_post("/{tail:.*}", self._handle)
+        app.router.add_get("/{tail:.*}", self._models)

@@ -46,6 +46,13 @@ class Workspace:
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
         return name
 
+    def text_questions(self, count: int) -> None:
+        """Dataset 'qs' (runspec qa/questions), text only: row i asks 'question i' and expects 'answer i'
+        (the reply of tests.support.endpoint.answer_by_number)."""
+        rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(count)]
+        self.runspec("qa", "questions", {"qs": {"hf_repo": self.jsonl(rows), "id_column": "id", "modality": "text",
+                                                "textual_input_column": "question", "audio_column": None}})
+
     def runspec(self, category: str, task: str, datasets: dict[str, dict[str, Any]]) -> Path:
         """Write runspecs/<category>/<task>.json; hf_repo paths are given relative to the workspace."""
         path = self.root / "runspecs" / category / f"{task}.json"
