@@ -15,6 +15,7 @@ from lalmeval.stats import Uncertainty, bootstrap
 from lalmeval.store import JsonlWriter, RunStore, WriteFailed
 
 SCORING_FAILED = "scoring failed"
+JUDGE_FAILED = "judge failed"
 
 
 def failure_kind(reason: str) -> str:
@@ -180,7 +181,12 @@ class _Tally:
 
     def add(self, record: Record, item: SampleScore) -> None:
         line = {**self._where(record), **item}  # the id also pairs samples across models
-        self._count(record, failed=False)  # judge failures are counted apart, in details.num_judge_failed
+        # A prediction the judge could not score is a sample without a score: failed (its reasons
+        # are in details.judge_failures); the item stays, so the metric still counts it.
+        judge_failed = bool(item.get("judge_failed"))
+        if judge_failed:
+            self.failures[JUDGE_FAILED] += 1
+        self._count(record, failed=judge_failed)
         self.items.append(line)
         self._write(line)
 

@@ -1,10 +1,12 @@
 """LLM judges against a local judge double: scores, what the judge sees, failures, pipelining, cache."""
 
+import csv
 import json
 import re
 
 import pytest
 
+from lalmeval.cli import main
 from lalmeval.errors import UserError
 from lalmeval.judge import parse_rating
 from lalmeval.options import RunOptions
@@ -116,7 +118,8 @@ def test_unparseable_and_failed_judgments_are_counted_not_zeroed(ws):
         score = go(ws, m, j, "llm_judge_binary", judge_extra={"judge_concurrency": 1, "judge_retry_attempts": 0}).scores[0]
     assert score.details["num_judge_failed"] == 3 and score.details["judged"] == 3
     assert score.score == pytest.approx(100 * 2 / 3)  # not 2/6
-    assert score.num_failed == 0  # inference did not fail
+    # Inference did not fail, but three samples have no score: they are failed samples (README: num_failed).
+    assert score.num_failed == 3 and score.details["failures"] == {"judge failed": 3}
     failed = [x for x in scores_file(ws, "llm_judge_binary") if x.get("judge_failed")]
     reasons = sorted(x["judge_failed"] for x in failed)
     assert reasons == ["judge request failed: HTTP 500: judge down", "rating 7 outside 0-1", "unparseable judgment"]
@@ -203,3 +206,40 @@ def test_judge_metric_without_judge_properties_refuses_to_start(ws):
 ])
 def test_parse_rating(text, rating):
     assert parse_rating(text) == rating
+
+
+# --- judged runs of text questions -------------------------------------------------------------
+
+
+def questions(ws, rows, **spec):
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None, **spec}})
+
+
+def text_rows(count):
+    return [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(count)]
+
+
+def answer(seen, n):
+    return f"answer {seen.text.split()[-1]}"
+
+
+def final(ws, run_id="t"):
+    return json.loads((ws.root / "runs" / run_id / "final_scores.json").read_text())
+
+
+def test_num_failed_counts_samples_whose_judgment_failed(ws):
+    """Four samples answered; the judge rates two and returns no rating for the other two: the
+    README defines num_failed as every sample without a prediction or a score, so it is 2 — in
+    final_scores.json and results.csv alike — and the run exits 3."""
+    questions(ws, text_rows(4))
+    with ScriptedEndpoint(answer) as ep, ScriptedEndpoint(lambda seen, n: "Rating: 1" if n % 2 == 0 else "no idea") as judge_ep:
+        ws.config([model(ep.url)], [["qs", "llm_judge_binary"]], output_dir=str(ws.root / "runs"),
+                  judge_properties={"judge_model": "j", "judge_api_endpoint": judge_ep.url, "judge_concurrency": 1, "judge_retry_attempts": 0})
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+    score = final(ws)["scores"][0]
+    assert score["details"]["judged"] == 2 and score["details"]["num_judge_failed"] == 2
+    assert score["num_failed"] == 2, f"num_samples {score['num_samples']}, num_failed {score['num_failed']}, judged {score['details']['judged']}"
+    assert score["num_samples"] == 4 and score["score"] == 100.0 and code == 3
+    row = next(csv.DictReader((ws.root / "runs" / "t" / "results.csv").open()))
+    assert row["num_failed"] == "2"
