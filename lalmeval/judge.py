@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import string
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from lalmeval.cache import InferenceCache, request_key
 from lalmeval.config import JudgeProperties
@@ -101,15 +101,18 @@ class Judge:
         by_model = self.templates.get(metric, {}).get(variant, {})
         return by_model.get(self.prompt_model, by_model.get("default"))
 
-    async def ask(self, text: str) -> tuple[str, bool]:
-        """The judge's reply to a filled prompt, and whether it came from the cache."""
+    async def ask(self, text: str, usable: Callable[[str], bool] = lambda reply: True) -> tuple[str, bool]:
+        """The judge's reply to a filled prompt, and whether it came from the cache.
+
+        Only a judgment the caller can use is cached or reused: one cut short or off format is
+        asked again by the next run (the printed retry command), not answered from the cache."""
         prompt = Prompt(text=text, with_audio=False)
         key = request_key(self.info, prompt, self.params, (), "") if self.cache is not None else None
-        if key and (cached := self.cache.get(key)) is not None:
+        if key and (cached := self.cache.get(key)) is not None and usable(cached):
             return cached, True
         body, content_type = self.protocol.body(self.info, prompt, [], self.params, "")
         reply = await self.endpoint.post(self.protocol.path, body, content_type, self.protocol.parse)
         text_reply = reply.value.text
-        if key:
+        if key and usable(text_reply):
             self.cache.put(key, text_reply)
         return text_reply, False

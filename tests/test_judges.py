@@ -243,3 +243,42 @@ def test_num_failed_counts_samples_whose_judgment_failed(ws):
     assert score["num_samples"] == 4 and score["score"] == 100.0 and code == 3
     row = next(csv.DictReader((ws.root / "runs" / "t" / "results.csv").open()))
     assert row["num_failed"] == "2"
+
+
+def test_the_printed_retry_command_retries_an_unparseable_judgment(ws, capsys):
+    """The judge's first answer for one sample has no rating (cut short, say); asked again it
+    answers properly. The run exits 3 and prints "Retry them with: ... --resume t"; running that
+    asks the judge again for that sample only (the unusable judgment was not cached) and exits 0."""
+    questions(ws, text_rows(2))
+    asked: dict[str, int] = {}
+
+    def judge(seen, n):
+        key = seen.text.split("[Model Answer]")[-1] if "[Model Answer]" in seen.text else seen.text
+        asked[key] = asked.get(key, 0) + 1
+        return "The answer seems" if "answer 1" in key and asked[key] == 1 else "Rating: 1"
+
+    with ScriptedEndpoint(answer) as ep, ScriptedEndpoint(judge) as judge_ep:
+        ws.config([model(ep.url)], [["qs", "llm_judge_binary"]], output_dir=str(ws.root / "runs"),
+                  judge_properties={"judge_model": "j", "judge_api_endpoint": judge_ep.url})
+        first = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+        assert first == 3 and "--resume t" in capsys.readouterr().err
+        again = main(["run", "--config", str(ws.root / "config.yaml"), "--resume", "t"])
+        judged = len(judge_ep.requests)
+    assert again == 0, f"the retry exited {again}; judge requests in all: {judged} (the unparseable one was not asked again)"
+    assert judged == 3  # the usable judgment came from the cache
+    assert final(ws)["scores"][0]["score"] == 100.0
+
+
+def test_an_unusable_judgment_already_in_the_cache_is_asked_again(ws):
+    """A cache written by an older version may hold judgments without a rating: they are not reused."""
+    questions(ws, text_rows(2))
+    with ScriptedEndpoint(answer) as ep, ScriptedEndpoint(lambda seen, n: "Rating: 1") as judge_ep:
+        ws.config([model(ep.url)], [["qs", "llm_judge_binary"]], output_dir=str(ws.root / "runs"),
+                  judge_properties={"judge_model": "j", "judge_api_endpoint": judge_ep.url})
+        assert main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"]) == 0
+        cache = ws.root / "runs" / ".cache" / "judge_j.jsonl"
+        entries = [json.loads(line) for line in cache.read_text().splitlines()]
+        cache.write_text("".join(json.dumps({**e, "reply": "The answer see"}) + "\n" for e in entries))
+        again = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t", "--reeval"])
+        judged = len(judge_ep.requests)
+    assert (again, judged) == (0, 4) and final(ws)["scores"][0]["score"] == 100.0

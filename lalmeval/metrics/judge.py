@@ -66,16 +66,22 @@ class LLMJudge(Metric):
         if template is None:
             return {"score": None, "variant": variant, "judge_failed": f"no '{variant}' prompt for {self.name}"}
         try:
-            reply, cached = await judge.ask(template.format_map(fields_for(record)))
+            reply, cached = await judge.ask(template.format_map(fields_for(record)), usable=lambda text: self._problem(text) is None)
         except RequestFailed as exc:
             return {"score": None, "variant": variant, "judge_failed": f"judge request failed: {exc.reason}"}
         except ReplyError as exc:
             return {"score": None, "variant": variant, "judge_failed": f"judge reply unusable: {exc}"}
-        rating = parse_rating(reply)
-        if rating is None or not 0 <= rating <= self.scale:
-            reason = "unparseable judgment" if rating is None else f"rating {rating:g} outside 0-{self.scale}"
-            return {"score": None, "variant": variant, "judge_failed": reason, "judgment": reply, "cached": cached}
-        return {"score": rating, "variant": variant, "judgment": reply, "cached": cached}
+        problem = self._problem(reply)
+        if problem is not None:
+            return {"score": None, "variant": variant, "judge_failed": problem, "judgment": reply, "cached": cached}
+        return {"score": parse_rating(reply), "variant": variant, "judgment": reply, "cached": cached}
+
+    def _problem(self, judgment: str) -> Optional[str]:
+        """Why a judgment cannot be used, or None when it holds a rating on this metric's scale."""
+        rating = parse_rating(judgment)
+        if rating is None:
+            return "unparseable judgment"
+        return None if 0 <= rating <= self.scale else f"rating {rating:g} outside 0-{self.scale}"
 
     def sample_stats(self, items: list[SampleScore]) -> Optional[SampleStats]:
         return sample_stats(items, lambda x: (100.0 * x["score"] / self.scale, 1.0), ratio())
