@@ -117,12 +117,16 @@ class LLMJudge(Metric):
 
 
 def _turn_references(reference: Optional[str], count: int) -> list[Optional[str]]:
-    """Per-turn references from a JSON list of `count`; a single reference belongs to the last turn."""
+    """Per-turn references from a JSON list of `count`; a single reference belongs to the last turn.
+
+    An empty list is no reference at all (MT-Bench's categories without references), not the text "[]"."""
     if reference and reference.lstrip().startswith("["):
         try:
             values = json.loads(reference)
         except ValueError:
             values = None
+        if values == []:
+            return [None] * count
         if isinstance(values, list) and len(values) == count:
             return [str(v) if v not in (None, "") else None for v in values]
     return [None] * (count - 1) + [reference]
