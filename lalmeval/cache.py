@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from lalmeval.config import ModelInfo
+from lalmeval.generation import request_fields
 from lalmeval.records import Prompt
 from lalmeval.store import JsonlWriter, read_jsonl, safe_name
 
@@ -26,8 +27,15 @@ def request_key(info: ModelInfo, prompt: Prompt, params: dict[str, Any], audio_d
 
 
 def deterministic(params: dict[str, Any]) -> bool:
-    """Whether a reply can be reused: greedy decoding, or a fixed seed."""
-    return params.get("temperature", 0) == 0 or params.get("seed") is not None
+    """Whether a reply can be reused, judged from the fields the request sends (extra_body's keys
+    replace the settings they name): a seed, or greedy decoding — temperature 0 or top_k 1.
+    A temperature that is not sent is the server's default (1 for OpenAI): sampled."""
+    fields = request_fields(params)
+    if fields.get("seed") is not None:
+        return True
+    temperature, top_k = fields.get("temperature"), fields.get("top_k")
+    greedy = isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and temperature == 0
+    return greedy or (isinstance(top_k, int) and not isinstance(top_k, bool) and top_k == 1)
 
 
 class InferenceCache:

@@ -47,7 +47,7 @@ class Execution:
         if plan.uses_judge and plan.config.judge_properties is not None:
             props = plan.config.judge_properties
             cache = InferenceCache(self.cache_dir, f"judge_{props.judge_model}") if options.use_cache else None
-            self.judge = Judge(props, plan.judge_templates, cache, redactor)
+            self.judge = Judge(props, plan.judge_templates, cache, redactor, cache_sampled=options.cache_sampled)
 
     @property
     def cache_dir(self) -> Path:

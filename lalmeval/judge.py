@@ -7,7 +7,7 @@ import re
 import string
 from typing import Any, Callable, Optional
 
-from lalmeval.cache import InferenceCache, request_key
+from lalmeval.cache import InferenceCache, deterministic, request_key
 from lalmeval.config import JudgeProperties
 from lalmeval.errors import UserError, closest
 from lalmeval.inference.client import Endpoint
@@ -84,16 +84,18 @@ def fields_for(record: Record) -> dict[str, str]:
 class Judge:
     """One judge endpoint shared by every judge metric, with its prompts and a judgment cache."""
 
-    def __init__(self, props: JudgeProperties, templates: dict[str, Any], cache: Optional[InferenceCache], redactor: Redactor = NO_SECRETS):
+    def __init__(self, props: JudgeProperties, templates: dict[str, Any], cache: Optional[InferenceCache], redactor: Redactor = NO_SECRETS,
+                 cache_sampled: bool = False):
         self.props = props
         self.info = props.as_model()
         self.endpoint = Endpoint(self.info, redactor)
         self.templates = templates
-        self.cache = cache
         self.prompt_model = props.judge_prompt_model_override or props.judge_model
         self.params: dict[str, Any] = {"temperature": props.judge_temperature}
         if props.judge_max_tokens:
             self.params["max_tokens"] = props.judge_max_tokens
+        # Like model replies, a sampled judgment (judge_temperature > 0) is reused only with cache_sampled.
+        self.cache = cache if deterministic(self.params) or cache_sampled else None
         self.protocol = PROTOCOLS.get(props.judge_type)
 
     def template(self, metric: str, variant: str) -> Optional[str]:

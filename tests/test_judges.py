@@ -282,3 +282,16 @@ def test_an_unusable_judgment_already_in_the_cache_is_asked_again(ws):
         again = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t", "--reeval"])
         judged = len(judge_ep.requests)
     assert (again, judged) == (0, 4) and final(ws)["scores"][0]["score"] == 100.0
+
+
+def test_a_sampled_judgment_is_reused_only_with_cache_sampled(ws):
+    """judge_temperature > 0 samples: like a model's sampled reply, its judgment is asked again by a
+    later run unless cache_sampled: true."""
+    questions(ws, text_rows(2))
+    with ScriptedEndpoint(answer) as ep, ScriptedEndpoint(lambda seen, n: "Rating: 1") as judge_ep:
+        for run_id, cache_sampled in (("a", False), ("b", False), ("c", True), ("d", True)):
+            ws.config([model(ep.url)], [["qs", "llm_judge_binary"]], output_dir=str(ws.root / "runs"), cache_sampled=cache_sampled,
+                      judge_properties={"judge_model": "j", "judge_api_endpoint": judge_ep.url, "judge_temperature": 0.5})
+            ws.run(run_id)
+        judged = len(judge_ep.requests)
+    assert judged == 2 + 2 + 2  # a, b and c ask; d reuses c's judgments

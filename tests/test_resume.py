@@ -174,3 +174,26 @@ def test_final_scores_list_failures_by_reason(ws):
         result = go(ws, ep, retry_attempts=0, batch_size=1)
     final = json.loads(result.final_path.read_text())
     assert final["failures"] == [{"model": "m", "dataset": "cmds", "kind": "HTTP 500", "count": 4, "example": "HTTP 500: boom"}]
+
+
+@pytest.mark.parametrize("settings,reused", [
+    ({"generation_kwargs": {"extra_body": {"temperature": 1.0}}}, False),       # sampled at 1.0 whatever `temperature` says
+    ({"temperature": 0.7, "generation_kwargs": {"extra_body": {"temperature": 0}}}, True),   # greedy as sent
+    ({"temperature": 0.7, "generation_kwargs": {"extra_body": {"seed": 7}}}, True),          # seeded as sent
+    ({"temperature": 0.7, "generation_kwargs": {"top_k": 1}}, True),                         # one candidate: greedy
+    ({"generation_kwargs": {"extra_body": {"temperature": None}}}, False),      # the server's default temperature
+])
+def test_what_the_request_sends_decides_whether_its_reply_is_reused(ws, settings, reused):
+    """vLLM users keep sampling settings in extra_body, whose keys replace the validated ones in the
+    request: the temperature (and seed) actually sent decides whether a reply may be reused."""
+    setup(ws)
+    with ScriptedEndpoint(answer_by_prompt_and_clip) as ep:
+        go(ws, ep, run_id="a", **settings)
+        sent = {r.body.get("temperature") for r in ep.requests}
+        go(ws, ep, run_id="b", **settings)
+        requests = len(ep.requests)
+    cached = [r["id"] for r in ws.records("cmds", "m", "b") if r["extra"].get("cached")]
+    if reused:
+        assert requests == COUNT and len(cached) == COUNT, sent
+    else:
+        assert requests == 2 * COUNT and not cached, f"sent temperature {sent}; the second run sent {requests - COUNT} requests"
