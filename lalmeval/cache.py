@@ -16,13 +16,19 @@ from lalmeval.store import JsonlWriter, read_jsonl, safe_name
 def request_key(info: ModelInfo, prompt: Prompt, params: dict[str, Any], audio_digests: Sequence[str], language: str,
                 url: Optional[str] = None, image_digests: Sequence[str] = (), repeat: Optional[int] = None,
                 long_audio: Optional[str] = None) -> str:
-    """What determines a reply: endpoint (or replica group) and model id, inference type, the whole prompt
-    (its layout of text, images and clips included), the audio and image bytes, the params, and which
-    repeat it is (so no repeat is answered from another)."""
+    """What determines a reply — everything a request sends but its credentials: endpoint (or replica
+    group), API version, model id, inference type, the whole prompt (its layout of text, images and clips,
+    and a dialogue's later turns, included), the audio and image bytes, the params, and which repeat it
+    is (so no repeat is answered from another)."""
     layout = repr(prompt.conversation) if prompt.conversation is not None else None
     material = [(url or str(info.url)).rstrip("/"), info.model, info.inference_type, info.audio_format, info.chunk_size, long_audio,
                 prompt.system, prompt.text, prompt.with_audio, layout, list(audio_digests), list(image_digests),
                 language, params, repeat]
+    # Added only when there is one, so the keys of requests without them (stored records, caches) stay valid.
+    if info.api_version:
+        material.append({"api-version": info.api_version})
+    if prompt.followups:
+        material.append({"followups": repr(prompt.followups)})
     return hashlib.sha256(json.dumps(material, ensure_ascii=False, default=str, sort_keys=True).encode()).hexdigest()
 
 
