@@ -44,11 +44,16 @@ def deterministic(params: dict[str, Any]) -> bool:
     return greedy or (isinstance(top_k, int) and not isinstance(top_k, bool) and top_k == 1)
 
 
+def cache_file(folder: Path, model: str) -> Path:
+    """The cache file of one model (or judge) in the cache folder."""
+    return folder / f"{safe_name(model)}.jsonl"
+
+
 class InferenceCache:
     """Replies of one model by request key, in <dir>/<model>.jsonl (append-only)."""
 
     def __init__(self, folder: Path, model: str):
-        self.path = folder / f"{safe_name(model)}.jsonl"
+        self.path = cache_file(folder, model)
         self._replies: Optional[dict[str, str]] = None
         self._writer: Optional[JsonlWriter] = None
         self.hits = 0
@@ -56,7 +61,7 @@ class InferenceCache:
     def load(self) -> None:
         """Read the file (blocking: call off the loop)."""
         if self._replies is None:
-            self._replies = {item["key"]: item["reply"] for item in read_jsonl(self.path) if "key" in item and "reply" in item}
+            self._replies = {item["key"]: item["reply"] for item in read_jsonl(self.path, "cache file") if "key" in item and "reply" in item}
 
     def get(self, key: str) -> Optional[str]:
         reply = (self._replies or {}).get(key)

@@ -10,13 +10,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Optional
 
-from lalmeval.cache import InferenceCache
+from lalmeval.cache import InferenceCache, cache_file
 from lalmeval.data.source import Source, open_source
 from lalmeval.engine import SCORING_FAILED, Engine
 from lalmeval.errors import UserError
 from lalmeval.inference.client import Endpoint
 from lalmeval.inference.job import AudioCache, InferenceJob
-from lalmeval.inference.launch import Launcher, launch_list
+from lalmeval.inference.launch import Launcher, launch_list, log_path
 from lalmeval.inference.protocols import PROTOCOLS
 from lalmeval.judge import Judge
 from lalmeval.metrics import METRICS, MetricContext
@@ -53,6 +53,18 @@ class Execution:
     def cache_dir(self) -> Path:
         config = self.plan.config
         return Path(config.cache_dir) if config.cache_dir else Path(self.store.root.parent) / ".cache"
+
+    def files(self) -> list[tuple[Path, str]]:
+        """Every file this run will read or write in its run directory and the cache folder, with what it is."""
+        plan, store, options = self.plan, self.store, self.options
+        found = store.files() + [(store.records_path(d.name, g.name), "records file") for d in plan.datasets for g in plan.groups]
+        if not options.skip_eval:
+            found += [(store.scores_path(d.name, metric, g.name), "scores file") for d, metric in plan.pairs for g in plan.groups]
+        if options.use_cache and not options.reeval:
+            found += [(cache_file(self.cache_dir, g.name), "cache file") for g in plan.groups]
+        if self.judge is not None and self.judge.cache is not None:
+            found.append((self.judge.cache.path, "judge cache file"))
+        return found + [(log_path(store.root, info), "launch log") for info in launch_list(plan.groups)]
 
     def all_endpoints(self) -> list[Endpoint]:
         return [e for group in self.endpoints.values() for e in group]
