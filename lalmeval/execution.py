@@ -37,8 +37,8 @@ class Execution:
 
     def __init__(self, plan: Plan, store: RunStore, options: RunOptions, redactor: Redactor):
         self.plan, self.store, self.options, self.redact = plan, store, options, redactor
-        self.endpoints = {g.name: [Endpoint(r.info, redactor) for r in g.replicas] for g in plan.groups}
         self.stop = asyncio.Event()
+        self.endpoints = {g.name: [Endpoint(r.info, redactor, self.stop) for r in g.replicas] for g in plan.groups}
         self.interrupts = 0
         self.launcher: Optional[Launcher] = None
         self.write_error: Optional[str] = None
@@ -47,7 +47,7 @@ class Execution:
         if plan.uses_judge and plan.config.judge_properties is not None:
             props = plan.config.judge_properties
             cache = InferenceCache(self.cache_dir, f"judge_{props.judge_model}") if options.use_cache else None
-            self.judge = Judge(props, plan.judge_templates, cache, redactor, cache_sampled=options.cache_sampled)
+            self.judge = Judge(props, plan.judge_templates, cache, redactor, cache_sampled=options.cache_sampled, stop=self.stop)
 
     @property
     def cache_dir(self) -> Path:
@@ -134,11 +134,17 @@ class Execution:
         self.halt(job_tasks)
 
     def halt(self, job_tasks: list[asyncio.Task]) -> None:
-        """Stop starting requests; cancel what is still in flight after the grace period."""
+        """Stop starting requests, judge requests included; cancel what is still in flight after the grace period."""
         if self.stop.is_set():
             return
         self.stop.set()
-        asyncio.get_running_loop().call_later(self.options.grace, lambda: [t.cancel() for t in job_tasks])
+        asyncio.get_running_loop().call_later(self.options.grace, self._abandon, job_tasks)
+
+    def _abandon(self, job_tasks: list[asyncio.Task]) -> None:
+        for task in job_tasks:
+            task.cancel()
+        if self.judge is not None:
+            self.judge.abandon()
 
     def on_write_error(self, reason: str, job_tasks: list[asyncio.Task]) -> None:
         """The disk refused a write: stop cleanly, keeping what is written, so the run can be resumed."""

@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 from lalmeval.choices import LETTERS, format_options, labels
 from lalmeval.inference.client import RequestFailed
+from lalmeval.judge import judge_failure
 from lalmeval.metrics.base import METRICS, Metric, SampleScore, sample_stats
 from lalmeval.postprocess.extraction import extract_choice
 from lalmeval.postprocess.labels import option_letter
@@ -96,7 +97,7 @@ class Accuracy(Metric):
         try:
             reply, _ = await self.context.judge.ask(text, usable=lambda judgment: judge_choice(judgment, options)[0])
         except RequestFailed as exc:
-            return {"score": None, "judge_failed": f"judge request failed: {exc.reason}"}
+            return {"score": None, "judge_failed": judge_failure(exc)}
         readable, chosen = judge_choice(reply, options)
         if not readable:
             return {"score": None, "judge_failed": "unparseable judgment", "judgment": reply}

@@ -12,7 +12,7 @@ from lalmeval.config import Config
 from lalmeval.errors import UserError
 from lalmeval.inference.client import RequestFailed
 from lalmeval.inference.protocols import ReplyError
-from lalmeval.judge import fields_for, parse_rating
+from lalmeval.judge import fields_for, judge_failure, parse_rating
 from lalmeval.metrics.base import METRICS, Metric, SampleScore, sample_stats
 from lalmeval.records import Record
 from lalmeval.stats import SampleStats, Uncertainty, ratio, t_interval, wilson
@@ -68,7 +68,7 @@ class LLMJudge(Metric):
         try:
             reply, cached = await judge.ask(template.format_map(fields_for(record)), usable=lambda text: self._problem(text) is None)
         except RequestFailed as exc:
-            return {"score": None, "variant": variant, "judge_failed": f"judge request failed: {exc.reason}"}
+            return {"score": None, "variant": variant, "judge_failed": judge_failure(exc)}
         except ReplyError as exc:
             return {"score": None, "variant": variant, "judge_failed": f"judge reply unusable: {exc}"}
         problem = self._problem(reply)
