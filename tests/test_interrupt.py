@@ -25,8 +25,9 @@ def setup(ws, ep, run_dir):
     return ws.config([model(ep.url, batch_size=BATCH)], [["cmds", "word_error_rate"]], output_dir=str(run_dir))
 
 
-def start(config, run_id):
-    return subprocess.Popen([sys.executable, "-m", "lalmeval", "run", "--config", str(config), "--run-id", run_id, "--no-cache"],
+def start(config, run_id, cache=False, resume=False):
+    args = ["--resume" if resume else "--run-id", run_id, *([] if cache else ["--no-cache"])]
+    return subprocess.Popen([sys.executable, "-m", "lalmeval", "run", "--config", str(config), *args],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -35,6 +36,15 @@ def wait_for(ep, count, proc, limit=60):
     while len(ep.requests) < count:
         assert proc.poll() is None and time.time() < deadline, proc.communicate()
         time.sleep(0.01)
+
+
+def interrupt_after(ep, count, proc, timeout=90):
+    """SIGINT once `ep` has seen `count` requests; (requests seen when it was sent, stderr) once the run ends."""
+    wait_for(ep, count, proc)
+    at_signal = len(ep.requests)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=timeout)
+    return at_signal, err
 
 
 def stored_lines(run_dir, run_id):
@@ -132,11 +142,6 @@ def judged_run(ws, ep, judge_ep, metric, concurrency=1):
                      judge_properties={"judge_model": "j", "judge_api_endpoint": judge_ep.url, "judge_concurrency": concurrency})
 
 
-def cached_start(config, *args):
-    return subprocess.Popen([sys.executable, "-m", "lalmeval", "run", "--config", str(config), *args],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
 @pytest.mark.parametrize("metric,verdict", [("llm_judge_binary", "Rating: 1"), ("accuracy", "Answer: B")])
 def test_ctrl_c_stops_judge_requests_too(ws, metric, verdict):
     """Inference is quick; a slow judge (one judgment at a time) is grading 30 answers when the run
@@ -144,12 +149,9 @@ def test_ctrl_c_stops_judge_requests_too(ws, metric, verdict):
     'interrupted' reason, the run exits 130, and resuming it judges only what is missing."""
     with ScriptedEndpoint(lambda seen, n: "It is hard to say.") as ep, ScriptedEndpoint(lambda seen, n: verdict, latency=0.3) as judge_ep:
         config = judged_run(ws, ep, judge_ep, metric)
-        proc = cached_start(config, "--run-id", "j")
+        proc = start(config, "j", cache=True)
         wait_for(ep, JUDGED, proc)  # every answer asked for (and none interrupted)
-        wait_for(judge_ep, 3, proc)
-        at_signal = len(judge_ep.requests)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=90)
+        at_signal, err = interrupt_after(judge_ep, 3, proc)
         judged = len(judge_ep.requests)
         assert proc.returncode == 130, err
         # The one in flight may finish, and one may have started as the signal was on its way.
@@ -162,7 +164,7 @@ def test_ctrl_c_stops_judge_requests_too(ws, metric, verdict):
         assert all(x["judge_failed"].startswith("interrupted: ") for x in unjudged), unjudged[0]
 
         judge_config = judged_run(ws, ep, judge_ep, metric, concurrency=8)  # only how fast the judge is asked changes
-        resumed = cached_start(judge_config, "--resume", "j")
+        resumed = start(judge_config, "j", cache=True, resume=True)
         _, err = resumed.communicate(timeout=120)
         assert resumed.returncode == 0, err
         assert len(judge_ep.requests) - judged == len(unjudged)  # the judgments made before Ctrl-C come from the cache
@@ -175,7 +177,7 @@ def test_ctrl_c_abandons_a_judge_request_still_in_flight_after_the_grace_period(
             ScriptedEndpoint(lambda seen, n: Reply(payload=chat_payload("Rating: 1"), delay=300)) as judge_ep:
         config = judged_run(ws, ep, judge_ep, "llm_judge_binary")
         config.write_text(config.read_text().replace("judge_concurrency: 1", "judge_concurrency: 1\n  judge_timeout: 600"))
-        proc = cached_start(config, "--run-id", "slow")
+        proc = start(config, "slow", cache=True)
         wait_for(ep, JUDGED, proc)
         wait_for(judge_ep, 1, proc)
         proc.send_signal(signal.SIGINT)
@@ -197,11 +199,8 @@ def test_first_ctrl_c_sends_no_request_that_was_waiting_for_its_turn(ws):
         config = setup(ws, ep, run_dir)
         config.write_text(config.read_text().replace(f"batch_size: {BATCH}", "batch_size: 1"))
         proc = start(config, "queued")
-        wait_for(ep, 3, proc)
-        at_signal = len(ep.requests)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        at_signal, err = interrupt_after(ep, 3, proc)
         sent = len(ep.requests)
-    assert proc.returncode == 130, err
+    assert proc.returncode == 130 and "--resume queued" in err, err
     assert sent <= at_signal + 1, f"{sent - at_signal} requests sent after Ctrl-C"
     assert len(stored_lines(run_dir, "queued")) == sent  # what was sent is kept; what was not is not written
