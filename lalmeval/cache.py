@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from lalmeval.config import ModelInfo
+from lalmeval.generation import request_fields
 from lalmeval.records import Prompt
 from lalmeval.store import JsonlWriter, read_jsonl, safe_name
 
@@ -15,26 +16,44 @@ from lalmeval.store import JsonlWriter, read_jsonl, safe_name
 def request_key(info: ModelInfo, prompt: Prompt, params: dict[str, Any], audio_digests: Sequence[str], language: str,
                 url: Optional[str] = None, image_digests: Sequence[str] = (), repeat: Optional[int] = None,
                 long_audio: Optional[str] = None) -> str:
-    """What determines a reply: endpoint (or replica group) and model id, inference type, the whole prompt
-    (its layout of text, images and clips included), the audio and image bytes, the params, and which
-    repeat it is (so no repeat is answered from another)."""
+    """What determines a reply — everything a request sends but its credentials: endpoint (or replica
+    group), API version, model id, inference type, the whole prompt (its layout of text, images and clips,
+    and a dialogue's later turns, included), the audio and image bytes, the params, and which repeat it
+    is (so no repeat is answered from another)."""
     layout = repr(prompt.conversation) if prompt.conversation is not None else None
     material = [(url or str(info.url)).rstrip("/"), info.model, info.inference_type, info.audio_format, info.chunk_size, long_audio,
                 prompt.system, prompt.text, prompt.with_audio, layout, list(audio_digests), list(image_digests),
                 language, params, repeat]
+    # Added only when there is one, so the keys of requests without them (stored records, caches) stay valid.
+    if info.api_version:
+        material.append({"api-version": info.api_version})
+    if prompt.followups:
+        material.append({"followups": repr(prompt.followups)})
     return hashlib.sha256(json.dumps(material, ensure_ascii=False, default=str, sort_keys=True).encode()).hexdigest()
 
 
 def deterministic(params: dict[str, Any]) -> bool:
-    """Whether a reply can be reused: greedy decoding, or a fixed seed."""
-    return params.get("temperature", 0) == 0 or params.get("seed") is not None
+    """Whether a reply can be reused, judged from the fields the request sends (extra_body's keys
+    replace the settings they name): a seed, or greedy decoding — temperature 0 or top_k 1.
+    A temperature that is not sent is the server's default (1 for OpenAI): sampled."""
+    fields = request_fields(params)
+    if fields.get("seed") is not None:
+        return True
+    temperature, top_k = fields.get("temperature"), fields.get("top_k")
+    greedy = isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and temperature == 0
+    return greedy or (isinstance(top_k, int) and not isinstance(top_k, bool) and top_k == 1)
+
+
+def cache_file(folder: Path, model: str) -> Path:
+    """The cache file of one model (or judge) in the cache folder."""
+    return folder / f"{safe_name(model)}.jsonl"
 
 
 class InferenceCache:
     """Replies of one model by request key, in <dir>/<model>.jsonl (append-only)."""
 
     def __init__(self, folder: Path, model: str):
-        self.path = folder / f"{safe_name(model)}.jsonl"
+        self.path = cache_file(folder, model)
         self._replies: Optional[dict[str, str]] = None
         self._writer: Optional[JsonlWriter] = None
         self.hits = 0
@@ -42,7 +61,7 @@ class InferenceCache:
     def load(self) -> None:
         """Read the file (blocking: call off the loop)."""
         if self._replies is None:
-            self._replies = {item["key"]: item["reply"] for item in read_jsonl(self.path) if "key" in item and "reply" in item}
+            self._replies = {item["key"]: item["reply"] for item in read_jsonl(self.path, "cache file") if "key" in item and "reply" in item}
 
     def get(self, key: str) -> Optional[str]:
         reply = (self._replies or {}).get(key)

@@ -207,9 +207,15 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from lalmeval.reports import write_leaderboard
+    from lalmeval.store import WriteFailed
 
     out = Path(args.out)
-    print(write_leaderboard([Path(p) for p in args.run_dirs], out))
+    try:
+        board = write_leaderboard([Path(p) for p in args.run_dirs], out)
+    except WriteFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
+    print(board)
     print(f"Leaderboard: {out}")
     return 0
 

@@ -239,7 +239,7 @@ class Config(Strict):
     bootstrap_resamples: int = Field(1000, ge=0, le=100_000, description="Bootstrap resamples behind each score's ci95/stderr and each paired comparison between models; 0 turns intervals and comparisons off.")
     output_dir: str = Field("run_logs", description="Where run directories are written (relative to the working directory).")
     cache_dir: Optional[str] = Field(None, description="Folder of the inference cache, relative to the working directory (default: <output_dir>/.cache).")
-    cache_sampled: bool = Field(False, description="Also reuse cached replies of requests sampled at temperature > 0 without a seed.")
+    cache_sampled: bool = Field(False, description="Also reuse cached replies (and judgments) of requests sampled at temperature > 0 without a seed.")
     judge_properties: Optional[JudgeProperties] = Field(None, description="The LLM judge used by llm_judge_* metrics.")
 
     @model_validator(mode="after")

@@ -16,6 +16,7 @@ from lalmeval.store import JsonlWriter, RunStore, WriteFailed
 
 SCORING_FAILED = "scoring failed"
 BATCHES_SCORING = 8  # batches scored at once per model; more waits, and so (through the stream) does inference
+JUDGE_FAILED = "judge failed"
 
 
 class Engine:
@@ -180,7 +181,12 @@ class _Tally:
 
     def add(self, record: Record, item: SampleScore) -> None:
         line = {**self._where(record), **item}  # the id also pairs samples across models
-        self._count(record, failed=False)  # judge failures are counted apart, in details.num_judge_failed
+        # A prediction the judge could not score is a sample without a score: failed (its reasons
+        # are in details.judge_failures); the item stays, so the metric still counts it.
+        judge_failed = bool(item.get("judge_failed"))
+        if judge_failed:
+            self.failures[JUDGE_FAILED] += 1
+        self._count(record, failed=judge_failed)
         self._write(line)
         self.items.append({k: v for k, v in line.items() if k not in self.display_fields} if self.display_fields else line)
 

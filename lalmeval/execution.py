@@ -10,13 +10,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Optional
 
-from lalmeval.cache import InferenceCache
+from lalmeval.cache import InferenceCache, cache_file
 from lalmeval.data.source import Source, open_source
 from lalmeval.engine import SCORING_FAILED, Engine
 from lalmeval.errors import UserError
 from lalmeval.inference.client import Endpoint
 from lalmeval.inference.job import AudioCache, InferenceJob
-from lalmeval.inference.launch import Launcher, launch_list
+from lalmeval.inference.launch import Launcher, launch_list, log_path
 from lalmeval.inference.protocols import PROTOCOLS
 from lalmeval.judge import Judge
 from lalmeval.metrics import METRICS, MetricContext
@@ -37,8 +37,8 @@ class Execution:
 
     def __init__(self, plan: Plan, store: RunStore, options: RunOptions, redactor: Redactor):
         self.plan, self.store, self.options, self.redact = plan, store, options, redactor
-        self.endpoints = {g.name: [Endpoint(r.info, redactor) for r in g.replicas] for g in plan.groups}
         self.stop = asyncio.Event()
+        self.endpoints = {g.name: [Endpoint(r.info, redactor, self.stop) for r in g.replicas] for g in plan.groups}
         self.interrupts = 0
         self.launcher: Optional[Launcher] = None
         self.write_error: Optional[str] = None
@@ -47,12 +47,24 @@ class Execution:
         if plan.uses_judge and plan.config.judge_properties is not None:
             props = plan.config.judge_properties
             cache = InferenceCache(self.cache_dir, f"judge_{props.judge_model}") if options.use_cache else None
-            self.judge = Judge(props, plan.judge_templates, cache, redactor)
+            self.judge = Judge(props, plan.judge_templates, cache, redactor, cache_sampled=options.cache_sampled, stop=self.stop)
 
     @property
     def cache_dir(self) -> Path:
         config = self.plan.config
         return Path(config.cache_dir) if config.cache_dir else Path(self.store.root.parent) / ".cache"
+
+    def files(self) -> list[tuple[Path, str]]:
+        """Every file this run will read or write in its run directory and the cache folder, with what it is."""
+        plan, store, options = self.plan, self.store, self.options
+        found = store.files() + [(store.records_path(d.name, g.name), "records file") for d in plan.datasets for g in plan.groups]
+        if not options.skip_eval:
+            found += [(store.scores_path(d.name, metric, g.name), "scores file") for d, metric in plan.pairs for g in plan.groups]
+        if options.use_cache and not options.reeval:
+            found += [(cache_file(self.cache_dir, g.name), "cache file") for g in plan.groups]
+        if self.judge is not None and self.judge.cache is not None:
+            found.append((self.judge.cache.path, "judge cache file"))
+        return found + [(log_path(store.root, info), "launch log") for info in launch_list(plan.groups)]
 
     def all_endpoints(self) -> list[Endpoint]:
         return [e for group in self.endpoints.values() for e in group]
@@ -122,11 +134,17 @@ class Execution:
         self.halt(job_tasks)
 
     def halt(self, job_tasks: list[asyncio.Task]) -> None:
-        """Stop starting requests; cancel what is still in flight after the grace period."""
+        """Stop starting requests, judge requests included; cancel what is still in flight after the grace period."""
         if self.stop.is_set():
             return
         self.stop.set()
-        asyncio.get_running_loop().call_later(self.options.grace, lambda: [t.cancel() for t in job_tasks])
+        asyncio.get_running_loop().call_later(self.options.grace, self._abandon, job_tasks)
+
+    def _abandon(self, job_tasks: list[asyncio.Task]) -> None:
+        for task in job_tasks:
+            task.cancel()
+        if self.judge is not None:
+            self.judge.abandon()
 
     def on_write_error(self, reason: str, job_tasks: list[asyncio.Task]) -> None:
         """The disk refused a write: stop cleanly, keeping what is written, so the run can be resumed."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Optional
@@ -32,6 +33,28 @@ def encoding_error(path: Path, exc: UnicodeDecodeError, what: str, line: Optiona
     """A one-line error for bytes that are not UTF-8."""
     where = f" line {line}:" if line else ""
     return UserError(f"{path}:{where} {what} is not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})")
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, as a phrase: 'a directory', 'a named pipe', ..."""
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def check_regular(path: Path, what: str) -> None:
+    """A file the run will read or write must be a regular file or not exist yet: opening a named
+    pipe blocks for ever, and a directory or device is no place for records."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UserError(f"{path}: {what} cannot be checked: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise UserError(f"{path}: {what} is {file_kind(mode)}, expected a regular file")
 
 
 def read_text(path: Path, what: str = "file") -> str:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import string
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-from lalmeval.cache import InferenceCache, request_key
+from lalmeval.cache import InferenceCache, deterministic, request_key
 from lalmeval.config import JudgeProperties
 from lalmeval.errors import UserError, closest
-from lalmeval.inference.client import Endpoint
+from lalmeval.inference.client import Endpoint, Interrupted, RequestFailed
 from lalmeval.inference.protocols import PROTOCOLS
 from lalmeval.records import Prompt, Record
 from lalmeval.secrets import NO_SECRETS, Redactor
@@ -84,16 +85,19 @@ def fields_for(record: Record) -> dict[str, str]:
 class Judge:
     """One judge endpoint shared by every judge metric, with its prompts and a judgment cache."""
 
-    def __init__(self, props: JudgeProperties, templates: dict[str, Any], cache: Optional[InferenceCache], redactor: Redactor = NO_SECRETS):
+    def __init__(self, props: JudgeProperties, templates: dict[str, Any], cache: Optional[InferenceCache], redactor: Redactor = NO_SECRETS,
+                 cache_sampled: bool = False, stop: Optional[asyncio.Event] = None):
         self.props = props
         self.info = props.as_model()
-        self.endpoint = Endpoint(self.info, redactor)
+        self.endpoint = Endpoint(self.info, redactor, stop)   # sends nothing once the run stops
+        self._in_flight: set[asyncio.Future] = set()
         self.templates = templates
-        self.cache = cache
         self.prompt_model = props.judge_prompt_model_override or props.judge_model
         self.params: dict[str, Any] = {"temperature": props.judge_temperature}
         if props.judge_max_tokens:
             self.params["max_tokens"] = props.judge_max_tokens
+        # Like model replies, a sampled judgment (judge_temperature > 0) is reused only with cache_sampled.
+        self.cache = cache if deterministic(self.params) or cache_sampled else None
         self.protocol = PROTOCOLS.get(props.judge_type)
 
     def template(self, metric: str, variant: str) -> Optional[str]:
@@ -101,15 +105,42 @@ class Judge:
         by_model = self.templates.get(metric, {}).get(variant, {})
         return by_model.get(self.prompt_model, by_model.get("default"))
 
-    async def ask(self, text: str) -> tuple[str, bool]:
-        """The judge's reply to a filled prompt, and whether it came from the cache."""
+    async def ask(self, text: str, usable: Callable[[str], bool] = lambda reply: True) -> tuple[str, bool]:
+        """The judge's reply to a filled prompt, and whether it came from the cache.
+
+        Only a judgment the caller can use is cached or reused: one cut short or off format is
+        asked again by the next run (the printed retry command), not answered from the cache."""
         prompt = Prompt(text=text, with_audio=False)
         key = request_key(self.info, prompt, self.params, (), "", url=self.endpoint.shown_url) if self.cache is not None else None
-        if key and (cached := self.cache.get(key)) is not None:
+        if key and (cached := self.cache.get(key)) is not None and usable(cached):
             return cached, True
         body, content_type = self.protocol.body(self.info, prompt, [], self.params, "")
-        reply = await self.endpoint.post(self.protocol.path, body, content_type, self.protocol.parse)
-        text_reply = reply.value.text
-        if key:
+        text_reply = await self._post(body, content_type)
+        if key and usable(text_reply):
             self.cache.put(key, text_reply)
         return text_reply, False
+
+    async def _post(self, body: bytes, content_type: str) -> str:
+        """One judge request, which abandon() can end (Interrupted) without cancelling the metric awaiting it."""
+        request = asyncio.ensure_future(self.endpoint.post(self.protocol.path, body, content_type, self.protocol.parse))
+        self._in_flight.add(request)
+        try:
+            await asyncio.wait({request})
+        except asyncio.CancelledError:
+            request.cancel()
+            raise
+        finally:
+            self._in_flight.discard(request)
+        if request.cancelled():
+            raise Interrupted()
+        return request.result().value.text
+
+    def abandon(self) -> None:
+        """The grace period after a stop is over: end the judge requests still in flight."""
+        for request in self._in_flight:
+            request.cancel()
+
+
+def judge_failure(exc: RequestFailed) -> str:
+    """What a failed judge request records: the interruption as it is, anything else as a failed request."""
+    return exc.reason if isinstance(exc, Interrupted) else f"judge request failed: {exc.reason}"

@@ -12,7 +12,7 @@ from typing import Any, Optional
 from lalmeval.config_change import check_config_change
 from lalmeval.engine import SCORING_FAILED
 from lalmeval.execution import Execution, Jobs
-from lalmeval.files import check_writable_dir
+from lalmeval.files import check_regular, check_writable_dir
 from lalmeval.options import RunOptions
 from lalmeval.plan import Plan
 from lalmeval.records import Score
@@ -80,6 +80,8 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
             if options.use_cache and not options.reeval:
                 check_writable_dir(state.cache_dir, "cache directory (cache_dir)")
             check_writable_dir(store.root, "run directory")
+            for path, what in state.files():  # a named pipe among them would block the run for ever
+                check_regular(path, what)
             check_config_change(store.root / "config.yaml", redacted_config(plan.config), options)
             store.write_config(redacted_config(plan.config))
             for line in short_secret_warnings(plan.config):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -14,6 +15,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Optional
 import yaml
 
 from lalmeval.errors import UserError
+from lalmeval.files import check_regular
 from lalmeval.records import Record
 
 try:
@@ -39,10 +41,11 @@ def safe_name(name: str) -> str:
     return "".join(out) or "%00"
 
 
-def read_jsonl(path: Path) -> Iterable[dict[str, Any]]:
+def read_jsonl(path: Path, what: str = "JSONL file") -> Iterable[dict[str, Any]]:
     """The JSON objects of a JSONL file, skipping a line cut short by a crash (or by a full disk)."""
     if not path.exists():
         return
+    check_regular(path, what)
     with path.open("rb") as handle:
         for line in handle:
             try:
@@ -155,6 +158,10 @@ class JsonlWriter:
 
     def __init__(self, path: Path, mode: str = "a"):
         try:
+            check_regular(path, "file")
+        except UserError as exc:
+            raise WriteFailed(f"cannot write {exc}") from None
+        try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._file: Optional[BinaryIO] = path.open(mode + "b", buffering=0)
             if mode == "a" and path.stat().st_size:
@@ -202,6 +209,7 @@ class RunStore:
         flock is released by the kernel when the holder dies, so a run killed with SIGKILL can be resumed."""
         if fcntl is None:
             return
+        check_regular(self.root / ".lock", "lock file")
         handle = (self.root / ".lock").open("a+", encoding="utf-8")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -227,18 +235,22 @@ class RunStore:
     def scores_path(self, dataset: str, metric: str, model: str) -> Path:
         return self.root / "scores" / f"{safe_name(dataset)}__{safe_name(metric)}__{safe_name(model)}.jsonl"
 
+    def files(self) -> list[tuple[Path, str]]:
+        """The run's own files besides records and scores, with what each is (for check_regular)."""
+        return [(self.root / "config.yaml", "run config"), (self.root / "final_scores.json", "final scores file")]
+
     def write_config(self, data: dict[str, Any]) -> None:
-        self._atomic(self.root / "config.yaml", yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+        write_atomic(self.root / "config.yaml", yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
 
     def write_final(self, data: dict[str, Any]) -> Path:
         path = self.root / "final_scores.json"
-        self._atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         return path
 
     def stored_records(self, dataset: str, model: str) -> dict[tuple[str, int], Record]:
         """The last record stored for each (sample, repeat) of (dataset, model), failed or not."""
         stored: dict[tuple[str, int], Record] = {}
-        for item in read_jsonl(self.records_path(dataset, model)):
+        for item in read_jsonl(self.records_path(dataset, model), "records file"):
             try:
                 record = Record(**item)
             except TypeError:
@@ -246,12 +258,15 @@ class RunStore:
             stored[record.unit] = record
         return stored
 
-    @staticmethod
-    def _atomic(path: Path, text: str) -> None:
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        try:
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, path)
-        except OSError as exc:
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a whole file through a scratch file and a rename, so a reader never sees half of it; WriteFailed when refused."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    try:
+        tmp.unlink(missing_ok=True)  # our scratch name: whatever is left there (a named pipe would block) goes
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
-            raise WriteFailed(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise WriteFailed(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -3,7 +3,11 @@ exit code 2 — or, for a single bad clip, a recorded failure while the run comp
 
 import json
 import os
+import socket
 import struct
+import subprocess
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -12,7 +16,7 @@ import yaml
 
 from lalmeval.cli import main
 from tests.support.endpoint import ScriptedEndpoint
-from tests.support.workspace import demo_rows, model
+from tests.support.workspace import REPO, demo_rows, model
 
 
 def base(ws):
@@ -297,3 +301,113 @@ def test_a_run_directory_whose_final_scores_are_nested_too_deeply_is_one_line(ws
     code = main(["report", str(ws.root / "runs" / "r"), "--out", str(ws.root / "board.html")])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and lines == [f"error: {ws.root / 'runs' / 'r' / 'final_scores.json'}: not valid JSON (nested too deeply)"]
+
+
+# --- files the run reads and writes: a named pipe (or a folder) where one belongs ---------------
+
+RUN_FILES = {
+    "cache file": (".cache/m.jsonl", "cache file is a named pipe"),
+    "judge cache file": (".cache/judge_j.jsonl", "judge cache file is a named pipe"),
+    "records file": ("p/records/qs__m.jsonl", "records file is a named pipe"),
+    "scores file": ("p/scores/qs__llm_judge_binary__m.jsonl", "scores file is a named pipe"),
+    "run config": ("p/config.yaml", "run config is a named pipe"),
+    "final scores": ("p/final_scores.json", "final scores file is a named pipe"),
+    "lock file": ("p/.lock", "lock file is a named pipe"),
+    "launch log": ("p/launch_m.log", "launch log is a named pipe"),
+}
+
+
+def judged_questions(ws, judge_url, **model_settings):
+    rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(2)]
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None}})
+    return ws.config([model(model_settings.pop("url", "http://127.0.0.1:9/v1"), **model_settings)], [["qs", "llm_judge_binary"]],
+                     output_dir=str(ws.root / "runs"), judge_properties={"judge_model": "j", "judge_api_endpoint": judge_url})
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def run_cli(config, *args, timeout=60):
+    """A run in its own process: a run blocked on a named pipe is killed, not waited for."""
+    proc = subprocess.Popen([sys.executable, "-m", "lalmeval", *args, *(["--config", str(config)] if config else [])],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"still running after {timeout}s: blocked on a named pipe?")
+    return proc.returncode, err
+
+
+@pytest.mark.parametrize("name", list(RUN_FILES))
+def test_a_named_pipe_where_a_run_file_belongs_is_one_line_and_exit_2(ws, name):
+    """A named pipe (a leftover of a script, a shared folder) where the run reads or writes a file
+    would block the run for ever on open(): it is refused before anything is launched or sent."""
+    where, expected = RUN_FILES[name]
+    with ScriptedEndpoint(lambda seen, n: "answer") as ep, ScriptedEndpoint(lambda seen, n: "Rating: 1") as judge_ep:
+        # A launched server gets a free port of its own (one already answering would be refused first).
+        served = {"url": f"http://127.0.0.1:{free_port()}/v1", "launch": "sleep 60"} if name == "launch log" else {"url": ep.url}
+        config = judged_questions(ws, judge_ep.url, **served)
+        pipe = ws.root / "runs" / where
+        pipe.parent.mkdir(parents=True, exist_ok=True)
+        os.mkfifo(pipe)
+        code, err = run_cli(config, "run", "--run-id", "p")
+        assert not ep.requests and not judge_ep.requests
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), err
+    assert str(pipe) in lines[0] and expected in lines[0] and lines[0].endswith("expected a regular file"), lines[0]
+
+
+def test_a_folder_where_the_cache_file_belongs_is_one_line_and_exit_2(ws, capsys):
+    with ScriptedEndpoint(lambda seen, n: "answer") as ep, ScriptedEndpoint(lambda seen, n: "Rating: 1") as judge_ep:
+        config = judged_questions(ws, judge_ep.url, url=ep.url)
+        (ws.root / "runs" / ".cache" / "m.jsonl").mkdir(parents=True)
+        code = main(["run", "--config", str(config), "--run-id", "p"])
+        assert not ep.requests
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.endswith("m.jsonl: cache file is a directory, expected a regular file"), err
+
+
+@pytest.mark.parametrize("scratch", ["final_scores.json.tmp", "config.yaml.tmp", "report.html.tmp"])
+def test_a_named_pipe_left_where_the_run_writes_its_scratch_file_is_replaced(ws, scratch):
+    """Whole files are written to a scratch name and renamed: whatever is left under that name goes."""
+    with ScriptedEndpoint(lambda seen, n: "answer 0") as ep, ScriptedEndpoint(lambda seen, n: "Rating: 1") as judge_ep:
+        config = judged_questions(ws, judge_ep.url, url=ep.url)
+        (ws.root / "runs" / "p").mkdir(parents=True)
+        os.mkfifo(ws.root / "runs" / "p" / scratch)
+        code, err = run_cli(config, "run", "--run-id", "p")
+    assert code == 0, err
+    assert (ws.root / "runs" / "p" / "report.html").is_file() and not (ws.root / "runs" / "p" / scratch).exists()
+
+
+def test_reading_or_appending_to_a_named_pipe_is_refused_before_it_is_opened(tmp_path):
+    """The store's readers and writers refuse a named pipe instead of blocking on it (reports read
+    records and scores after the run; a pipe may appear after the run's start-up check)."""
+    from lalmeval.errors import UserError
+    from lalmeval.store import JsonlWriter, WriteFailed, read_jsonl
+
+    pipe = tmp_path / "scores.jsonl"
+    os.mkfifo(pipe)
+    outcome = {}
+
+    def attempt():
+        for name, call, error in (("read", lambda: list(read_jsonl(pipe, "scores file")), UserError), ("append", lambda: JsonlWriter(pipe), WriteFailed)):
+            try:
+                call()
+                outcome[name] = "opened"
+            except error as exc:
+                outcome[name] = str(exc)
+
+    worker = threading.Thread(target=attempt, daemon=True)
+    worker.start()
+    worker.join(20)
+    if worker.is_alive():  # blocked in open(): release it before failing
+        os.close(os.open(pipe, os.O_RDWR))
+        pytest.fail("blocked opening a named pipe")
+    assert outcome == {"read": f"{pipe}: scores file is a named pipe, expected a regular file",
+                       "append": f"cannot write {pipe}: file is a named pipe, expected a regular file"}

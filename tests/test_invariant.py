@@ -193,14 +193,17 @@ def test_an_exception_in_a_metric_is_a_counted_scoring_failure_not_a_lost_sample
 
 def test_a_pass_that_cannot_go_on_fails_every_remaining_sample_with_the_reason(ws):
     questions(ws, count=4)
-    (ws.root / "runs" / ".cache" / "m.jsonl").mkdir(parents=True)  # the model's cache file is a folder
+    # The model's cache file cannot be read (EIO, as from a failing disk): /proc/self/mem at offset 0.
+    # (A folder or a named pipe there is refused at start: see test_bad_input.)
+    (ws.root / "runs" / ".cache").mkdir(parents=True)
+    (ws.root / "runs" / ".cache" / "m.jsonl").symlink_to("/proc/self/mem")
     with ScriptedEndpoint(lambda seen, n: "answer") as ep:
         ws.config([model(ep.url)], [["qs", "accuracy"]])
         result = ws.run()
         assert not ep.requests
     records = records_by_id(ws)
     assert len(records) == 4
-    assert all(r["error"].startswith("pass failed: internal error: IsADirectoryError") for r in records.values())
+    assert all(r["error"].startswith("pass failed: internal error: OSError: [Errno 5]") for r in records.values())
     assert (result.scores[0].num_samples, result.scores[0].num_failed) == (4, 4) and not result.complete
 
 

@@ -1,10 +1,12 @@
 """LLM judges against a local judge double: scores, what the judge sees, failures, pipelining, cache."""
 
+import csv
 import json
 import re
 
 import pytest
 
+from lalmeval.cli import main
 from lalmeval.errors import UserError
 from lalmeval.judge import parse_rating
 from lalmeval.options import RunOptions
@@ -116,7 +118,8 @@ def test_unparseable_and_failed_judgments_are_counted_not_zeroed(ws):
         score = go(ws, m, j, "llm_judge_binary", judge_extra={"judge_concurrency": 1, "judge_retry_attempts": 0}).scores[0]
     assert score.details["num_judge_failed"] == 3 and score.details["judged"] == 3
     assert score.score == pytest.approx(100 * 2 / 3)  # not 2/6
-    assert score.num_failed == 0  # inference did not fail
+    # Inference did not fail, but three samples have no score: they are failed samples (README: num_failed).
+    assert score.num_failed == 3 and score.details["failures"] == {"judge failed": 3}
     failed = [x for x in scores_file(ws, "llm_judge_binary") if x.get("judge_failed")]
     reasons = sorted(x["judge_failed"] for x in failed)
     assert reasons == ["judge request failed: HTTP 500: judge down", "rating 7 outside 0-1", "unparseable judgment"]
@@ -203,3 +206,92 @@ def test_judge_metric_without_judge_properties_refuses_to_start(ws):
 ])
 def test_parse_rating(text, rating):
     assert parse_rating(text) == rating
+
+
+# --- judged runs of text questions -------------------------------------------------------------
+
+
+def questions(ws, rows, **spec):
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None, **spec}})
+
+
+def text_rows(count):
+    return [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(count)]
+
+
+def answer(seen, n):
+    return f"answer {seen.text.split()[-1]}"
+
+
+def final(ws, run_id="t"):
+    return json.loads((ws.root / "runs" / run_id / "final_scores.json").read_text())
+
+
+def test_num_failed_counts_samples_whose_judgment_failed(ws):
+    """Four samples answered; the judge rates two and returns no rating for the other two: the
+    README defines num_failed as every sample without a prediction or a score, so it is 2 — in
+    final_scores.json and results.csv alike — and the run exits 3."""
+    questions(ws, text_rows(4))
+    with ScriptedEndpoint(answer) as ep, ScriptedEndpoint(lambda seen, n: "Rating: 1" if n % 2 == 0 else "no idea") as judge_ep:
+        ws.config([model(ep.url)], [["qs", "llm_judge_binary"]], output_dir=str(ws.root / "runs"),
+                  judge_properties={"judge_model": "j", "judge_api_endpoint": judge_ep.url, "judge_concurrency": 1, "judge_retry_attempts": 0})
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+    score = final(ws)["scores"][0]
+    assert score["details"]["judged"] == 2 and score["details"]["num_judge_failed"] == 2
+    assert score["num_failed"] == 2, f"num_samples {score['num_samples']}, num_failed {score['num_failed']}, judged {score['details']['judged']}"
+    assert score["num_samples"] == 4 and score["score"] == 100.0 and code == 3
+    row = next(csv.DictReader((ws.root / "runs" / "t" / "results.csv").open()))
+    assert row["num_failed"] == "2"
+
+
+def test_the_printed_retry_command_retries_an_unparseable_judgment(ws, capsys):
+    """The judge's first answer for one sample has no rating (cut short, say); asked again it
+    answers properly. The run exits 3 and prints "Retry them with: ... --resume t"; running that
+    asks the judge again for that sample only (the unusable judgment was not cached) and exits 0."""
+    questions(ws, text_rows(2))
+    asked: dict[str, int] = {}
+
+    def judge(seen, n):
+        key = seen.text.split("[Model Answer]")[-1] if "[Model Answer]" in seen.text else seen.text
+        asked[key] = asked.get(key, 0) + 1
+        return "The answer seems" if "answer 1" in key and asked[key] == 1 else "Rating: 1"
+
+    with ScriptedEndpoint(answer) as ep, ScriptedEndpoint(judge) as judge_ep:
+        ws.config([model(ep.url)], [["qs", "llm_judge_binary"]], output_dir=str(ws.root / "runs"),
+                  judge_properties={"judge_model": "j", "judge_api_endpoint": judge_ep.url})
+        first = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+        assert first == 3 and "--resume t" in capsys.readouterr().err
+        again = main(["run", "--config", str(ws.root / "config.yaml"), "--resume", "t"])
+        judged = len(judge_ep.requests)
+    assert again == 0, f"the retry exited {again}; judge requests in all: {judged} (the unparseable one was not asked again)"
+    assert judged == 3  # the usable judgment came from the cache
+    assert final(ws)["scores"][0]["score"] == 100.0
+
+
+def test_an_unusable_judgment_already_in_the_cache_is_asked_again(ws):
+    """A cache written by an older version may hold judgments without a rating: they are not reused."""
+    questions(ws, text_rows(2))
+    with ScriptedEndpoint(answer) as ep, ScriptedEndpoint(lambda seen, n: "Rating: 1") as judge_ep:
+        ws.config([model(ep.url)], [["qs", "llm_judge_binary"]], output_dir=str(ws.root / "runs"),
+                  judge_properties={"judge_model": "j", "judge_api_endpoint": judge_ep.url})
+        assert main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"]) == 0
+        cache = ws.root / "runs" / ".cache" / "judge_j.jsonl"
+        entries = [json.loads(line) for line in cache.read_text().splitlines()]
+        cache.write_text("".join(json.dumps({**e, "reply": "The answer see"}) + "\n" for e in entries))
+        again = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t", "--reeval"])
+        judged = len(judge_ep.requests)
+    assert (again, judged) == (0, 4) and final(ws)["scores"][0]["score"] == 100.0
+
+
+def test_a_sampled_judgment_is_reused_only_with_cache_sampled(ws):
+    """judge_temperature > 0 samples: like a model's sampled reply, its judgment is asked again by a
+    later run unless cache_sampled: true."""
+    questions(ws, text_rows(2))
+    with ScriptedEndpoint(answer) as ep, ScriptedEndpoint(lambda seen, n: "Rating: 1") as judge_ep:
+        for run_id, cache_sampled in (("a", False), ("b", False), ("c", True), ("d", True)):
+            ws.config([model(ep.url)], [["qs", "llm_judge_binary"]], output_dir=str(ws.root / "runs"), cache_sampled=cache_sampled,
+                      judge_properties={"judge_model": "j", "judge_api_endpoint": judge_ep.url, "judge_temperature": 0.5})
+            ws.run(run_id)
+        judged = len(judge_ep.requests)
+    assert judged == 2 + 2 + 2  # a, b and c ask; d reuses c's judgments

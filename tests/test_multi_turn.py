@@ -75,3 +75,31 @@ def test_the_judge_scores_every_turn_and_the_sample_scores_their_mean(ws):
     score = result.scores[0]
     assert score.details["turns"] == pytest.approx([100.0, 60.0, 60.0])
     assert score.score == pytest.approx(100 * ((5 + 3) / 2 + (5 + 3 + 3) / 3) / 2 / 5)
+
+
+@pytest.mark.parametrize("reference", [[], "[]"])
+def test_an_empty_per_turn_reference_list_means_no_reference(ws, reference):
+    """MT-Bench categories without references hold an empty list (as a list or its JSON text): every
+    turn is judged without a reference, never against the text "[]"."""
+    dialogues(ws, [{"id": "d", "turns": ["Write a haiku.", "Now a limerick."], "reference": reference}], target_column="reference")
+    with ScriptedEndpoint(reply) as model_ep, ScriptedEndpoint(lambda seen, n: "Rating: 4") as judge_ep:
+        ws.config([model(model_ep.url)], [["mt", "llm_judge_detailed"]], judge_properties={"judge_model": "j", "judge_api_endpoint": judge_ep.url})
+        result = ws.run()
+        seen_by_judge = [s.text for s in judge_ep.requests]
+    assert len(seen_by_judge) == 2 and all("[Reference Answer]" not in t and "There is no reference answer" in t for t in seen_by_judge)
+    line = json.loads((ws.root / "runs" / "t" / "scores" / "mt__llm_judge_detailed__m.jsonl").read_text())
+    assert [t["variant"] for t in line["turns"]] == ["open", "open"] and result.scores[0].score == 80.0
+
+
+def test_a_dialogue_whose_later_turns_changed_is_not_answered_from_the_cache(ws):
+    """Two dialogues with the same first turn and the same words, split into turns differently, are
+    different conversations: the second is sent, not answered with the first's replies."""
+    with ScriptedEndpoint(reply) as ep:
+        ws.config([model(ep.url)], [["mt", "word_error_rate"]])
+        dialogues(ws, [{"id": "d", "turns": ["Say a number.", "Double it.\n\nAdd one."]}])
+        ws.run("two")
+        dialogues(ws, [{"id": "d", "turns": ["Say a number.", "Double it.", "Add one."]}])
+        ws.run("three")
+        sent = len(ep.requests)
+    record = ws.records("mt", "m", "three")[0]
+    assert sent == 2 + 3 and len(record["extra"]["turns"]) == 3 and not record["extra"].get("cached")

@@ -209,3 +209,55 @@ def test_other_braces_in_a_multiple_choice_template_are_sent_as_written(ws, caps
     code, err, sent = mc_run(ws, capsys, "{question}\n{options}\nPut {answer} as \\boxed{X}, one of {labels}.")
     assert code == 0, err
     assert sent[0] == "Which animal barks?\nA. cat\nB. dog\nPut {answer} as \\boxed{X}, one of A, B."
+
+
+# --- answer_extraction: llm --------------------------------------------------------------------
+
+ANIMALS = ["cat", "dog", "cow", "hen", "pig", "owl", "bee", "ant", "elk", "fox"]
+
+
+def llm_extraction(ws, options=2):
+    """One question whose gold option is B, read with `answer_extraction: llm`."""
+    rows = [{"id": "a", "question": "Which animal barks?", "options": ANIMALS[:options], "answer": "B"}]
+    ws.runspec("knowledge", "mc", {"mc": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text", "audio_column": None,
+                                          "textual_input_column": "question", "choices_column": "options", "target_column": "answer",
+                                          "answer_extraction": "llm"}})
+
+
+def llm_scores(ws, run_id="t"):
+    return [json.loads(x) for x in (ws.root / "runs" / run_id / "scores" / "mc__accuracy__m.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("options", [2, 10])
+@pytest.mark.parametrize("judgment", ["I would say B.", "Answer: B", "**Answer:** (b)", "The model picks the dog.\nAnswer: B",
+                                      "The answer I would pick is B.", "I think it is B", "Answer: A\nOn reflection:\nAnswer: B"])
+def test_llm_answer_extraction_reads_the_letter_the_judge_names(ws, options, judgment):
+    """The model's reply names no option, so the judge is asked which option it chooses; the option
+    it names decides — never the pronoun "I" (option I when there are nine or more options)."""
+    llm_extraction(ws, options)
+    with ScriptedEndpoint(lambda seen, n: "It is hard to say.") as ep, ScriptedEndpoint(lambda seen, n: judgment) as judge_ep:
+        ws.config([model(ep.url)], [["mc", "accuracy"]], judge_properties={"judge_model": "j", "judge_api_endpoint": judge_ep.url})
+        result = ws.run()
+        assert len(judge_ep.requests) == 1
+        assert '"Answer: X"' in judge_ep.requests[0].text  # the judge is asked for a fixed form
+    line = llm_scores(ws)[0]
+    assert result.scores[0].score == 100.0 and line["extracted"] == "B" and line["extracted_by"] == "judge", line
+
+
+def test_llm_extraction_judge_saying_none_is_wrong_and_an_unreadable_judgment_is_a_failure_asked_again(ws):
+    """"Answer: none" is the judge's verdict: the sample is wrong (unextracted). A judgment naming no
+    option is a judge failure — not scored, not cached — and resuming the run asks the judge again."""
+    llm_extraction(ws, 4)
+    judgments = iter(["I cannot tell.", "Answer: B"])
+    with ScriptedEndpoint(lambda seen, n: "It is hard to say.") as ep, ScriptedEndpoint(lambda seen, n: next(judgments)) as judge_ep:
+        ws.config([model(ep.url)], [["mc", "accuracy"]], judge_properties={"judge_model": "j", "judge_api_endpoint": judge_ep.url})
+        failed = ws.run("t")
+        assert (failed.scores[0].score, failed.scores[0].num_failed) == (None, 1) and not failed.complete
+        assert llm_scores(ws)[0]["judge_failed"] == "unparseable judgment"
+        resumed = ws.run("t", fresh=False)
+        assert len(judge_ep.requests) == 2 and resumed.scores[0].score == 100.0 and resumed.complete
+    with ScriptedEndpoint(lambda seen, n: "It is hard to say.") as ep, ScriptedEndpoint(lambda seen, n: "Answer: none") as judge_ep:
+        ws.config([model(ep.url)], [["mc", "accuracy"]], judge_properties={"judge_model": "j", "judge_api_endpoint": judge_ep.url})
+        result = ws.run("none", fresh=True)
+    line = llm_scores(ws, "none")[0]
+    assert result.scores[0].score == 0.0 and result.scores[0].num_failed == 0 and line["unextracted"] and result.scores[0].details["unextracted"] == 1

@@ -174,3 +174,42 @@ def test_final_scores_list_failures_by_reason(ws):
         result = go(ws, ep, retry_attempts=0, batch_size=1)
     final = json.loads(result.final_path.read_text())
     assert final["failures"] == [{"model": "m", "dataset": "cmds", "kind": "HTTP 500", "count": 4, "example": "HTTP 500: boom"}]
+
+
+@pytest.mark.parametrize("settings,reused", [
+    ({"generation_kwargs": {"extra_body": {"temperature": 1.0}}}, False),       # sampled at 1.0 whatever `temperature` says
+    ({"temperature": 0.7, "generation_kwargs": {"extra_body": {"temperature": 0}}}, True),   # greedy as sent
+    ({"temperature": 0.7, "generation_kwargs": {"extra_body": {"seed": 7}}}, True),          # seeded as sent
+    ({"temperature": 0.7, "generation_kwargs": {"top_k": 1}}, True),                         # one candidate: greedy
+    ({"generation_kwargs": {"extra_body": {"temperature": None}}}, False),      # the server's default temperature
+])
+def test_what_the_request_sends_decides_whether_its_reply_is_reused(ws, settings, reused):
+    """vLLM users keep sampling settings in extra_body, whose keys replace the validated ones in the
+    request: the temperature (and seed) actually sent decides whether a reply may be reused."""
+    setup(ws)
+    with ScriptedEndpoint(answer_by_prompt_and_clip) as ep:
+        go(ws, ep, run_id="a", **settings)
+        sent = {r.body.get("temperature") for r in ep.requests}
+        go(ws, ep, run_id="b", **settings)
+        requests = len(ep.requests)
+    cached = [r["id"] for r in ws.records("cmds", "m", "b") if r["extra"].get("cached")]
+    if reused:
+        assert requests == COUNT and len(cached) == COUNT, sent
+    else:
+        assert requests == 2 * COUNT and not cached, f"sent temperature {sent}; the second run sent {requests - COUNT} requests"
+
+
+def test_a_reply_is_reused_only_for_the_same_api_version(ws):
+    """An Azure-style endpoint evaluated with one api_version, then (new run id, same cache) with
+    another: another API version is another request (`?api-version=` differs, and with it what the
+    service does), so it is sent; a new token is not another request."""
+    setup(ws)
+    with ScriptedEndpoint(answer_by_prompt_and_clip) as ep:
+        go(ws, ep, run_id="old", api_version="2024-02-01", auth_token="azure-key-0123456789")
+        go(ws, ep, run_id="same", api_version="2024-02-01", auth_token="azure-key-9876543210")
+        assert len(ep.requests) == COUNT  # only the credential changed: answered from the cache
+        go(ws, ep, run_id="new", api_version="2025-01-01", auth_token="azure-key-9876543210")
+        versions = [s.query.get("api-version") for s in ep.requests]
+        resumed = go(ws, ep, run_id="old", options=RunOptions(allow_config_change=True), api_version="2025-01-01", auth_token="azure-key-0123456789")
+    assert versions == ["2024-02-01"] * COUNT + ["2025-01-01"] * COUNT, f"requests sent: {versions}"
+    assert resumed.reused == 0  # a stored prediction of the old version is not one of the new

@@ -16,6 +16,7 @@ import aiohttp
 from lalmeval.config import ModelInfo
 from lalmeval.inference.limit import AdaptiveLimit
 from lalmeval.inference.protocols import ReplyError
+from lalmeval.ledger import INTERRUPTED
 from lalmeval.secrets import NO_SECRETS, Redactor, clip, scrub
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504}) | frozenset(range(520, 530))
@@ -35,6 +36,13 @@ class RequestFailed(Exception):
         self.reason = reason
         self.attempts = attempts
         self.retry_wait = retry_wait
+
+
+class Interrupted(RequestFailed):
+    """The run is stopping (Ctrl-C, SIGTERM, a full disk): the request was not sent, or was abandoned."""
+
+    def __init__(self, attempts: int = 0, retry_wait: float = 0.0):
+        super().__init__(INTERRUPTED, attempts, retry_wait)
 
 
 @dataclass(frozen=True)
@@ -101,8 +109,9 @@ DOWN_AFTER = 3
 class Endpoint:
     """The shared client of one model entry: every Engine's requests to it pass through here."""
 
-    def __init__(self, info: ModelInfo, redactor: Redactor = NO_SECRETS):
+    def __init__(self, info: ModelInfo, redactor: Redactor = NO_SECRETS, stop: Optional[asyncio.Event] = None):
         self.info = info
+        self.stop = stop   # set when the run stops: no request is sent after it
         self.base_url = info.url.rstrip("/")
         self.limit = AdaptiveLimit(info.batch_size)
         self.redact = redactor
@@ -219,6 +228,10 @@ class Endpoint:
         if self._unreachable_streak >= DOWN_AFTER and self.down_reason is None:
             self.down_reason = reason
 
+    def _check_stop(self, attempt: int, waited: float) -> None:
+        if self.stop is not None and self.stop.is_set():
+            raise Interrupted(attempt - 1, waited)
+
     async def post(self, path: str, body: bytes, content_type: str, parse: Callable[[Any], T]) -> Reply[T]:
         """POST and parse with retries on transient failures; raises RequestFailed with the last reason."""
         attempts_allowed = self.info.retry_attempts + 1
@@ -227,8 +240,10 @@ class Endpoint:
         for attempt in range(1, attempts_allowed + 1):
             if self.down_reason is not None:
                 raise RequestFailed(f"endpoint down ({self.down_reason}): {self.shown_url}", attempt - 1, waited)
+            self._check_stop(attempt, waited)
             async with self.limit:
                 await self._pace()
+                self._check_stop(attempt, waited)  # the run may have stopped while this request waited its turn
                 outcome = await self._attempt(path, body, content_type, parse)
             self._observe(outcome.reason)
             if not outcome.reason:

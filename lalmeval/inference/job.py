@@ -347,7 +347,8 @@ class InferenceJob:
             if old is not None and not old.failed and old.key is not None and old.key == await self._identity(sample, prompt, repeat):
                 self.reused += 1
                 return self._refreshed(old, sample), False
-            return await self.infer(sample, prompt, home, repeat), True
+            record = await self.infer(sample, prompt, home, repeat)
+            return record, record.error != INTERRUPTED  # not sent: not written, so a resume requests it
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as exc:  # a bug or an input nobody foresaw fails this sample only

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from lalmeval.config import ModelInfo
 from lalmeval.errors import UserError
+from lalmeval.files import check_regular
 from lalmeval.inference.replicas import ModelGroup
 from lalmeval.secrets import NO_SECRETS, Redactor
 
@@ -31,6 +32,11 @@ def launch_list(groups: list[ModelGroup]) -> list[ModelInfo]:
             name = f"{replica.entry}-replica{replica.index}" if siblings > 1 else replica.entry
             out.append(info.model_copy(update={"launch": command, "name": name}))
     return out
+
+
+def log_path(logdir: Path, model: ModelInfo) -> Path:
+    """Where a launched server's output goes: launch_<name>.log in the run directory."""
+    return logdir / f"launch_{model.name.replace('/', '_')}.log"
 
 
 async def _answers(session: aiohttp.ClientSession, model: ModelInfo) -> bool:
@@ -53,6 +59,8 @@ class Launcher:
         self._copiers: list[asyncio.Task] = []
 
     async def __aenter__(self) -> "Launcher":
+        for model in self.models:  # before anything starts: opening a named pipe would block the loop
+            check_regular(log_path(self.logdir, model), "launch log")
         await self._check_ports_free()
         started: dict[str, ModelInfo] = {}
         for model in self.models:
@@ -76,7 +84,7 @@ class Launcher:
             stdin=asyncio.subprocess.DEVNULL, start_new_session=True,
         )
         self.processes[model.launch] = process
-        log = self.logdir / f"launch_{model.name.replace('/', '_')}.log"
+        log = log_path(self.logdir, model)
         self._copiers.append(asyncio.ensure_future(self._copy(process, log)))
 
     async def _copy(self, process: asyncio.subprocess.Process, log: Path) -> None:
@@ -114,7 +122,7 @@ class Launcher:
         process = self.processes[model.launch]
         loop = asyncio.get_running_loop()
         deadline = loop.time() + model.launch_timeout
-        log = self.logdir / f"launch_{model.name.replace('/', '_')}.log"
+        log = log_path(self.logdir, model)
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session:
             while loop.time() < deadline:
                 if process.returncode is not None:

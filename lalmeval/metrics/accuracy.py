@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 from lalmeval.choices import LETTERS, format_options, labels
 from lalmeval.inference.client import RequestFailed
+from lalmeval.judge import judge_failure
 from lalmeval.metrics.base import METRICS, Metric, SampleScore, sample_stats
 from lalmeval.postprocess.extraction import extract_choice
 from lalmeval.postprocess.labels import option_letter
@@ -33,7 +34,14 @@ JUDGE_EXTRACTION = """A model answered a multiple-choice question. Which option 
 [Model answer]
 {answer}
 
-Reply with only the letter of the option the answer chooses, or "none" if it chooses none or several."""
+End your reply with one line "Answer: X", where X is the letter of the option the answer chooses, or "Answer: none" if it chooses none or several."""
+
+# The line the judge is asked to end with ("Answer: B", "**Answer:** (b)", "Answer: none"); the last one counts.
+_JUDGE_ANSWER = re.compile(r"(?m)^[\s*_#>]*(?i:answer)[\s*_]*[:：][\s*_]*[(\[]?\s*([A-Za-z]|(?i:none))\s*[)\]]?[\s*_.]*$")
+_JUDGE_NONE = re.compile(r"(?i)^\W*none\W*$")
+# The judge speaks of the answer in the first person: "I would say B", "the one I pick is B". Only a
+# verb that cannot follow the pronoun ("I is correct") makes a capital I the option letter.
+_PRONOUN_I = re.compile(r"(?<![A-Za-z0-9(\[])I(?=\s+(?!(?:is|was|seems|appears|looks|sounds|fits|matches|describes|isn't|wasn't|doesn't|does)\b)[a-z])")
 
 
 @METRICS.register("accuracy")
@@ -88,11 +96,12 @@ class Accuracy(Metric):
         options = record.extra["options"]
         text = JUDGE_EXTRACTION.format(question=record.prompt, options=format_options(options), answer=record.prediction or "(empty answer)")
         try:
-            reply, _ = await self.context.judge.ask(text)
+            reply, _ = await self.context.judge.ask(text, usable=lambda judgment: judge_choice(judgment, options)[0])
         except RequestFailed as exc:
-            return {"score": None, "judge_failed": f"judge request failed: {exc.reason}"}
-        match = re.search(r"\b([A-Z])\b", reply.strip().upper()[:20])
-        chosen = LETTERS.index(match.group(1)) if match and LETTERS.index(match.group(1)) < len(options) else None
+            return {"score": None, "judge_failed": judge_failure(exc)}
+        readable, chosen = judge_choice(reply, options)
+        if not readable:
+            return {"score": None, "judge_failed": "unparseable judgment", "judgment": reply}
         item = _verdict(chosen, record.extra["gold"])
         item.update(extracted_by="judge", judgment=reply)
         return item
@@ -117,6 +126,25 @@ class Accuracy(Metric):
         if failures:
             details["num_judge_failed"] = sum(failures.values())
         return (100.0 * sum(scored) / len(scored) if scored else None), details
+
+
+def judge_choice(judgment: str, options: list[str]) -> tuple[bool, Optional[int]]:
+    """(readable, option index or None for "none") of the extraction judge's reply.
+
+    The asked-for last line "Answer: X" decides; without it, the reply is read as any model's
+    reply is (`default` extraction: "I would say B." is B, never the pronoun); a reply that names
+    no single option and does not say "none" is unreadable — a judge failure, not a wrong answer."""
+    found = _JUDGE_ANSWER.findall(judgment)
+    if found:
+        said = found[-1]
+        if said.lower() == "none":
+            return True, None
+        index = LETTERS.index(said.upper())
+        return (True, index) if index < len(options) else (False, None)
+    chosen = extract_choice("default", _PRONOUN_I.sub("we", judgment), options, labels(len(options)))
+    if chosen is not None:
+        return True, chosen
+    return bool(_JUDGE_NONE.match(judgment.strip())), None
 
 
 def _verdict(chosen: Optional[int], gold: int) -> SampleScore:

@@ -12,7 +12,7 @@ from lalmeval.config import Config
 from lalmeval.errors import UserError
 from lalmeval.inference.client import RequestFailed
 from lalmeval.inference.protocols import ReplyError
-from lalmeval.judge import fields_for, parse_rating
+from lalmeval.judge import fields_for, judge_failure, parse_rating
 from lalmeval.metrics.base import METRICS, Metric, SampleScore, sample_stats
 from lalmeval.records import Record
 from lalmeval.stats import SampleStats, Uncertainty, ratio, t_interval, wilson
@@ -67,16 +67,22 @@ class LLMJudge(Metric):
         if template is None:
             return {"score": None, "variant": variant, "judge_failed": f"no '{variant}' prompt for {self.name}"}
         try:
-            reply, cached = await judge.ask(template.format_map(fields_for(record)))
+            reply, cached = await judge.ask(template.format_map(fields_for(record)), usable=lambda text: self._problem(text) is None)
         except RequestFailed as exc:
-            return {"score": None, "variant": variant, "judge_failed": f"judge request failed: {exc.reason}"}
+            return {"score": None, "variant": variant, "judge_failed": judge_failure(exc)}
         except ReplyError as exc:
             return {"score": None, "variant": variant, "judge_failed": f"judge reply unusable: {exc}"}
-        rating = parse_rating(reply)
-        if rating is None or not 0 <= rating <= self.scale:
-            reason = "unparseable judgment" if rating is None else f"rating {rating:g} outside 0-{self.scale}"
-            return {"score": None, "variant": variant, "judge_failed": reason, "judgment": reply, "cached": cached}
-        return {"score": rating, "variant": variant, "judgment": reply, "cached": cached}
+        problem = self._problem(reply)
+        if problem is not None:
+            return {"score": None, "variant": variant, "judge_failed": problem, "judgment": reply, "cached": cached}
+        return {"score": parse_rating(reply), "variant": variant, "judgment": reply, "cached": cached}
+
+    def _problem(self, judgment: str) -> Optional[str]:
+        """Why a judgment cannot be used, or None when it holds a rating on this metric's scale."""
+        rating = parse_rating(judgment)
+        if rating is None:
+            return "unparseable judgment"
+        return None if 0 <= rating <= self.scale else f"rating {rating:g} outside 0-{self.scale}"
 
     def sample_stats(self, items: list[SampleScore]) -> Optional[SampleStats]:
         return sample_stats(items, lambda x: (100.0 * x["score"] / self.scale, 1.0), ratio())
@@ -112,12 +118,16 @@ class LLMJudge(Metric):
 
 
 def _turn_references(reference: Optional[str], count: int) -> list[Optional[str]]:
-    """Per-turn references from a JSON list of `count`; a single reference belongs to the last turn."""
+    """Per-turn references from a JSON list of `count`; a single reference belongs to the last turn.
+
+    An empty list is no reference at all (MT-Bench's categories without references), not the text "[]"."""
     if reference and reference.lstrip().startswith("["):
         try:
             values = json.loads(reference)
         except (ValueError, RecursionError):  # not a list after all: one reference
             values = None
+        if values == []:
+            return [None] * count
         if isinstance(values, list) and len(values) == count:
             return [str(v) if v not in (None, "") else None for v in values]
     return [None] * (count - 1) + [reference]

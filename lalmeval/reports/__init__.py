@@ -10,6 +10,7 @@ from lalmeval.reports.leaderboard import build, console_table, leaderboard_html
 from lalmeval.reports.rundir import RunDir, load_run
 from lalmeval.reports.samples import collect
 from lalmeval.reports.tables import results_csv, results_md
+from lalmeval.store import write_atomic
 
 __all__ = ["RunDir", "load_run", "render_run", "write_leaderboard", "write_reports"]
 
@@ -23,9 +24,7 @@ def render_run(run_dir: Path) -> list[Path]:
 
 
 def _write(path: Path, text: str) -> Path:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)  # a reader never sees half a report
+    write_atomic(path, text)  # a reader never sees half a report
     return path
 
 
