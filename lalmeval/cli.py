@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 
 from lalmeval import __version__
 from lalmeval.entry import program, run_command
-from lalmeval.errors import UserError
+from lalmeval.errors import UserError, WriteFailed
 
 EXIT_USER_ERROR = 2
 
@@ -108,7 +108,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     output_dir = Path(args.output_dir or plan.config.output_dir)
     run_id = _run_id(args, output_dir)
     # Printed for pasting: started the way this run was (bash evaluate.sh, lalmeval, python -m lalmeval).
-    again = f"{run_command()} --config {shlex.quote(args.config)} --output-dir {shlex.quote(str(output_dir))} --resume {run_id}"
+    command = f"{run_command()} --config {shlex.quote(args.config)} --output-dir {shlex.quote(str(output_dir))}"
+    again = f"{command} --resume {run_id}"
     options = RunOptions(use_cache=not args.no_cache, skip_eval=args.skip_eval, reeval=args.reeval, force_reinfer=args.force_reinfer,
                          allow_config_change=args.allow_config_change)
     try:
@@ -116,6 +117,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"interrupted while starting (no sample finished). Run again with: {again}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except WriteFailed as exc:  # before the first request: nothing of this run is lost
+        print(f"error: {exc}. Free space (or fix the folder), then run again with: {command} --run-id {run_id}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
     if result.data_errors:
         print(f"{len(result.data_errors)} dataset(s) could not be read (see above); the others were evaluated.", file=sys.stderr)
         return EXIT_USER_ERROR
@@ -226,6 +230,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except WriteFailed as exc:
+        if args.debug:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

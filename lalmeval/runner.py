@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 from lalmeval.config_change import check_config_change
 from lalmeval.engine import SCORING_FAILED, failure_kind
+from lalmeval.errors import WriteFailed
 from lalmeval.execution import Execution, Jobs
 from lalmeval.files import check_writable_dir
 from lalmeval.options import RunOptions
@@ -19,7 +20,7 @@ from lalmeval.plan import Plan
 from lalmeval.records import Score
 from lalmeval.report import aggregates, comparison_table, comparisons, failure_table, final_scores, score_table
 from lalmeval.secrets import Redactor, config_secrets, redacted_config
-from lalmeval.store import RunStore, WriteFailed, write_error
+from lalmeval.store import RunStore, write_error
 
 
 @dataclass
@@ -74,18 +75,18 @@ def failures(jobs: Jobs) -> list[dict[str, Any]]:
 
 
 def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options: RunOptions = RunOptions(), progress_every: float = 15.0) -> RunResult:
-    """Run a plan end to end and write DIR/<run_id>/."""
+    """Run a plan end to end and write DIR/<run_id>/; a write the disk refuses before the first request raises WriteFailed."""
     options = replace(options, cache_sampled=plan.config.cache_sampled)
     redactor = Redactor(config_secrets(plan.config))
     # Every folder the run writes to must take a file before the first request is sent.
     check_writable_dir(output_dir, "output directory")
+    check_writable_dir(output_dir / run_id, "run directory")
     store = RunStore(output_dir / run_id)
     store.lock()
     try:
         state = Execution(plan, store, options, redactor)
         if options.use_cache and not options.reeval:
             check_writable_dir(state.cache_dir, "cache directory (cache_dir)")
-        check_writable_dir(store.root, "run directory")
         check_config_change(store.root / "config.yaml", redacted_config(plan.config), options)
         store.write_config(redacted_config(plan.config))
         for name, reason in plan.skipped.items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -13,7 +14,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Optional
 
 import yaml
 
-from lalmeval.errors import UserError
+from lalmeval.errors import DISK_FULL, UserError, WriteFailed, write_failed
 from lalmeval.records import Record
 
 try:
@@ -51,10 +52,6 @@ def read_jsonl(path: Path) -> Iterable[dict[str, Any]]:
                 continue
             if isinstance(item, dict):
                 yield item
-
-
-class WriteFailed(Exception):
-    """The disk refused a write (full, quota, file too large): the run must stop, keeping what is written."""
 
 
 class _WriterThread:
@@ -160,7 +157,9 @@ class JsonlWriter:
             if mode == "a" and path.stat().st_size:
                 self._ensure_newline(path)
         except OSError as exc:
-            raise WriteFailed(f"cannot write {path}: {exc.strerror or exc}") from None
+            failed = write_failed(path, exc)
+            _WRITER._fail(str(failed))  # like a refused line: the run stops, whichever writer met it
+            raise failed from None
 
     def _ensure_newline(self, path: Path) -> None:
         with path.open("rb") as handle:
@@ -194,6 +193,8 @@ class RunStore:
         try:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
+            if exc.errno in DISK_FULL:
+                raise write_failed(root, exc) from None
             raise UserError(f"{root}: cannot create the run directory: {exc.strerror or exc}") from None
 
     def lock(self) -> None:
@@ -202,7 +203,11 @@ class RunStore:
         flock is released by the kernel when the holder dies, so a run killed with SIGKILL can be resumed."""
         if fcntl is None:
             return
-        handle = (self.root / ".lock").open("a+", encoding="utf-8")
+        path = self.root / ".lock"
+        try:
+            handle = path.open("a+", encoding="utf-8")
+        except OSError as exc:
+            raise write_failed(path, exc) from None
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -210,10 +215,15 @@ class RunStore:
             holder = handle.read().strip() or "another process"
             handle.close()
             raise UserError(f"{self.root}: this run directory is in use by another run ({holder}); wait for it to end or choose another --run-id") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()} on {socket.gethostname()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
-        handle.flush()
+        try:  # the holder's line is what a second run prints; the lock itself is the flock
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"pid {os.getpid()} on {socket.gethostname()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+            handle.flush()
+        except OSError as exc:
+            with contextlib.suppress(OSError):  # closing flushes the refused line again (and closes all the same)
+                handle.close()
+            raise write_failed(path, exc) from None
         self._lock_handle = handle
 
     def unlock(self) -> None:
@@ -228,11 +238,11 @@ class RunStore:
         return self.root / "scores" / f"{safe_name(dataset)}__{safe_name(metric)}__{safe_name(model)}.jsonl"
 
     def write_config(self, data: dict[str, Any]) -> None:
-        self._atomic(self.root / "config.yaml", yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+        write_atomic(self.root / "config.yaml", yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
 
     def write_final(self, data: dict[str, Any]) -> Path:
         path = self.root / "final_scores.json"
-        self._atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         return path
 
     def stored_records(self, dataset: str, model: str) -> dict[tuple[str, int], Record]:
@@ -246,12 +256,20 @@ class RunStore:
             stored[record.unit] = record
         return stored
 
-    @staticmethod
-    def _atomic(path: Path, text: str) -> None:
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        try:
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, path)
-        except OSError as exc:
+
+def write_atomic(path: Path, text: str) -> Path:
+    """Write a whole file or leave the old one: a reader never sees half of it, and a failure leaves no temporary file.
+
+    A refused write (full disk, Ctrl-C in the middle) removes `<name>.tmp` and raises WriteFailed
+    (or the KeyboardInterrupt) with the file and the reason."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
-            raise WriteFailed(f"cannot write {path}: {exc.strerror or exc}") from None
+        if isinstance(exc, OSError):
+            raise write_failed(path, exc) from None
+        raise
+    return path

@@ -4,6 +4,7 @@ import csv
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -20,6 +21,14 @@ from lalmeval.reports.svg import Bar, bar_chart, histogram, nice_ticks
 from tests.support.browser import dump_dom, parse, screenshot
 from tests.support.endpoint import Reply, ScriptedEndpoint, chat_payload
 from tests.support.workspace import DEMO, REPO, Workspace, demo_rows, model
+
+
+def limit_file_size(max_bytes):
+    def apply():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
+    return apply
+
 
 # A reply that would run script if any report put it into the page as HTML.
 INJECTION = '</script><script>document.title="pwned"</script><img src=x onerror="document.title=\'pwned\'"> & done'
@@ -273,3 +282,38 @@ def test_report_command_names_a_bad_run_dir_in_one_line(run_dir, tmp_path, name,
     out = cli("report", str(run_dir), str(bad), cwd=tmp_path)
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [f"error: {bad}: {reason}"]
     assert not (tmp_path / "leaderboard.html").exists()
+
+
+def questions(ws, rows, name="qs"):
+    ws.runspec("qa", "questions", {name: {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None}})
+
+
+def text_rows(count):
+    return [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(count)]
+
+
+def answer(seen, n):
+    return f"answer {seen.text.split()[-1]}"
+
+
+def test_a_full_disk_while_writing_report_html_is_a_warning_and_leaves_no_temporary_file(ws):
+    """The disk takes records, scores and final_scores.json but not report.html (the largest file).
+    The run used to exit 0 with `report.html.tmp` left behind and no results.csv / results.md."""
+    questions(ws, text_rows(2))
+    with ScriptedEndpoint(answer) as ep:
+        ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        out = subprocess.run([sys.executable, "-m", "lalmeval", "run", "--config", str(ws.root / "config.yaml"), "--run-id", "r"],
+                             cwd=REPO, capture_output=True, text=True, timeout=120, preexec_fn=limit_file_size(10_000))
+    assert out.returncode == 0, out.stderr  # the scores stand (README: a report that cannot be written is a warning)
+    assert "warning: report.html not written (cannot write " in out.stderr and "report.html: File too large" in out.stderr
+    run_dir = ws.root / "runs" / "r"
+    assert sorted(p.name for p in run_dir.iterdir() if p.is_file()) == [".lock", "config.yaml", "final_scores.json", "results.csv", "results.md"]
+
+
+def test_the_report_command_on_a_full_disk_is_one_line_and_exit_4(run_dir, tmp_path):
+    out = subprocess.run([sys.executable, "-m", "lalmeval", "report", str(run_dir), "--out", "board.html"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)},
+                         preexec_fn=limit_file_size(1000))
+    assert out.returncode == 4 and out.stderr.strip().splitlines() == ["error: cannot write board.html: File too large"], out.stderr
+    assert not list(tmp_path.iterdir())
