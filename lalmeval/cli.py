@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 
 from lalmeval import __version__
 from lalmeval.entry import program, run_command
-from lalmeval.errors import UserError, WriteFailed
+from lalmeval.errors import Interrupted, UserError, WriteFailed
 
 EXIT_USER_ERROR = 2
 
@@ -114,8 +114,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                          allow_config_change=args.allow_config_change)
     try:
         result = run(plan, output_dir, run_id, options=options)
-    except KeyboardInterrupt:
-        print(f"interrupted while starting (no sample finished). Run again with: {again}", file=sys.stderr)
+    except Interrupted as exc:
+        # Before the first request the run directory may not hold a run yet: --run-id starts or continues it.
+        how = f"Resume with: {again}" if exc.resumable else f"Run again with: {command} --run-id {run_id}"
+        print(f"interrupted {exc.stage}. {how}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except WriteFailed as exc:  # before the first request: nothing of this run is lost
         print(f"error: {exc}. Free space (or fix the folder), then run again with: {command} --run-id {run_id}", file=sys.stderr)
@@ -222,6 +224,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "run":
         signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _dispatch(args)
+    finally:
+        if argv is None and args.command == "run":
+            # The program ends now (console script, python -m lalmeval), having said what is on disk. A Ctrl-C
+            # or SIGTERM during the interpreter's shutdown could only turn exit code 130 into death by signal,
+            # or print a traceback from a thread it waits for.
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, signal.SIG_IGN)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     handlers = {"run": cmd_run, "init": cmd_init, "validate": cmd_validate, "list": cmd_list, "report": cmd_report}
     try:
         return handlers[args.command](args)
@@ -237,7 +251,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_WRITE_FAILED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as exc:  # a bug, not bad input: say so without a wall of traceback
         if args.debug:
             raise

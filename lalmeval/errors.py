@@ -1,4 +1,4 @@
-"""Errors the command line turns into one line and an exit code: bad input (2), a refused write (4)."""
+"""Errors the command line turns into one line and an exit code: bad input (2), a refused write (4), Ctrl-C (130)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,14 @@ class WriteFailed(Exception):
 def write_failed(path: Path, exc: OSError) -> WriteFailed:
     """The one-line reason a write of `path` failed."""
     return WriteFailed(f"cannot write {path}: {exc.strerror or exc}")
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) ended a run; `stage` says when and what is on disk, `resumable` whether stored work is reused."""
+
+    def __init__(self, stage: str, resumable: bool = True):
+        super().__init__(stage)
+        self.stage, self.resumable = stage, resumable
 
 
 def closest(name: str, choices: Iterable[str]) -> str:

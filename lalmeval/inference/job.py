@@ -9,6 +9,7 @@ from collections import OrderedDict
 from dataclasses import replace
 from typing import Any, AsyncIterator, Iterator, Optional
 
+from lalmeval.background import abandonable
 from lalmeval.cache import InferenceCache, deterministic, request_key
 from lalmeval.config import ModelInfo
 from lalmeval.choices import LETTERS
@@ -197,13 +198,12 @@ class InferenceJob:
             self.stop.set()  # the disk refused a write: stop; the record stays unwritten and a resume requests it
 
     async def prepare(self) -> None:
-        """Read the stored records (resume) and the cache, before anything is launched (off the loop)."""
-        loop = asyncio.get_running_loop()
+        """Read the stored records (resume) and the cache, before anything is launched (off the loop; Ctrl-C does not wait for it)."""
         try:
             if not self.options.force_reinfer:
-                self._stored = await loop.run_in_executor(None, self.store.stored_records, self.dataset, self.name)
+                self._stored = await abandonable(self.store.stored_records, self.dataset, self.name)
             if self.cache is not None and not self.options.reeval:
-                await loop.run_in_executor(None, self.cache.load)
+                await abandonable(self.cache.load)
         except Exception as exc:  # noqa: BLE001 - run() fails the pass's samples with this reason
             self.failure = _internal(exc)
 
