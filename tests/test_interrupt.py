@@ -14,6 +14,8 @@ import lalmeval.reports as reports
 import lalmeval.runner as runner
 from lalmeval.cli import main
 from lalmeval.inference.launch import Launcher
+from lalmeval.options import RunOptions
+from lalmeval.runner import run
 from lalmeval.store import RunStore
 from tests.support.endpoint import Reply, ScriptedEndpoint, chat_payload
 from tests.support.workspace import REPO, demo_rows, model
@@ -189,6 +191,33 @@ def test_ctrl_c_while_the_data_is_opened_ends_the_run_without_waiting_for_the_sc
     assert proc.returncode == 130 and "Traceback" not in err, err[-600:]
     assert took < 2, f"the run went on for {took:.1f}s after Ctrl-C, scanning data it would not use"
     assert "interrupted while opening the data: nothing was requested. Run again with: " in err and "--run-id o" in err, err
+
+
+def test_after_ctrl_c_the_run_ends_with_its_last_request_in_flight_not_at_the_end_of_the_grace_period(ws):
+    """Ctrl-C with a long read-ahead still queued: once the requests in flight are answered nothing is
+    left to wait for (the read-ahead used to hold the pass open until the grace period ran out)."""
+    questions(ws, text_rows(60))
+    signalled = []
+
+    def handler(seen, n):
+        if n == 6:
+            signalled.append(time.monotonic())
+            os.kill(os.getpid(), signal.SIGINT)
+        return Reply(payload=chat_payload(answer(seen, n)), delay=0.3)
+
+    grace = 120.0
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        with ScriptedEndpoint(handler) as ep:
+            ws.config([model(ep.url, batch_size=2)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+            result = run(ws.plan(), ws.root / "runs", "g", quiet=True, options=RunOptions(use_cache=False, grace=grace))
+            ended = time.monotonic()
+            sent = len(ep.requests)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert result.interrupted and sent < 60
+    assert len(ws.records("qs", "m", "g")) == sent  # every request in flight was let finish and written
+    assert ended - signalled[0] < grace / 4, f"the run ended {ended - signalled[0]:.0f}s after Ctrl-C, with nothing in flight"
 
 
 def ctrl_c(*args, **kwargs):
