@@ -297,6 +297,34 @@ def answer(seen, n):
     return f"answer {seen.text.split()[-1]}"
 
 
+def test_report_html_keeps_every_repeat_and_shows_a_failed_repeat(ws):
+    """`repeat_runs: 3` on two samples; q0's first request fails (HTTP 400) while the others succeed a
+    little later. The report used to keep the last record *per sample id*: 2 of the 6 records, q0's
+    failed repeat replaced by a later successful one, 0 failed on the page while final_scores.json
+    said 1. Now: one row per (sample, repeat), the failed repeat among them, listed by id then repeat."""
+    questions(ws, text_rows(2))
+    first_q0 = []
+
+    def handler(seen, n):
+        if seen.text.endswith("question 0") and not first_q0:
+            first_q0.append(n)
+            return Reply(status=400, payload={"error": {"message": "bad request"}})
+        return Reply(payload=chat_payload(answer(seen, n)), delay=0.2)
+
+    with ScriptedEndpoint(handler) as ep:
+        ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"), repeat_runs=3)
+        ws.run()
+    run_dir = ws.root / "runs" / "t"
+    assert final(run_dir)["scores"][0]["num_failed"] == 1
+    stats, table = collect(load_run(run_dir))
+    assert (stats[0].failed, len(table.rows)) == (1, 6), f"report.html: {stats[0].failed} failed, {len(table.rows)} rows of 6 records"
+    assert [(row[1], row[9]) for row in table.rows] == [(f"q{i}", r) for i in range(2) for r in range(3)]
+    assert stats[0].scores["accuracy"] == [1.0] * 5  # every scored repeat, none twice
+    dom = rendered(run_dir, "#failed=1")
+    [failed] = dom.by_id("sample-rows").all("tr")
+    assert failed.all("div", "sid")[0].text.startswith("q0 · repeat ") and "HTTP 400" in failed.text
+
+
 def test_a_full_disk_while_writing_report_html_is_a_warning_and_leaves_no_temporary_file(ws):
     """The disk takes records, scores and final_scores.json but not report.html (the largest file).
     The run used to exit 0 with `report.html.tmp` left behind and no results.csv / results.md."""
