@@ -345,3 +345,47 @@ def test_the_report_command_on_a_full_disk_is_one_line_and_exit_4(run_dir, tmp_p
                          preexec_fn=limit_file_size(1000))
     assert out.returncode == 4 and out.stderr.strip().splitlines() == ["error: cannot write board.html: File too large"], out.stderr
     assert not list(tmp_path.iterdir())
+
+
+CLIPPED = """<script>
+window.addEventListener("load", function () {
+  var out = [];
+  document.querySelectorAll("svg").forEach(function (svg) {
+    var box = svg.viewBox.baseVal;
+    svg.querySelectorAll("text").forEach(function (t) {
+      var b = t.getBBox();
+      if (b.x < -0.5 || b.x + b.width > box.width + 0.5 || b.y < -0.5) out.push(t.textContent);
+    });
+  });
+  var pre = document.createElement("pre"); pre.id = "clipped"; pre.textContent = JSON.stringify(out); document.body.appendChild(pre);
+});
+</script>"""
+
+
+def clipped_texts(report):
+    """The texts of report.html's plots that Chromium draws (partly) outside their plot."""
+    probe = report.with_name("probe.html")
+    probe.write_text(report.read_text().replace("</body>", CLIPPED + "</body>"))
+    return json.loads(parse(dump_dom(probe.as_uri())).by_id("clipped").text)
+
+
+def test_plot_titles_labels_and_values_are_never_cut_off(ws, run_dir, tmp_path):
+    """Long dataset and model names, wide letters, large values with intervals: the per-sample histograms'
+    titles used to run past their 280 px (and latency titles past 380 px), cut off mid-word."""
+    questions(ws, text_rows(12), name="spoken_squad_long_questions_test")
+
+    def handler(seen, n):
+        i = int(seen.text.split()[-1])
+        return Reply(status=400, payload={"error": {"message": "no"}}) if i == 0 else f"answer {i}" + " more words" * (i % 3)
+
+    with ScriptedEndpoint(handler) as ep:
+        ws.config([model(ep.url, name="Qwen2-Audio-7B-Instruct-long-name", retry_attempts=0),
+                   model(ep.url, name="WWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWW", retry_attempts=0)],
+                  [["spoken_squad_long_questions_test", "word_error_rate"], ["spoken_squad_long_questions_test", "accuracy"]])
+        ws.run("long")
+    report = ws.root / "runs" / "long" / "report.html"
+    page = report.read_text()
+    assert "<title>spoken_squad_long_questions_test · word_error_rate · WWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWW</title>" in page
+    assert clipped_texts(report) == []
+    rich, _ = with_optional_fields(run_dir, tmp_path)  # intervals, and flaky's word error rate in the thousands
+    assert clipped_texts(rich / "report.html") == []
