@@ -18,7 +18,7 @@ from lalmeval.options import RunOptions
 from lalmeval.runner import run
 from lalmeval.store import RunStore
 from tests.support.endpoint import Reply, ScriptedEndpoint, chat_payload
-from tests.support.workspace import REPO, demo_rows, model
+from tests.support.workspace import REPO, demo_rows, model, text_questions
 
 COUNT = 24
 BATCH = 3
@@ -122,15 +122,6 @@ def test_second_ctrl_c_exits_at_once(ws):
         assert "interrupted again" in proc.stderr.read()
 
 
-def questions(ws, rows):
-    ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",
-                                          "textual_input_column": "question", "audio_column": None}})
-
-
-def text_rows(count):
-    return [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(count)]
-
-
 def answer(seen, n):
     return f"answer {seen.text.split()[-1]}"
 
@@ -146,57 +137,48 @@ def large_dataset(ws):
     ws.config([model("http://127.0.0.1:9/v1")], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"), filters={"num_samples": 5})
 
 
-def start_opening(ws, run_id):
-    """Start a run on the large dataset and return once it is scanning the rows."""
-    proc = subprocess.Popen([sys.executable, "-m", "lalmeval", "run", "--config", str(ws.root / "config.yaml"), "--run-id", run_id],
+def ctrl_c_while_opening(ws, presses):
+    """Start a run on the large dataset, press Ctrl-C `presses` times (0.3 s apart) while it scans the
+    rows; the exit code, stderr and the seconds it took to end after the last press."""
+    large_dataset(ws)
+    proc = subprocess.Popen([sys.executable, "-m", "lalmeval", "run", "--config", str(ws.root / "config.yaml"), "--run-id", "o"],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
-    while not (ws.root / "runs" / run_id / "config.yaml").exists():
+    while not (ws.root / "runs" / "o" / "config.yaml").exists():
         assert proc.poll() is None and time.time() < deadline, proc.communicate()
         time.sleep(0.02)
     time.sleep(0.5)  # scanning the rows now
-    return proc
+    for press in range(presses):
+        time.sleep(0.3 if press else 0)
+        proc.send_signal(signal.SIGINT)
+    last = time.time()
+    try:
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    return proc.returncode, err, time.time() - last
 
 
 def test_a_second_ctrl_c_while_the_data_is_opened_exits_at_once_without_a_traceback(ws):
     """Ctrl-C twice while a large dataset is being opened: the run's handlers are in place from the
     first step, so the second Ctrl-C ends the process at once (it used to wait for the scan, then print
     `RuntimeError: Event loop is closed` tracebacks from the executor's shutdown)."""
-    large_dataset(ws)
-    proc = start_opening(ws, "o")
-    proc.send_signal(signal.SIGINT)
-    time.sleep(0.3)
-    proc.send_signal(signal.SIGINT)
-    second = time.time()
-    try:
-        _, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    took = time.time() - second
-    assert proc.returncode == 130
+    code, err, took = ctrl_c_while_opening(ws, presses=2)
+    assert code == 130
     assert "Traceback" not in err and took < 2, f"{took:.1f}s after the second Ctrl-C; stderr:\n{err[-600:]}"
 
 
 def test_ctrl_c_while_the_data_is_opened_ends_the_run_without_waiting_for_the_scan(ws):
     """One Ctrl-C while the rows are scanned: nothing was requested, so there is nothing to wait for."""
-    large_dataset(ws)
-    proc = start_opening(ws, "o")
-    proc.send_signal(signal.SIGINT)
-    sent = time.time()
-    try:
-        _, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    took = time.time() - sent
-    assert proc.returncode == 130 and "Traceback" not in err, err[-600:]
+    code, err, took = ctrl_c_while_opening(ws, presses=1)
+    assert code == 130 and "Traceback" not in err, err[-600:]
     assert took < 2, f"the run went on for {took:.1f}s after Ctrl-C, scanning data it would not use"
     assert "interrupted while opening the data: nothing was requested. Run again with: " in err and "--run-id o" in err, err
-
 
 def test_after_ctrl_c_the_run_ends_with_its_last_request_in_flight_not_at_the_end_of_the_grace_period(ws):
     """Ctrl-C with a long read-ahead still queued: once the requests in flight are answered nothing is
     left to wait for (the read-ahead used to hold the pass open until the grace period ran out)."""
-    questions(ws, text_rows(60))
+    text_questions(ws, 60)
     signalled = []
 
     def handler(seen, n):
@@ -246,12 +228,9 @@ STAGES = [
 ]
 
 
-@pytest.mark.parametrize("where, said, on_disk", STAGES, ids=["config", "servers", "final", "summary"])
-def test_ctrl_c_at_any_stage_says_what_is_on_disk_and_how_to_go_on(ws, monkeypatch, capsys, where, said, on_disk):
-    """Ctrl-C outside inference (the run's own handlers are not in place then, or every sample is done):
-    the message used to say `interrupted while starting (no sample finished)` whatever was written.
-    (While the reports are written: the test below.)"""
-    questions(ws, text_rows(3))
+def interrupted_run(ws, monkeypatch, capsys, where):
+    """Three questions run in-process with Ctrl-C sent from `where` (what monkeypatch.setattr replaces): exit code, stderr."""
+    text_questions(ws, 3)
     monkeypatch.setattr(*where)
     previous = signal.getsignal(signal.SIGTERM)
     try:
@@ -260,7 +239,15 @@ def test_ctrl_c_at_any_stage_says_what_is_on_disk_and_how_to_go_on(ws, monkeypat
             code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
     finally:
         signal.signal(signal.SIGTERM, previous)
-    err = capsys.readouterr().err
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where, said, on_disk", STAGES, ids=["config", "servers", "final", "summary"])
+def test_ctrl_c_at_any_stage_says_what_is_on_disk_and_how_to_go_on(ws, monkeypatch, capsys, where, said, on_disk):
+    """Ctrl-C outside inference (the run's own handlers are not in place then, or every sample is done):
+    the message used to say `interrupted while starting (no sample finished)` whatever was written.
+    (While the reports are written: the test below.)"""
+    code, err = interrupted_run(ws, monkeypatch, capsys, where)
     run_dir = ws.root / "runs" / "t"
     assert code == 130 and "no sample finished" not in err, err[-600:]
     assert f"interrupted {said}" in err and ("--resume t" if "Resume" in said else "--run-id t") in err, err[-600:]
@@ -276,21 +263,7 @@ def test_ctrl_c_while_reports_are_written_does_not_claim_nothing_finished(ws, mo
     """Ctrl-C after every sample is inferred and scored, while report.html is written (the run's signal
     handlers are removed then): the run used to print `interrupted while starting (no sample finished)`
     although every record and final_scores.json were on disk."""
-    questions(ws, text_rows(3))
-
-    def interrupted_while_writing(run_dir):
-        os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(1)
-
-    monkeypatch.setattr(reports, "write_reports", interrupted_while_writing)
-    previous = signal.getsignal(signal.SIGTERM)
-    try:
-        with ScriptedEndpoint(answer) as ep:
-            ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
-            code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    err = capsys.readouterr().err
+    code, err = interrupted_run(ws, monkeypatch, capsys, (reports, "write_reports", ctrl_c))
     final = json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())
     assert code == 130 and final["scores"][0]["num_samples"] == 3
     assert "no sample finished" not in err, err[-300:]
