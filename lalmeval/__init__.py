@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from lalmeval.errors import UserError
+from lalmeval.errors import UserError, WriteFailed
 
 if TYPE_CHECKING:
     from lalmeval.api import Evaluation, evaluate
 
 __version__ = "0.1.0"
-__all__ = ["Evaluation", "UserError", "evaluate", "__version__"]
+__all__ = ["Evaluation", "UserError", "WriteFailed", "evaluate", "__version__"]
 _LAZY = {"evaluate", "Evaluation"}
 
 

@@ -10,7 +10,7 @@ from typing import Any, Optional, Sequence
 from lalmeval.config import ModelInfo
 from lalmeval.generation import request_fields
 from lalmeval.records import Prompt
-from lalmeval.store import JsonlWriter, read_jsonl, safe_name
+from lalmeval.store import JsonlWriter, WriteFailed, read_jsonl, safe_name
 
 
 def request_key(info: ModelInfo, prompt: Prompt, params: dict[str, Any], audio_digests: Sequence[str], language: str,
@@ -70,11 +70,15 @@ class InferenceCache:
         return reply
 
     def put(self, key: str, reply: str) -> None:
-        if self._writer is None:
-            self._writer = JsonlWriter(self.path)
+        """Keep a reply. A refused write does not lose the reply in hand: the writer reports it and the run stops."""
         if self._replies is not None:
             self._replies[key] = reply
-        self._writer.write({"key": key, "reply": reply})
+        try:
+            if self._writer is None:
+                self._writer = JsonlWriter(self.path)
+            self._writer.write({"key": key, "reply": reply})
+        except WriteFailed:
+            pass
 
     def close(self) -> None:
         if self._writer is not None:

@@ -13,7 +13,7 @@ from typing import Optional, Sequence, TextIO
 
 from lalmeval import __version__
 from lalmeval.entry import program, run_command
-from lalmeval.errors import UserError
+from lalmeval.errors import Interrupted, UserError, WriteFailed
 
 EXIT_USER_ERROR = 2
 
@@ -109,14 +109,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     output_dir = Path(args.output_dir or plan.config.output_dir)
     run_id = _run_id(args, output_dir)
     # Printed for pasting: started the way this run was (bash evaluate.sh, lalmeval, python -m lalmeval).
-    again = f"{run_command()} --config {shlex.quote(args.config)} --output-dir {shlex.quote(str(output_dir))} --resume {run_id}"
+    command = f"{run_command()} --config {shlex.quote(args.config)} --output-dir {shlex.quote(str(output_dir))}"
+    again = f"{command} --resume {run_id}"
     options = RunOptions(use_cache=not args.no_cache, skip_eval=args.skip_eval, reeval=args.reeval, force_reinfer=args.force_reinfer,
                          allow_config_change=args.allow_config_change)
     try:
         result = run(plan, output_dir, run_id, options=options)
-    except KeyboardInterrupt:
-        print(f"interrupted while starting (no sample finished). Run again with: {again}", file=sys.stderr)
+    except Interrupted as exc:
+        # Before the first request the run directory may not hold a run yet: --run-id starts or continues it.
+        how = f"Resume with: {again}" if exc.resumable else f"Run again with: {command} --run-id {run_id}"
+        print(f"interrupted {exc.stage}. {how}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except WriteFailed as exc:  # before the first request: nothing of this run is lost
+        print(f"error: {exc}. Free space (or fix the folder), then run again with: {command} --run-id {run_id}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
     if result.data_errors:
         print(f"{len(result.data_errors)} dataset(s) could not be read (see above); the others were evaluated.", file=sys.stderr)
         return EXIT_USER_ERROR
@@ -276,6 +282,18 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     args = _parser().parse_args(argv)
     if args.command == "run":
         signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _dispatch(args)
+    finally:
+        if argv is None and args.command == "run":
+            # The program ends now (console script, python -m lalmeval), having said what is on disk. A Ctrl-C
+            # or SIGTERM during the interpreter's shutdown could only turn exit code 130 into death by signal,
+            # or print a traceback from a thread it waits for.
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, signal.SIG_IGN)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     handlers = {"run": cmd_run, "init": cmd_init, "validate": cmd_validate, "list": cmd_list, "report": cmd_report}
     try:
         return handlers[args.command](args)
@@ -284,9 +302,14 @@ def _main(argv: Optional[Sequence[str]]) -> int:
             raise
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except WriteFailed as exc:
+        if args.debug:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as exc:  # a bug, not bad input: say so without a wall of traceback
         if args.debug:
             raise

@@ -1,13 +1,35 @@
-"""User-facing errors: each becomes one line on stderr and exit code 2."""
+"""Errors the command line turns into one line and an exit code: bad input (2), a refused write (4), Ctrl-C (130)."""
 
 from __future__ import annotations
 
 import difflib
+import errno
+from pathlib import Path
 from typing import Iterable
+
+# What a full disk looks like to a writer: no space, over quota, a file past the size limit.
+DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
 class UserError(Exception):
     """A problem with the user's input (config, runspec, data, endpoint) — not a bug."""
+
+
+class WriteFailed(Exception):
+    """The disk refused a write (full, quota, file too large): the run must stop, keeping what is written."""
+
+
+def write_failed(path: Path, exc: OSError) -> WriteFailed:
+    """The one-line reason a write of `path` failed."""
+    return WriteFailed(f"cannot write {path}: {exc.strerror or exc}")
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) ended a run; `stage` says when and what is on disk, `resumable` whether stored work is reused."""
+
+    def __init__(self, stage: str, resumable: bool = True):
+        super().__init__(stage)
+        self.stage, self.resumable = stage, resumable
 
 
 def closest(name: str, choices: Iterable[str]) -> str:

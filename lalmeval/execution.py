@@ -10,10 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Optional
 
+from lalmeval.background import abandonable
 from lalmeval.cache import InferenceCache, cache_file
 from lalmeval.data.source import Source, open_source
 from lalmeval.engine import SCORING_FAILED, Engine
-from lalmeval.errors import UserError
+from lalmeval.errors import Interrupted, UserError
 from lalmeval.inference.client import Endpoint
 from lalmeval.inference.job import AudioCache, InferenceJob
 from lalmeval.inference.launch import Launcher, launch_list, log_path
@@ -30,6 +31,9 @@ from lalmeval.secrets import Redactor
 from lalmeval.store import RunStore, watch_writes
 
 Jobs = dict[tuple[str, str], InferenceJob]   # (dataset, model group) → its pass
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# Execution.phase: start-up phases say what is being done ("opening the data"), then inference, then what follows it.
+RUNNING, FINISHING = "running", "finishing"
 
 
 class Execution:
@@ -40,6 +44,10 @@ class Execution:
         self.stop = asyncio.Event()
         self.endpoints = {g.name: [Endpoint(r.info, redactor, self.stop) for r in g.replicas] for g in plan.groups}
         self.interrupts = 0
+        self.phase = "starting"
+        self.ended_early: Optional[Interrupted] = None   # Ctrl-C outside inference: the run ends without scores
+        self._main: Optional[asyncio.Task] = None
+        self._job_tasks: list[asyncio.Task] = []
         self.launcher: Optional[Launcher] = None
         self.write_error: Optional[str] = None
         self.data_errors: dict[str, str] = {}   # dataset → why it could not be opened
@@ -71,10 +79,9 @@ class Execution:
 
     async def open_sources(self) -> dict[str, Source]:
         """Open and select every dataset at once; one that fails is reported and the others go on."""
-        loop = asyncio.get_running_loop()
         config = self.plan.config
         datasets = self.plan.datasets
-        opened = await asyncio.gather(*(loop.run_in_executor(None, open_source, d, config.filters, config.seed, config.streaming)
+        opened = await asyncio.gather(*(abandonable(open_source, d, config.filters, config.seed, config.streaming)
                                         for d in datasets), return_exceptions=True)
         sources = {}
         for dataset, result in zip(datasets, opened):
@@ -122,36 +129,53 @@ class Execution:
             engines.append(Engine(dataset.name, scorer, engine_jobs, self.store))
         return engines
 
-    def on_signal(self, job_tasks: list[asyncio.Task]) -> None:
-        """First Ctrl-C (or SIGTERM): stop starting requests, give in-flight ones a grace period. Second: leave now."""
+    def on_signal(self) -> None:
+        """First Ctrl-C (or SIGTERM): during inference, stop starting requests and give those in flight a
+        grace period; before it, end the run there; after it, stop launched servers now and end without
+        scores. Second: leave now."""
         self.interrupts += 1
         if self.interrupts > 1:
-            print("\ninterrupted again: stopping launched servers and exiting now (finished records are on disk)", file=sys.stderr, flush=True)
+            self.exit_now()
+        if self.phase == RUNNING:
+            print(f"\ninterrupted: no new requests; waiting up to {self.options.grace:g}s for those in flight (Ctrl-C again to quit now)", file=sys.stderr, flush=True)
+            self.halt()
+        elif self.phase == FINISHING:  # every sample is settled: only launched servers may still take time to stop
             if self.launcher is not None:
                 self.launcher.kill_now()
-            os._exit(130)
-        print(f"\ninterrupted: no new requests; waiting up to {self.options.grace:g}s for those in flight (Ctrl-C again to quit now)", file=sys.stderr, flush=True)
-        self.halt(job_tasks)
+            self.ended_early = Interrupted("before final_scores.json was written: the records are on disk")
+        else:
+            if self.launcher is not None and self.launcher.processes:
+                print("\ninterrupted: stopping the launched servers (Ctrl-C again to quit now)", file=sys.stderr, flush=True)
+            self.ended_early = Interrupted(f"while {self.phase}: nothing was requested", resumable=False)
+            assert self._main is not None
+            self._main.cancel()
 
-    def halt(self, job_tasks: list[asyncio.Task]) -> None:
+    def exit_now(self, *_: object) -> None:
+        """The second Ctrl-C: stop launched servers and end the process, whatever it was doing."""
+        print("\ninterrupted again: stopping launched servers and exiting now (finished records are on disk)", file=sys.stderr, flush=True)
+        if self.launcher is not None:
+            self.launcher.kill_now()
+        os._exit(130)
+
+    def halt(self) -> None:
         """Stop starting requests, judge requests included; cancel what is still in flight after the grace period."""
         if self.stop.is_set():
             return
         self.stop.set()
-        asyncio.get_running_loop().call_later(self.options.grace, self._abandon, job_tasks)
+        asyncio.get_running_loop().call_later(self.options.grace, self._abandon)
 
-    def _abandon(self, job_tasks: list[asyncio.Task]) -> None:
-        for task in job_tasks:
+    def _abandon(self) -> None:
+        for task in self._job_tasks:
             task.cancel()
         if self.judge is not None:
             self.judge.abandon()
 
-    def on_write_error(self, reason: str, job_tasks: list[asyncio.Task]) -> None:
+    def on_write_error(self, reason: str) -> None:
         """The disk refused a write: stop cleanly, keeping what is written, so the run can be resumed."""
         if self.write_error is None:
             self.write_error = reason
             print(f"\n{reason}: stopping the run (what is written is kept)", file=sys.stderr, flush=True)
-        self.halt(job_tasks)
+        self.halt()
 
     def _launch_list(self, jobs: Jobs):
         """The servers to start: those of groups that still owe a request (none when every answer is stored)."""
@@ -159,25 +183,52 @@ class Execution:
         return launch_list([g for g in self.plan.groups if g.name in needed])
 
     async def execute(self, progress_every: float) -> tuple[list[Score], Jobs]:
-        """Open the data, launch what is needed, run every job and Engine concurrently."""
+        """Open the data, launch what is needed, run every job and Engine concurrently.
+
+        Ctrl-C is handled from the first step; when it ends the run outside inference, `ended_early`
+        says so and nothing is returned."""
         loop = asyncio.get_running_loop()
         loop.set_default_executor(ThreadPoolExecutor(max_workers=min(8, (os.cpu_count() or 2) + 2)))
+        self._main = asyncio.current_task()
+        previous = {sig: signal.getsignal(sig) for sig in SIGNALS}
+        for sig in SIGNALS:
+            loop.add_signal_handler(sig, self.on_signal)
+        try:
+            return await self._execute(progress_every)
+        except asyncio.CancelledError:
+            if self.ended_early is None:
+                raise
+            if hasattr(self._main, "uncancel"):  # Python 3.11+: the cancellation is handled here
+                self._main.uncancel()
+            return [], {}
+        finally:
+            for sig, handler in previous.items():
+                loop.remove_signal_handler(sig)
+                # Once interrupted, the next Ctrl-C exits at once while the loop shuts down too (the caller
+                # puts the handlers back after it); otherwise they do what they did before.
+                signal.signal(sig, self.exit_now if self.interrupts else handler if handler is not None else signal.SIG_DFL)
+
+    async def _execute(self, progress_every: float) -> tuple[list[Score], Jobs]:
+        self.phase = "opening the data"
         sources = await self.open_sources()
         if not sources and self.data_errors:  # nothing to evaluate: the first problem is the whole story
             raise UserError(next(iter(self.data_errors.values())))
         jobs = self.jobs(sources)
         engines = [] if self.options.skip_eval else self.engines(jobs)
+        self.phase = "reading the stored records and the cache"
         await asyncio.gather(*(job.prepare() for job in jobs.values()))
+        if self.judge and self.judge.cache:
+            await abandonable(self.judge.cache.load)
         self.launcher = Launcher(self._launch_list(jobs), self.plan.base, self.store.root, self.redact)
+        self.phase = "starting the launched servers" if self.launcher.models else "connecting to the endpoints"
         async with self.launcher:
             clients = [*self.all_endpoints(), *([self.judge.endpoint] if self.judge else [])]
-            for endpoint in clients:
-                await endpoint.open()
-            if self.judge and self.judge.cache:
-                await loop.run_in_executor(None, self.judge.cache.load)
             try:
+                for endpoint in clients:
+                    await endpoint.open()
                 scores = await self._run_all(jobs, engines, progress_every)
             finally:
+                self.phase = FINISHING
                 for endpoint in clients:
                     await endpoint.close()
                 self._close_caches(jobs)
@@ -185,22 +236,20 @@ class Execution:
 
     async def _run_all(self, jobs: Jobs, engines: list[Engine], progress_every: float) -> list[Score]:
         loop = asyncio.get_running_loop()
-        job_tasks = [asyncio.ensure_future(j.run()) for j in jobs.values()]
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, self.on_signal, job_tasks)
-        watch_writes(lambda reason: loop.call_soon_threadsafe(self.on_write_error, reason, job_tasks))
+        self._job_tasks = [asyncio.ensure_future(j.run()) for j in jobs.values()]
+        self.phase = RUNNING
+        watch_writes(lambda reason: loop.call_soon_threadsafe(self.on_write_error, reason))
         progress = Progress([PassView(f"{d} × {m}", j) for (d, m), j in jobs.items()], self.endpoints, progress_every)
         ticker = asyncio.ensure_future(progress.run())
         try:
             scores = await asyncio.gather(*(_guarded(e) for e in engines))
-            await asyncio.gather(*job_tasks, return_exceptions=True)
+            await asyncio.gather(*self._job_tasks, return_exceptions=True)
         finally:
+            self.phase = FINISHING
             ticker.cancel()
             await asyncio.gather(ticker, return_exceptions=True)
             progress.finish()
             watch_writes(None)
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
         return [s for engine_scores in scores for s in engine_scores]
 
     def _close_caches(self, jobs: Jobs) -> None:

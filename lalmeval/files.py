@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import yaml
 
-from lalmeval.errors import UserError
+from lalmeval.errors import DISK_FULL, UserError, write_failed
 
 # YAML aliases may be nested so that a few hundred bytes expand to billions of nodes; count the
 # expanded size on the composed graph (linear in its distinct nodes) before constructing anything.
@@ -181,18 +181,24 @@ def parse_json_text(path: Path, text: str) -> Any:
 
 
 def check_writable_dir(path: Path, what: str) -> None:
-    """Create `path` if needed and prove a file can be written there, before any request is sent."""
+    """Create `path` if needed and prove a file can be written there, before any request is sent.
+
+    A folder that cannot be used is bad input (UserError); a full disk is a refused write (WriteFailed)."""
     path = Path(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
         raise UserError(f"{path}: {what} is a file, expected a directory") from None
     except OSError as exc:
+        if exc.errno in DISK_FULL:
+            raise write_failed(path, exc) from None
         raise UserError(f"{path}: {what} cannot be created: {exc.strerror or exc}") from None
     try:
         with tempfile.NamedTemporaryFile(dir=path, prefix=".write-check-"):
             pass
     except OSError as exc:
+        if exc.errno in DISK_FULL:
+            raise write_failed(path, exc) from None
         raise UserError(f"{path}: {what} is not writable: {exc.strerror or exc}") from None
     if not os.access(path, os.W_OK | os.X_OK):
         raise UserError(f"{path}: {what} is not writable")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -11,6 +12,7 @@ from typing import Any, Optional
 
 from lalmeval.config_change import check_config_change
 from lalmeval.engine import SCORING_FAILED
+from lalmeval.errors import Interrupted, WriteFailed
 from lalmeval.execution import Execution, Jobs
 from lalmeval.files import check_regular, check_writable_dir
 from lalmeval.options import RunOptions
@@ -18,7 +20,7 @@ from lalmeval.plan import Plan
 from lalmeval.records import Score
 from lalmeval.report import aggregates, comparison_table, comparisons, failure_table, final_scores, score_table
 from lalmeval.secrets import Redactor, config_secrets, redacted_config, redacted_errors, short_secret_warnings
-from lalmeval.store import RunStore, WriteFailed, write_error
+from lalmeval.store import RunStore, write_error
 
 
 @dataclass
@@ -67,36 +69,62 @@ def failures(jobs: Jobs) -> list[dict[str, Any]]:
 
 
 def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options: RunOptions = RunOptions(), progress_every: float = 15.0) -> RunResult:
-    """Run a plan end to end and write DIR/<run_id>/."""
+    """Run a plan end to end and write DIR/<run_id>/.
+
+    A write the disk refuses before the first request raises WriteFailed. Ctrl-C raises Interrupted
+    saying what is on disk (during inference it first lets the requests in flight finish)."""
     options = replace(options, cache_sampled=plan.config.cache_sampled)
     redactor = Redactor(config_secrets(plan.config))
     # Every folder the run writes to must take a file before the first request is sent.
     check_writable_dir(output_dir, "output directory")
+    check_writable_dir(output_dir / run_id, "run directory")
     store = RunStore(output_dir / run_id)
-    store.lock()
+    stopped = Interrupted("while starting: nothing was requested", resumable=False)  # what a Ctrl-C at this point means
     try:
-        with redacted_errors(redactor):  # messages name URLs and launch commands
-            state = Execution(plan, store, options, redactor)
-            if options.use_cache and not options.reeval:
-                check_writable_dir(state.cache_dir, "cache directory (cache_dir)")
-            check_writable_dir(store.root, "run directory")
-            for path, what in state.files():  # a named pipe among them would block the run for ever
-                check_regular(path, what)
-            check_config_change(store.root / "config.yaml", redacted_config(plan.config), options)
-            store.write_config(redacted_config(plan.config))
-            for line in short_secret_warnings(plan.config):
-                print(line, file=sys.stderr)
-            for name, reason in plan.skipped.items():
-                print(f"skipping dataset '{name}': filtered out ({reason})", file=sys.stderr)
-            scores, jobs = _event_loop_run(state.execute(progress_every))
+        store.lock()
+        try:
+            with redacted_errors(redactor):  # messages name URLs and launch commands
+                state = Execution(plan, store, options, redactor)
+                _start(state, plan, store, options)
+                scores, jobs = _event_loop_run(state.execute(progress_every))
+            if state.ended_early is not None:
+                raise state.ended_early
+            written = "the records"
+            stopped = Interrupted(f"before final_scores.json was written: {written} are on disk")
             result = _result(state, scores, jobs)
             if not options.skip_eval:
                 _write_final(result, plan, store, run_id)
-    finally:
-        store.unlock()
-    if not quiet:
-        _print_summary(result, store, options, redactor)
+                if result.final_path:
+                    written = "the records and final_scores.json"
+                    stopped = Interrupted(f"while writing the reports: {written} are on disk")
+                    from lalmeval.reports import write_reports  # imported here: a run's start-up does not need it
+
+                    write_reports(store.root)  # report.html, results.csv, results.md from the files just written
+                    written = "the records, final_scores.json and the reports"
+        finally:
+            store.unlock()
+        stopped = Interrupted(f"after the run was written: {written} are on disk")
+        if not quiet:
+            _print_summary(result, store, options, redactor)
+    except Interrupted:
+        raise
+    except KeyboardInterrupt:
+        raise stopped from None
     return result
+
+
+def _start(state: Execution, plan: Plan, store: RunStore, options: RunOptions) -> None:
+    """Check the cache folder and the stored config, then write this run's config.yaml."""
+    if options.use_cache and not options.reeval:
+        check_writable_dir(state.cache_dir, "cache directory (cache_dir)")
+    for path, what in state.files():  # a named pipe among them would block the run for ever
+        check_regular(path, what)
+    check_config_change(store.root / "config.yaml", redacted_config(plan.config), options)
+    store.write_config(redacted_config(plan.config))
+    for line in short_secret_warnings(plan.config):
+        print(line, file=sys.stderr)
+    for name, reason in plan.skipped.items():
+        print(f"skipping dataset '{name}': filtered out ({reason})", file=sys.stderr)
 
 
 def _result(state: Execution, scores: list[Score], jobs: Jobs) -> RunResult:
@@ -120,10 +148,6 @@ def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str) ->
         result.final_path = store.write_final(data)
     except WriteFailed as exc:
         result.write_error = result.write_error or str(exc)
-        return
-    from lalmeval.reports import write_reports  # imported here: a run's start-up does not need it
-
-    write_reports(store.root)  # report.html, results.csv, results.md from the files just written
 
 
 def _print_summary(result: RunResult, store: RunStore, options: RunOptions, redact: Redactor) -> None:
@@ -148,9 +172,11 @@ def _print_summary(result: RunResult, store: RunStore, options: RunOptions, reda
 
 
 def _event_loop_run(coro):
+    """Run `coro` in a fresh event loop; Ctrl-C and SIGTERM do afterwards what they did before."""
     # Audio workers hold the GIL in short bursts; with the default 5 ms switch interval the loop
     # waits behind them after every socket read, which costs ~5% of throughput at 200 ms latency.
     previous = sys.getswitchinterval()
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     sys.setswitchinterval(0.0005)
     try:
         try:
@@ -160,6 +186,8 @@ def _event_loop_run(coro):
         return uvloop.run(coro)
     finally:
         sys.setswitchinterval(previous)
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 def default_run_id() -> str:

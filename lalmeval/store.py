@@ -14,7 +14,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Optional
 
 import yaml
 
-from lalmeval.errors import UserError
+from lalmeval.errors import DISK_FULL, UserError, WriteFailed, write_failed
 from lalmeval.files import check_regular
 from lalmeval.records import Record
 
@@ -54,10 +54,6 @@ def read_jsonl(path: Path, what: str = "JSONL file") -> Iterable[dict[str, Any]]
                 continue
             if isinstance(item, dict):
                 yield item
-
-
-class WriteFailed(Exception):
-    """The disk refused a write (full, quota, file too large): the run must stop, keeping what is written."""
 
 
 class _WriterThread:
@@ -167,7 +163,9 @@ class JsonlWriter:
             if mode == "a" and path.stat().st_size:
                 self._ensure_newline(path)
         except OSError as exc:
-            raise WriteFailed(f"cannot write {path}: {exc.strerror or exc}") from None
+            failed = write_failed(path, exc)
+            _WRITER._fail(str(failed))  # like a refused line: the run stops, whichever writer met it
+            raise failed from None
 
     def _ensure_newline(self, path: Path) -> None:
         with path.open("rb") as handle:
@@ -201,6 +199,8 @@ class RunStore:
         try:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
+            if exc.errno in DISK_FULL:
+                raise write_failed(root, exc) from None
             raise UserError(f"{root}: cannot create the run directory: {exc.strerror or exc}") from None
 
     def lock(self) -> None:
@@ -209,8 +209,12 @@ class RunStore:
         flock is released by the kernel when the holder dies, so a run killed with SIGKILL can be resumed."""
         if fcntl is None:
             return
-        check_regular(self.root / ".lock", "lock file")
-        handle = (self.root / ".lock").open("a+", encoding="utf-8")
+        path = self.root / ".lock"
+        check_regular(path, "lock file")
+        try:
+            handle = path.open("a+", encoding="utf-8")
+        except OSError as exc:
+            raise write_failed(path, exc) from None
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -218,10 +222,15 @@ class RunStore:
             holder = handle.read().strip() or "another process"
             handle.close()
             raise UserError(f"{self.root}: this run directory is in use by another run ({holder}); wait for it to end or choose another --run-id") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()} on {socket.gethostname()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
-        handle.flush()
+        try:  # the holder's line is what a second run prints; the lock itself is the flock
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"pid {os.getpid()} on {socket.gethostname()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+            handle.flush()
+        except OSError as exc:
+            with contextlib.suppress(OSError):  # closing flushes the refused line again (and closes all the same)
+                handle.close()
+            raise write_failed(path, exc) from None
         self._lock_handle = handle
 
     def unlock(self) -> None:
@@ -259,14 +268,20 @@ class RunStore:
         return stored
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write a whole file through a scratch file and a rename, so a reader never sees half of it; WriteFailed when refused."""
+def write_atomic(path: Path, text: str) -> Path:
+    """Write a whole file or leave the old one: a reader never sees half of it, and a failure leaves no temporary file.
+
+    A refused write (full disk, Ctrl-C in the middle) removes `<name>.tmp` and raises WriteFailed
+    (or the KeyboardInterrupt) with the file and the reason."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     try:
         tmp.unlink(missing_ok=True)  # our scratch name: whatever is left there (a named pipe would block) goes
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
-    except OSError as exc:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
-        raise WriteFailed(f"cannot write {path}: {exc.strerror or exc}") from None
+        if isinstance(exc, OSError):
+            raise write_failed(path, exc) from None
+        raise
+    return path

@@ -1,6 +1,8 @@
 """Crashes and Ctrl-C: nothing finished is lost, resumed runs score like uninterrupted ones."""
 
+import asyncio
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -8,8 +10,15 @@ import time
 
 import pytest
 
+import lalmeval.reports as reports
+import lalmeval.runner as runner
+from lalmeval.cli import main
+from lalmeval.inference.launch import Launcher
+from lalmeval.options import RunOptions
+from lalmeval.runner import run
+from lalmeval.store import RunStore
 from tests.support.endpoint import Reply, ScriptedEndpoint, chat_payload
-from tests.support.workspace import REPO, demo_rows, model
+from tests.support.workspace import REPO, demo_rows, model, text_questions
 
 COUNT = 24
 BATCH = 3
@@ -204,3 +213,152 @@ def test_first_ctrl_c_sends_no_request_that_was_waiting_for_its_turn(ws):
     assert proc.returncode == 130 and "--resume queued" in err, err
     assert sent <= at_signal + 1, f"{sent - at_signal} requests sent after Ctrl-C"
     assert len(stored_lines(run_dir, "queued")) == sent  # what was sent is kept; what was not is not written
+
+
+def answer(seen, n):
+    return f"answer {seen.text.split()[-1]}"
+
+
+def large_dataset(ws):
+    """A million rows: opening them (a scan in a worker thread) takes seconds."""
+    (ws.root / "data").mkdir()
+    with (ws.root / "data" / "set.jsonl").open("w") as handle:
+        for i in range(1_000_000):
+            handle.write(f'{{"id": "q{i}", "question": "question {i}", "reference": "answer {i}"}}\n')
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": "data/set.jsonl", "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None}})
+    ws.config([model("http://127.0.0.1:9/v1")], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"), filters={"num_samples": 5})
+
+
+def ctrl_c_while_opening(ws, presses):
+    """Start a run on the large dataset, press Ctrl-C `presses` times (0.3 s apart) while it scans the
+    rows; the exit code, stderr and the seconds it took to end after the last press."""
+    large_dataset(ws)
+    proc = subprocess.Popen([sys.executable, "-m", "lalmeval", "run", "--config", str(ws.root / "config.yaml"), "--run-id", "o"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not (ws.root / "runs" / "o" / "config.yaml").exists():
+        assert proc.poll() is None and time.time() < deadline, proc.communicate()
+        time.sleep(0.02)
+    time.sleep(0.5)  # scanning the rows now
+    for press in range(presses):
+        time.sleep(0.3 if press else 0)
+        proc.send_signal(signal.SIGINT)
+    last = time.time()
+    try:
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    return proc.returncode, err, time.time() - last
+
+
+def test_a_second_ctrl_c_while_the_data_is_opened_exits_at_once_without_a_traceback(ws):
+    """Ctrl-C twice while a large dataset is being opened: the run's handlers are in place from the
+    first step, so the second Ctrl-C ends the process at once (it used to wait for the scan, then print
+    `RuntimeError: Event loop is closed` tracebacks from the executor's shutdown)."""
+    code, err, took = ctrl_c_while_opening(ws, presses=2)
+    assert code == 130
+    assert "Traceback" not in err and took < 2, f"{took:.1f}s after the second Ctrl-C; stderr:\n{err[-600:]}"
+
+
+def test_ctrl_c_while_the_data_is_opened_ends_the_run_without_waiting_for_the_scan(ws):
+    """One Ctrl-C while the rows are scanned: nothing was requested, so there is nothing to wait for."""
+    code, err, took = ctrl_c_while_opening(ws, presses=1)
+    assert code == 130 and "Traceback" not in err, err[-600:]
+    assert took < 2, f"the run went on for {took:.1f}s after Ctrl-C, scanning data it would not use"
+    assert "interrupted while opening the data: nothing was requested. Run again with: " in err and "--run-id o" in err, err
+
+def test_after_ctrl_c_the_run_ends_with_its_last_request_in_flight_not_at_the_end_of_the_grace_period(ws):
+    """Ctrl-C with a long read-ahead still queued: once the requests in flight are answered nothing is
+    left to wait for (the read-ahead used to hold the pass open until the grace period ran out)."""
+    text_questions(ws, 60)
+    signalled = []
+
+    def handler(seen, n):
+        if n == 6:
+            signalled.append(time.monotonic())
+            os.kill(os.getpid(), signal.SIGINT)
+        return Reply(payload=chat_payload(answer(seen, n)), delay=0.3)
+
+    grace = 120.0
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        with ScriptedEndpoint(handler) as ep:
+            ws.config([model(ep.url, batch_size=2)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+            result = run(ws.plan(), ws.root / "runs", "g", quiet=True, options=RunOptions(use_cache=False, grace=grace))
+            ended = time.monotonic()
+            sent = len(ep.requests)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert result.interrupted and sent < 60
+    assert len(ws.records("qs", "m", "g")) == sent  # every request in flight was let finish and written
+    assert ended - signalled[0] < grace / 4, f"the run ended {ended - signalled[0]:.0f}s after Ctrl-C, with nothing in flight"
+
+
+def ctrl_c(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(1)
+
+
+async def ctrl_c_while_servers_stop(self, grace=10.0):
+    os.kill(os.getpid(), signal.SIGINT)
+    await asyncio.sleep(0.5)
+    await ORIGINAL_STOP(self, grace)
+
+
+ORIGINAL_STOP = Launcher.stop
+
+
+# Where Ctrl-C lands (what it replaces), what the run then says, and the files it says are on disk.
+STAGES = [
+    ((RunStore, "write_config", ctrl_c), "while starting: nothing was requested. Run again with: ", []),
+    ((Launcher, "stop", ctrl_c_while_servers_stop), "before final_scores.json was written: the records are on disk. Resume with: ",
+     ["records/qs__m.jsonl"]),
+    ((RunStore, "write_final", ctrl_c), "before final_scores.json was written: the records are on disk. Resume with: ",
+     ["records/qs__m.jsonl"]),
+    ((runner, "_print_summary", ctrl_c), "after the run was written: the records, final_scores.json and the reports are on disk. Resume with: ",
+     ["records/qs__m.jsonl", "final_scores.json", "report.html", "results.csv", "results.md"]),
+]
+
+
+def interrupted_run(ws, monkeypatch, capsys, where):
+    """Three questions run in-process with Ctrl-C sent from `where` (what monkeypatch.setattr replaces): exit code, stderr."""
+    text_questions(ws, 3)
+    monkeypatch.setattr(*where)
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        with ScriptedEndpoint(answer) as ep:
+            ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+            code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where, said, on_disk", STAGES, ids=["config", "servers", "final", "summary"])
+def test_ctrl_c_at_any_stage_says_what_is_on_disk_and_how_to_go_on(ws, monkeypatch, capsys, where, said, on_disk):
+    """Ctrl-C outside inference (the run's own handlers are not in place then, or every sample is done):
+    the message used to say `interrupted while starting (no sample finished)` whatever was written.
+    (While the reports are written: the test below.)"""
+    code, err = interrupted_run(ws, monkeypatch, capsys, where)
+    run_dir = ws.root / "runs" / "t"
+    assert code == 130 and "no sample finished" not in err, err[-600:]
+    assert f"interrupted {said}" in err and ("--resume t" if "Resume" in said else "--run-id t") in err, err[-600:]
+    written = [str(p.relative_to(run_dir)) for p in run_dir.rglob("*") if p.is_file() and p.parent.name != "scores"]
+    assert sorted(set(written) - {".lock", "config.yaml"}) == sorted(on_disk)  # and no temporary file
+    if "final_scores.json" in on_disk:
+        assert json.loads((run_dir / "final_scores.json").read_text())["scores"][0]["num_samples"] == 3
+    if on_disk:
+        assert len(ws.records("qs", "m")) == 3
+
+
+def test_ctrl_c_while_reports_are_written_does_not_claim_nothing_finished(ws, monkeypatch, capsys):
+    """Ctrl-C after every sample is inferred and scored, while report.html is written (the run's signal
+    handlers are removed then): the run used to print `interrupted while starting (no sample finished)`
+    although every record and final_scores.json were on disk."""
+    code, err = interrupted_run(ws, monkeypatch, capsys, (reports, "write_reports", ctrl_c))
+    final = json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())
+    assert code == 130 and final["scores"][0]["num_samples"] == 3
+    assert "no sample finished" not in err, err[-300:]
+    assert "interrupted while writing the reports: the records and final_scores.json are on disk. Resume with: " in err
+    assert not list((ws.root / "runs" / "t").glob("*.tmp"))

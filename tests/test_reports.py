@@ -4,6 +4,7 @@ import csv
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -19,7 +20,15 @@ from lalmeval.reports.samples import collect
 from lalmeval.reports.svg import Bar, bar_chart, histogram, nice_ticks
 from tests.support.browser import dump_dom, parse, screenshot
 from tests.support.endpoint import Reply, ScriptedEndpoint, chat_payload
-from tests.support.workspace import DEMO, REPO, Workspace, demo_rows, model
+from tests.support.workspace import DEMO, REPO, Workspace, demo_rows, model, text_questions
+
+
+def limit_file_size(max_bytes):
+    def apply():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
+    return apply
+
 
 # A reply that would run script if any report put it into the page as HTML.
 INJECTION = '</script><script>document.title="pwned"</script><img src=x onerror="document.title=\'pwned\'"> & done'
@@ -273,3 +282,101 @@ def test_report_command_names_a_bad_run_dir_in_one_line(run_dir, tmp_path, name,
     out = cli("report", str(run_dir), str(bad), cwd=tmp_path)
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [f"error: {bad}: {reason}"]
     assert not (tmp_path / "leaderboard.html").exists()
+
+
+def answer(seen, n):
+    return f"answer {seen.text.split()[-1]}"
+
+
+def test_report_html_keeps_every_repeat_and_shows_a_failed_repeat(ws):
+    """`repeat_runs: 3` on two samples; q0's first request fails (HTTP 400) while the others succeed a
+    little later. The report used to keep the last record *per sample id*: 2 of the 6 records, q0's
+    failed repeat replaced by a later successful one, 0 failed on the page while final_scores.json
+    said 1. Now: one row per (sample, repeat), the failed repeat among them, listed by id then repeat."""
+    text_questions(ws, 2)
+    first_q0 = []
+
+    def handler(seen, n):
+        if seen.text.endswith("question 0") and not first_q0:
+            first_q0.append(n)
+            return Reply(status=400, payload={"error": {"message": "bad request"}})
+        return Reply(payload=chat_payload(answer(seen, n)), delay=0.2)
+
+    with ScriptedEndpoint(handler) as ep:
+        ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"), repeat_runs=3)
+        ws.run()
+    run_dir = ws.root / "runs" / "t"
+    assert final(run_dir)["scores"][0]["num_failed"] == 1
+    stats, table = collect(load_run(run_dir))
+    assert (stats[0].failed, len(table.rows)) == (1, 6), f"report.html: {stats[0].failed} failed, {len(table.rows)} rows of 6 records"
+    assert [(row[1], row[9]) for row in table.rows] == [(f"q{i}", r) for i in range(2) for r in range(3)]
+    assert stats[0].scores["accuracy"] == [1.0] * 5  # every scored repeat, none twice
+    dom = rendered(run_dir, "#failed=1")
+    [failed] = dom.by_id("sample-rows").all("tr")
+    assert failed.all("div", "sid")[0].text.startswith("q0 · repeat ") and "HTTP 400" in failed.text
+
+
+def test_a_full_disk_while_writing_report_html_is_a_warning_and_leaves_no_temporary_file(ws):
+    """The disk takes records, scores and final_scores.json but not report.html (the largest file).
+    The run used to exit 0 with `report.html.tmp` left behind and no results.csv / results.md."""
+    text_questions(ws, 2)
+    with ScriptedEndpoint(answer) as ep:
+        ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        out = subprocess.run([sys.executable, "-m", "lalmeval", "run", "--config", str(ws.root / "config.yaml"), "--run-id", "r"],
+                             cwd=REPO, capture_output=True, text=True, timeout=120, preexec_fn=limit_file_size(10_000))
+    assert out.returncode == 0, out.stderr  # the scores stand (README: a report that cannot be written is a warning)
+    assert "warning: report.html not written (cannot write " in out.stderr and "report.html: File too large" in out.stderr
+    run_dir = ws.root / "runs" / "r"
+    assert sorted(p.name for p in run_dir.iterdir() if p.is_file()) == [".lock", "config.yaml", "final_scores.json", "results.csv", "results.md"]
+
+
+def test_the_report_command_on_a_full_disk_is_one_line_and_exit_4(run_dir, tmp_path):
+    out = subprocess.run([sys.executable, "-m", "lalmeval", "report", str(run_dir), "--out", "board.html"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)},
+                         preexec_fn=limit_file_size(1000))
+    assert out.returncode == 4 and out.stderr.strip().splitlines() == ["error: cannot write board.html: File too large"], out.stderr
+    assert not list(tmp_path.iterdir())
+
+
+CLIPPED = """<script>
+window.addEventListener("load", function () {
+  var out = [];
+  document.querySelectorAll("svg").forEach(function (svg) {
+    var box = svg.viewBox.baseVal;
+    svg.querySelectorAll("text").forEach(function (t) {
+      var b = t.getBBox();
+      if (b.x < -0.5 || b.x + b.width > box.width + 0.5 || b.y < -0.5) out.push(t.textContent);
+    });
+  });
+  var pre = document.createElement("pre"); pre.id = "clipped"; pre.textContent = JSON.stringify(out); document.body.appendChild(pre);
+});
+</script>"""
+
+
+def clipped_texts(report):
+    """The texts of report.html's plots that Chromium draws (partly) outside their plot."""
+    probe = report.with_name("probe.html")
+    probe.write_text(report.read_text().replace("</body>", CLIPPED + "</body>"))
+    return json.loads(parse(dump_dom(probe.as_uri())).by_id("clipped").text)
+
+
+def test_plot_titles_labels_and_values_are_never_cut_off(ws, run_dir, tmp_path):
+    """Long dataset and model names, wide letters, large values with intervals: the per-sample histograms'
+    titles used to run past their 280 px (and latency titles past 380 px), cut off mid-word."""
+    text_questions(ws, 12, name="spoken_squad_long_questions_test")
+
+    def handler(seen, n):
+        i = int(seen.text.split()[-1])
+        return Reply(status=400, payload={"error": {"message": "no"}}) if i == 0 else f"answer {i}" + " more words" * (i % 3)
+
+    with ScriptedEndpoint(handler) as ep:
+        ws.config([model(ep.url, name="Qwen2-Audio-7B-Instruct-long-name", retry_attempts=0),
+                   model(ep.url, name="WWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWW", retry_attempts=0)],
+                  [["spoken_squad_long_questions_test", "word_error_rate"], ["spoken_squad_long_questions_test", "accuracy"]])
+        ws.run("long")
+    report = ws.root / "runs" / "long" / "report.html"
+    page = report.read_text()
+    assert "<title>spoken_squad_long_questions_test · word_error_rate · WWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWW</title>" in page
+    assert clipped_texts(report) == []
+    rich, _ = with_optional_fields(run_dir, tmp_path)  # intervals, and flaky's word error rate in the thousands
+    assert clipped_texts(rich / "report.html") == []

@@ -2,6 +2,7 @@
 directory — keeping what it wrote, stopping what it launched, and saying how to go on."""
 
 import json
+import os
 import resource
 import signal
 import socket
@@ -11,6 +12,9 @@ import time
 
 import pytest
 
+from lalmeval.errors import WriteFailed
+from lalmeval.store import write_atomic
+from tests.support.endpoint import ScriptedEndpoint
 from tests.support.workspace import REPO, model
 
 COUNT = 12
@@ -187,3 +191,71 @@ def test_run_ids_are_plain_names(ws, run_id):
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [f"error: --run-id / --resume must be a plain name (letters, digits, '.', '_', '-'; at most 128), got {run_id!r}"]
     assert not (ws.root / "x").exists()
+
+
+def answer_echo(seen, n):
+    return f"echo: {seen.text.split()[-1]}"
+
+
+def run_cli(ws, run_id, **kwargs):
+    return subprocess.run([sys.executable, "-m", "lalmeval", "run", "--config", str(ws.root / "config.yaml"), "--run-id", run_id],
+                          cwd=REPO, capture_output=True, text=True, timeout=180, **kwargs)
+
+
+@pytest.mark.parametrize("limit, refused", [(200, "config.yaml"), (20, ".lock")])
+def test_a_full_disk_when_the_run_writes_its_config_is_exit_4_not_an_internal_error(ws, limit, refused):
+    """The disk refuses the run's first real write: config.yaml (the write check's empty probe file and
+    the lock line still fit), or the lock's holder line. Both used to leave WriteFailed / OSError to
+    main(), which printed `internal error: …` and exited 1, the code of a bug."""
+    text_dataset(ws, count=2)
+    with ScriptedEndpoint(answer_echo) as ep:
+        ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        out = run_cli(ws, "full", preexec_fn=limit_file_size(limit))
+    assert out.returncode == 4, out.stderr
+    [line] = out.stderr.strip().splitlines()
+    assert f"full/{refused}: File too large. Free space (or fix the folder), then run again with: " in line and "--run-id full" in line
+    assert not list((ws.root / "runs" / "full").glob("*.tmp")) and not ep.requests
+
+
+def test_a_scores_file_that_cannot_be_opened_stops_the_run_with_exit_4(ws):
+    """scores/<dataset>__<metric>__<model>.jsonl cannot be created (a folder holds its name). The Engine
+    used to score in memory without a word, so the run exited 0 with the per-sample scores missing."""
+    text_dataset(ws, count=4)
+    (ws.root / "runs" / "s" / "scores" / "qs__accuracy__m.jsonl").mkdir(parents=True)
+    with ScriptedEndpoint(answer_echo) as ep:
+        ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        out = run_cli(ws, "s")
+    assert out.returncode == 4, out.stderr
+    assert "cannot write " in out.stderr and "qs__accuracy__m.jsonl: Is a directory" in out.stderr and "then resume with: " in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_a_launch_log_that_cannot_be_written_does_not_stall_the_server(ws):
+    """launch_<model>.log cannot be opened (a folder holds its name): the server's output is still drained
+    (it used to stop being read, so a chatty server blocked on its pipe), and the run says so."""
+    text_dataset(ws, count=4)
+    port = free_port()
+    config = launched_config(ws, port, delay=0.01, progress_bytes=400_000)  # far beyond any pipe buffer
+    (ws.root / "runs" / "nolog" / "launch_m.log").mkdir(parents=True)
+    proc = start(config, "nolog")
+    _, err = proc.communicate(timeout=90)
+    assert proc.returncode == 0, err
+    assert "launch_m.log: Is a directory; the server's output is not kept" in err
+    assert final(ws, "nolog")["scores"][0]["num_samples"] == 4
+
+
+def test_a_refused_or_interrupted_write_keeps_the_old_file_and_leaves_no_temporary_file(tmp_path, monkeypatch):
+    target = tmp_path / "final_scores.json"
+    target.write_text("old")
+    (tmp_path / "final_scores.json.tmp").symlink_to("/dev/full")  # every write to it: No space left on device
+    with pytest.raises(WriteFailed, match=r"cannot write .*final_scores\.json: No space left on device"):
+        write_atomic(target, "new")
+    assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["final_scores.json"]
+
+    def ctrl_c(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(target, "new")
+    assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["final_scores.json"]

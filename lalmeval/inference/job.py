@@ -10,6 +10,7 @@ from collections import Counter, OrderedDict
 from dataclasses import replace
 from typing import Any, AsyncIterator, Iterator, Optional
 
+from lalmeval.background import abandonable
 from lalmeval.cache import InferenceCache, deterministic, request_key
 from lalmeval.config import ModelInfo
 from lalmeval.choices import LETTERS
@@ -181,6 +182,11 @@ class SampleQueue:
             self.failure = f"{type(exc).__name__}: {exc}"
         await self._queue.put(self._END)  # not on cancellation: then every worker is cancelled too
 
+    def end(self) -> None:
+        """Let every worker waiting for a sample see the end (when the queue is full, none is waiting)."""
+        if not self._queue.full():
+            self._queue.put_nowait(self._END)
+
     async def get(self) -> Optional[tuple[Sample, int]]:
         """The next (sample, repeat) to answer, or None when there is none left."""
         item = await self._queue.get()
@@ -260,13 +266,12 @@ class InferenceJob:
             self.stop.set()  # the disk refused a write: stop; the record stays unwritten and a resume requests it
 
     async def prepare(self) -> None:
-        """Read the stored records (resume) and the cache, before anything is launched (off the loop)."""
-        loop = asyncio.get_running_loop()
+        """Read the stored records (resume) and the cache, before anything is launched (off the loop; Ctrl-C does not wait for it)."""
         try:
             if not self.options.force_reinfer:
-                self._stored = await loop.run_in_executor(None, self.store.stored_records, self.dataset, self.name)
+                self._stored = await abandonable(self.store.stored_records, self.dataset, self.name)
             if self.cache is not None and not self.options.reeval:
-                await loop.run_in_executor(None, self.cache.load)
+                await abandonable(self.cache.load)
         except Exception as exc:  # noqa: BLE001 - run() fails the pass's samples with this reason
             self.failure = _internal(exc)
 
@@ -306,22 +311,35 @@ class InferenceJob:
     async def _work(self, stored: dict[str, Record], ledger: Ledger) -> None:
         """Workers of every replica pull from one queue: memory stays bounded however large the dataset."""
         queue = SampleQueue(self.source.samples(), sum(e.info.batch_size for e in self.endpoints), ledger.admit, self.repeats)
-        tasks = [asyncio.ensure_future(queue.fill())]
+        reader = asyncio.ensure_future(queue.fill())
+        stopper = asyncio.ensure_future(self._stop_reading(queue, reader))
+        workers = []
         for endpoint in self.endpoints:
             # Workers beyond the in-flight limit prepare the next clips ahead; a quarter more keeps the
             # endpoint busy without holding many decoded clips.
             width = 1 if self.options.reeval else endpoint.info.batch_size + max(4, endpoint.info.batch_size // 4)
-            tasks += [asyncio.ensure_future(self._worker(queue, endpoint, stored, ledger)) for _ in range(width)]
+            workers += [asyncio.ensure_future(self._worker(queue, endpoint, stored, ledger)) for _ in range(width)]
         try:
-            await asyncio.gather(*tasks)
+            await asyncio.gather(*workers)
         except BaseException:
-            for task in tasks:
+            for task in workers:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*workers, return_exceptions=True)
             raise
+        finally:  # the workers are done: so is the reader (it put the end), unless the run stopped
+            reader.cancel()
+            stopper.cancel()
+            await asyncio.gather(reader, stopper, return_exceptions=True)
         if queue.failure is not None:  # the data broke off: what it still owed cannot be read
             self.failure = f"data: {queue.failure}"
             ledger.fail_open(self.failure, persist=True)
+
+    async def _stop_reading(self, queue: SampleQueue, reader: asyncio.Task) -> None:
+        """Once the run stops nothing new is taken: end the read-ahead and wake the idle workers, so the
+        pass ends with its last request in flight, not at the end of the grace period."""
+        await self.stop.wait()
+        reader.cancel()
+        queue.end()
 
     async def _worker(self, queue: SampleQueue, home: Endpoint, stored: dict[tuple[str, int], Record], ledger: Ledger) -> None:
         while not self.stop.is_set():

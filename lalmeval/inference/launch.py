@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 from pathlib import Path
+from typing import BinaryIO, Optional
 
 import aiohttp
 
@@ -96,18 +98,27 @@ class Launcher:
         assert process.stdout is not None
         hold = max(0, self.redact.longest - 1)
         pending = b""
-        with log.open("ab", buffering=0) as handle:
+        try:
+            handle: Optional[BinaryIO] = log.open("ab", buffering=0)
+        except OSError as exc:  # drained all the same: the server would block on its pipe
+            print(f"warning: cannot write {log}: {exc.strerror or exc}; the server's output is not kept", file=sys.stderr)
+            handle = None
+        try:
             while chunk := await process.stdout.read(1 << 16):
                 pending = self.redact.bytes(pending + chunk)
                 cut = max(0, len(pending) - hold)
                 self._write_log(handle, pending[:cut])
                 pending = pending[cut:]
             self._write_log(handle, self.redact.bytes(pending))
+        finally:
+            if handle is not None:
+                handle.close()
 
     @staticmethod
-    def _write_log(handle, data: bytes) -> None:
+    def _write_log(handle: Optional[BinaryIO], data: bytes) -> None:
         try:
-            handle.write(data)
+            if handle is not None:
+                handle.write(data)
         except OSError:
             pass  # a full disk must not stop the drain: the server would block on its pipe
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
+from typing import Callable
 
+from lalmeval.errors import WriteFailed, write_failed
 from lalmeval.reports.html import run_report
 from lalmeval.reports.leaderboard import build, console_table, leaderboard_html
 from lalmeval.reports.rundir import RunDir, load_run
@@ -15,17 +18,17 @@ from lalmeval.store import write_atomic
 __all__ = ["RunDir", "load_run", "render_run", "write_leaderboard", "write_reports"]
 
 
+def _html(run: RunDir) -> str:
+    return run_report(run, *collect(run))
+
+
+REPORTS: dict[str, Callable[[RunDir], str]] = {"report.html": _html, "results.csv": results_csv, "results.md": results_md}
+
+
 def render_run(run_dir: Path) -> list[Path]:
     """Write report.html, results.csv and results.md into a run directory; returns their paths."""
     run = load_run(run_dir)
-    stats, samples = collect(run)
-    outputs = {"report.html": run_report(run, stats, samples), "results.csv": results_csv(run), "results.md": results_md(run)}
-    return [_write(run_dir / name, text) for name, text in outputs.items()]
-
-
-def _write(path: Path, text: str) -> Path:
-    write_atomic(path, text)  # a reader never sees half a report
-    return path
+    return [write_atomic(run_dir / name, make(run)) for name, make in REPORTS.items()]
 
 
 def write_leaderboard(run_dirs: list[Path], out: Path) -> str:
@@ -35,15 +38,34 @@ def write_leaderboard(run_dirs: list[Path], out: Path) -> str:
         unique.setdefault(path.resolve(), load_run(path))  # a directory named twice counts once
     runs = list(unique.values())
     board = build(runs)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    _write(out, leaderboard_html(board, runs, out.resolve().parent))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_failed(out.parent, exc) from None
+    write_atomic(out, leaderboard_html(board, runs, out.resolve().parent))
     return console_table(board)
 
 
 def write_reports(run_dir: Path) -> list[Path]:
-    """render_run for the end of a run: the scores are already on disk, so a report problem is a warning, not a failed run."""
+    """render_run for the end of a run: the scores are already on disk, so a report problem is a warning, not a failed run.
+
+    Each report stands alone: one that cannot be built or written does not keep the others from
+    being written, and an older copy of it is removed, so no report contradicts final_scores.json."""
     try:
-        return render_run(run_dir)
-    except Exception as exc:  # noqa: BLE001 - reported, and `lalmeval report` can try again
+        run = load_run(run_dir)
+    except Exception as exc:  # noqa: BLE001 - reported, and `lalmeval run --resume` writes them again
         print(f"warning: reports not written to {run_dir}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return []
+    written = []
+    for name, make in REPORTS.items():
+        path = run_dir / name
+        try:
+            written.append(write_atomic(path, make(run)))
+        except Exception as exc:  # noqa: BLE001 - a report bug or a full disk must not fail a scored run
+            reason = str(exc) if isinstance(exc, WriteFailed) else f"{type(exc).__name__}: {exc}"
+            stale = path.exists()
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
+            removed = "; the older copy was removed" if stale and not path.exists() else ""
+            print(f"warning: {name} not written ({reason}){removed}; the run's scores stand", file=sys.stderr)
+    return written

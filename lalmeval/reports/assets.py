@@ -108,7 +108,7 @@ BROWSER_JS = r"""
   function sampleRow(r) {
     var g = G[r[0]], tr = node("tr", r[6] === null ? "sample" : "sample failed");
     var first = node("td");
-    first.appendChild(node("div", "sid", r[1]));
+    first.appendChild(node("div", "sid", r[9] === null || r[9] === undefined ? r[1] : r[1] + " \u00b7 repeat " + r[9]));
     first.appendChild(node("div", "small", g.dataset + " \u00b7 " + g.model + (r[8] === null ? "" : " \u00b7 " + r[8].toFixed(2) + " s")));
     if (str(r[2])) first.appendChild(folded("prompt", str(r[2])));
     tr.appendChild(first);

@@ -59,8 +59,8 @@ def score_histograms(stats: Sequence[GroupStats], series: dict[str, int]) -> lis
     for group in stats:
         for metric in group.metrics:
             values = group.scores.get(metric, [])
-            title = f"{group.dataset} · {metric} · {group.model}" + (f" ({group.failed} failed)" if group.failed else "")
-            out.append(histogram(values, title, series=series.get(group.model, 0)))
+            note = f"{group.failed} failed" if group.failed else ""
+            out.append(histogram(values, f"{group.dataset} · {metric} · {group.model}", series=series.get(group.model, 0), note=note))
     return out
 
 
@@ -70,5 +70,5 @@ def latency_histograms(stats: Sequence[GroupStats], series: dict[str, int]) -> l
     for model, index in series.items():
         values = [v for g in stats if g.model == model for v in g.latencies]
         marks = [(f"p{round(q * 100)} {percentile(values, q):.3g} s", percentile(values, q)) for q in (0.5, 0.9, 0.99)] if values else []
-        out.append(histogram(values, f"{model}: latency (s)", series=index, markers=marks, width=380))
+        out.append(histogram(values, f"{model} · latency (s)", series=index, markers=marks, width=380))
     return out

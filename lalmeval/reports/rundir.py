@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from lalmeval.errors import UserError
+from lalmeval.ledger import Unit
 from lalmeval.store import RunStore, read_jsonl
 
 
@@ -54,21 +55,23 @@ class RunDir:
             metrics.setdefault((score["dataset"], score["model"]), []).append(score["metric"])
         return [(dataset, model, names) for (dataset, model), names in metrics.items()]
 
-    def records(self, dataset: str, model: str, keep: Optional[Sequence[str]] = None) -> dict[str, dict[str, Any]]:
-        """The last record of each sample (a resumed run appends newer ones), in file order; only `keep` fields if given."""
-        return _by_id(RunStore(self.path).records_path(dataset, model), keep)
+    def records(self, dataset: str, model: str, keep: Optional[Sequence[str]] = None) -> dict[Unit, dict[str, Any]]:
+        """The last record of each (sample, repeat) (a resumed run appends newer ones), in file order; only `keep` fields if given."""
+        return _by_unit(RunStore(self.path).records_path(dataset, model), keep)
 
-    def sample_scores(self, dataset: str, metric: str, model: str, keep: Optional[Sequence[str]] = None) -> dict[str, dict[str, Any]]:
-        """Per-sample scores of one (dataset, metric, model), by sample id; only `keep` fields if given."""
-        return _by_id(RunStore(self.path).scores_path(dataset, metric, model), keep)
+    def sample_scores(self, dataset: str, metric: str, model: str, keep: Optional[Sequence[str]] = None) -> dict[Unit, dict[str, Any]]:
+        """Per-sample scores of one (dataset, metric, model), by (sample id, repeat); only `keep` fields if given."""
+        return _by_unit(RunStore(self.path).scores_path(dataset, metric, model), keep)
 
 
-def _by_id(path: Path, keep: Optional[Sequence[str]]) -> dict[str, dict[str, Any]]:
+def _by_unit(path: Path, keep: Optional[Sequence[str]]) -> dict[Unit, dict[str, Any]]:
+    """Lines by (id, repeat): every repeat of a sample is a record of its own (scores/ leave out repeat 0)."""
     # Projecting while reading keeps a 100k-sample run's memory to what a report shows.
     found = {}
     for item in read_jsonl(path):
-        if isinstance(item, dict) and "id" in item:
-            found[item["id"]] = item if keep is None else {k: item.get(k) for k in keep}
+        if "id" in item:
+            repeat = item.get("repeat") or 0
+            found[(str(item["id"]), repeat if isinstance(repeat, int) else 0)] = item if keep is None else {k: item.get(k) for k in keep}
     return found
 
 

@@ -31,7 +31,10 @@ class GroupStats:
 
 @dataclass
 class SampleTable:
-    """Compact browser rows: strings are stored once in `strings` and rows refer to them by index."""
+    """Compact browser rows: strings are stored once in `strings` and rows refer to them by index.
+
+    A row: [group, sample id, prompt, reference, prediction, reply, error, scores per metric,
+    latency, repeat (None when the run has no repeats)]; texts are indexes into `strings`."""
 
     groups: list[dict[str, Any]] = field(default_factory=list)
     strings: list[str] = field(default_factory=list)
@@ -78,13 +81,15 @@ def _number(value: Any) -> Optional[float]:
 
 
 def _group(run: RunDir, index: int, dataset: str, model: str, metrics: list[str], table: SampleTable, budget: int) -> tuple[GroupStats, int]:
-    """Read one (dataset, model): stats from every sample, browser rows (failed first) while the budget lasts."""
+    """Read one (dataset, model): stats from every record (each repeat of a sample is one), browser rows
+    (failed first) while the budget lasts, listed by sample id and repeat."""
     stats = GroupStats(dataset, model, metrics, scores={m: [] for m in metrics})
     scores = [run.sample_scores(dataset, m, model, keep=("score", "judge_failed")) for m in metrics]
-    records = run.records(dataset, model, keep=RECORD_FIELDS)
+    records = sorted(run.records(dataset, model, keep=RECORD_FIELDS).items())
+    repeated = any(repeat for (_, repeat), _ in records)
     candidates = []
-    for order, (sample_id, record) in enumerate(records.items()):
-        per_metric = [s.get(sample_id) for s in scores]
+    for order, (unit, record) in enumerate(records):
+        per_metric = [s.get(unit) for s in scores]
         values = [_number(item.get("score")) if item else None for item in per_metric]
         for metric, value in zip(metrics, values):
             if value is not None:
@@ -94,18 +99,19 @@ def _group(run: RunDir, index: int, dataset: str, model: str, metrics: list[str]
         elif record.get("attempts") and _number(record.get("latency")) is not None:
             stats.latencies.append(float(record["latency"]))  # answered by the endpoint, not by the cache
         error = _errors(record, per_metric, metrics)
-        candidates.append((error is None, order, sample_id, record, values, error))
+        candidates.append((error is None, order, unit, record, values, error))
     stats.total = len(records)
     used, kept = 0, []
-    for _, order, sample_id, record, values, error in sorted(candidates, key=lambda c: c[:2]):
+    for _, order, (sample_id, repeat), record, values, error in sorted(candidates, key=lambda c: c[:2]):
         raw = [record.get(k) for k in ("prompt", "reference", "prediction", "reply")] + [error]
-        encoded = table.encode([index, str(sample_id)], [_cut(t) for t in raw], [values, _number(record.get("latency"))], budget - used)
+        tail = [values, _number(record.get("latency")), repeat if repeated else None]
+        encoded = table.encode([index, sample_id], [_cut(t) for t in raw], tail, budget - used)
         if encoded is None:
             break
         used += encoded[1]
         kept.append((order, encoded[0]))
         table.truncated += sum(1 for t in raw if t is not None and len(t) > MAX_FIELD_CHARS)
-    table.rows.extend(row for _, row in sorted(kept, key=lambda k: k[0]))  # back in file order
+    table.rows.extend(row for _, row in sorted(kept, key=lambda k: k[0]))  # back in (id, repeat) order
     return stats, used
 
 
@@ -122,5 +128,5 @@ def collect(run: RunDir, max_bytes: int = MAX_SAMPLE_BYTES) -> tuple[list[GroupS
         stats[i], used = _group(run, i, dataset, model, metrics, table, left // (len(groups) - done))
         left -= used
     table.total = sum(s.total for s in stats if s)
-    table.rows.sort(key=lambda row: row[0])  # stable: file order within each group
+    table.rows.sort(key=lambda row: row[0])  # stable: (id, repeat) order within each group
     return [s for s in stats if s], table

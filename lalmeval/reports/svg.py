@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 from dataclasses import dataclass
 from html import escape
 from typing import Callable, Optional, Sequence
@@ -49,13 +50,60 @@ def _num(value: float) -> str:
     return f"{value + 0.0:.0f}" if value == round(value) and abs(value) < 1e12 else f"{value:.3g}"
 
 
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _em(ch: str) -> float:
+    """A character's width in em, on the generous side of common sans-serif fonts (DejaVu Sans the widest)."""
+    if unicodedata.east_asian_width(ch) in "WF":
+        return 1.0
+    if ch in "mwMW@%":
+        return 1.0
+    if ch in " ilIjtfr.,:;'|!()[]":
+        return 0.42
+    return 0.78 if ch.isupper() else 0.64
+
+
+def text_width(text: str, size: int = 12, bold: bool = False) -> float:
+    """Pixels `text` takes, estimated: SVG text is drawn by the browser, not measured here."""
+    return sum(map(_em, text)) * size * (1.1 if bold else 1.0)
+
+
+def fit(text: str, pixels: float, size: int = 12, bold: bool = False) -> str:
+    """`text`, cut short with '…' where it would run past `pixels`."""
+    if text_width(text, size, bold) <= pixels:
+        return text
+    room, used = pixels / (size * (1.1 if bold else 1.0)) - _em("…"), 0.0
+    for index, ch in enumerate(text):
+        used += _em(ch)
+        if used > room:
+            return text[:index] + "…"
+    return text
+
+
+def title_lines(title: str, pixels: float, size: int = 12, most: int = 3) -> list[str]:
+    """A bold title wrapped at its ' · ' separators into at most `most` lines, each cut to fit `pixels`."""
+    lines: list[str] = []
+    for piece in title.split(" · "):
+        if lines and (text_width(f"{lines[-1]} · {piece}", size, bold=True) <= pixels or len(lines) == most):
+            lines[-1] += f" · {piece}"
+        else:
+            lines.append(piece)
+    return [fit(line, pixels, size, bold=True) for line in lines]
+
+
+def _title(title: str, width: int, size: int = 12) -> tuple[str, int]:
+    """A plot's <title> (the whole text, shown on hover) and its drawn lines; returns them and the height they take."""
+    lines = title_lines(title, width - 8, size)
+    drawn = "".join(f'<text x="4" y="{size + 2 + 15 * i}" font-weight="600" font-size="{size}">{escape(line)}</text>'
+                    for i, line in enumerate(lines))
+    return f"<title>{escape(title)}</title>{drawn}", 15 * len(lines)
 
 
 def bar_chart(bars: Sequence[Bar], title: str, width: int = 780) -> str:
     """Horizontal bars grouped under headers, with 95% interval whiskers and the value at the right."""
-    label_w, value_w, row_h, top = 190, 210, 20, 40
+    heading, title_h = _title(title, width, size=13)
+    values = [_value_text(bar) for bar in bars]
+    # The value column is as wide as its longest text (an interval with large numbers is long).
+    label_w, row_h, top = 190, 20, title_h + 25
+    value_w = int(min(330, max([120.0, *(text_width(v) + 14 for v in values)])))
     plot_w = width - label_w - value_w
     numbers = [x for b in bars for x in (b.value, b.low, b.high) if x is not None]
     ticks = nice_ticks(min([0.0, *numbers]), max([0.0, *numbers]) or 1.0)
@@ -65,24 +113,31 @@ def bar_chart(bars: Sequence[Bar], title: str, width: int = 780) -> str:
         return label_w + (v - t0) / (t1 - t0) * plot_w
 
     parts, y, group = [], top, None
-    for bar in bars:
+    for bar, value in zip(bars, values):
         if bar.group != group:
             group = bar.group
-            parts.append(f'<text x="4" y="{y + 14}" font-weight="600">{escape(_shorten(group, 60))}</text>')
+            parts.append(f'<text x="4" y="{y + 14}" font-weight="600">{escape(fit(group, width - 8, bold=True))}</text>')
             y += row_h
-        parts.append(_bar_row(bar, y, row_h, x, label_w, width - value_w + 6))
+        parts.append(_bar_row(bar, value, y, row_h, x, label_w, width - value_w + 6))
         y += row_h
     height = y + 10
     grid = "".join(f'<line x1="{x(t):.1f}" y1="{top - 4}" x2="{x(t):.1f}" y2="{y}" stroke="#ddd"/>'
                    f'<text x="{x(t):.1f}" y="{top - 8}" text-anchor="middle" fill="#555">{_num(t)}</text>' for t in ticks)
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" {FONT}><title>{escape(title)}</title>'
-            f'<text x="4" y="14" font-weight="600" font-size="13">{escape(title)}</text>{grid}{"".join(parts)}</svg>')
+            f'viewBox="0 0 {width} {height}" {FONT}>{heading}{grid}{"".join(parts)}</svg>')
 
 
-def _bar_row(bar: Bar, y: int, row_h: int, x: Callable[[float], float], label_w: int, value_x: int) -> str:
+def _value_text(bar: Bar) -> str:
+    """The value (and interval, and note) written at the right of a bar."""
+    if bar.value is None:
+        return ""
+    text = f"{bar.value:.2f}" + (f" [{bar.low:.2f}, {bar.high:.2f}]" if bar.low is not None and bar.high is not None else "")
+    return text + (f" {bar.note}" if bar.note else "")
+
+
+def _bar_row(bar: Bar, value: str, y: int, row_h: int, x: Callable[[float], float], label_w: int, value_x: int) -> str:
     """One labelled bar, its whisker and its value text."""
-    label = f'<text x="16" y="{y + 14}"><title>{escape(bar.label)}</title>{escape(_shorten(bar.label, 26))}</text>'
+    label = f'<text x="16" y="{y + 14}"><title>{escape(bar.label)}</title>{escape(fit(bar.label, label_w - 22))}</text>'
     if bar.value is None:
         return label + f'<text x="{label_w + 4}" y="{y + 14}" fill="#a00">no score</text>'
     x0, x1 = sorted((x(0.0), x(bar.value)))
@@ -92,31 +147,35 @@ def _bar_row(bar: Bar, y: int, row_h: int, x: Callable[[float], float], label_w:
         lo, hi, mid = x(bar.low), x(bar.high), y + row_h / 2
         shape += (f'<path class="whisker" d="M{lo:.1f},{mid}H{hi:.1f}M{lo:.1f},{mid - 5}V{mid + 5}M{hi:.1f},{mid - 5}V{mid + 5}" '
                   f'stroke="#222" stroke-width="1.3" fill="none"/>')
-    text = f"{bar.value:.2f}" + (f" [{bar.low:.2f}, {bar.high:.2f}]" if bar.low is not None and bar.high is not None else "")
-    text += f" {bar.note}" if bar.note else ""
-    return label + shape + f'<text x="{value_x}" y="{y + 14}">{escape(text)}</text>'
+    return label + shape + f'<text x="{value_x}" y="{y + 14}">{escape(value)}</text>'
 
 
-def _single_bar(value: float, count: int, series: int, left: int, top: int, plot_w: int, plot_h: int) -> str:
+def _caption(*parts: str) -> str:
+    """The line under a histogram: its parts that are not empty, separated by ' · '."""
+    return " · ".join(part for part in parts if part)
+
+
+def _single_bar(value: float, count: int, series: int, left: int, top: int, plot_w: int, plot_h: int, note: str) -> str:
     mid = left + plot_w / 2
     return (f'<rect x="{mid - 12:.1f}" y="{top}" width="24" height="{plot_h}" fill="{color(series)}"><title>{_num(value)}: {count}</title></rect>'
             f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#888"/>'
             f'<text x="{left - 4}" y="{top + 9}" font-size="10" fill="#555" text-anchor="end">{count}</text>'
-            f'<text x="{mid:.1f}" y="{top + plot_h + 16}" font-size="10" fill="#555" text-anchor="middle">all {_num(value)} · n = {count}</text>')
+            f'<text x="{mid:.1f}" y="{top + plot_h + 16}" font-size="10" fill="#555" text-anchor="middle">{escape(_caption(f"all {_num(value)}", f"n = {count}", note))}</text>')
 
 
 def histogram(values: Sequence[float], title: str, bins: int = 20, series: int = 0,
-              markers: Sequence[tuple[str, float]] = (), width: int = 280, height: int = 150) -> str:
-    """A histogram of `values`, with labelled vertical markers (e.g. percentiles)."""
-    left, right, top, bottom = 36, 10, 26, 30
+              markers: Sequence[tuple[str, float]] = (), width: int = 280, height: int = 150, note: str = "") -> str:
+    """A histogram of `values`, with labelled vertical markers (e.g. percentiles); a long title takes more lines."""
+    heading, title_h = _title(title, width)
+    left, right, top, bottom = 36, 10, title_h + 11, 30
+    height += title_h - 15
     head = (f'<svg xmlns="http://www.w3.org/2000/svg" class="hist" role="img" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" {FONT}><title>{escape(title)}</title>'
-            f'<text x="4" y="14" font-weight="600">{escape(_shorten(title, 48))}</text>')
+            f'viewBox="0 0 {width} {height}" {FONT}>{heading}')
     if not values:
-        return head + f'<text x="{left}" y="{height / 2}" fill="#777">no values</text></svg>'
+        return head + f'<text x="{left}" y="{height / 2}" fill="#777">{escape(_caption("no values", note))}</text></svg>'
     lo, hi = min(values), max(values)
     if hi == lo:  # one value: a single centred bar, labelled with that value
-        return head + _single_bar(values[0], len(values), series, left, top, width - left - right, height - top - bottom) + "</svg>"
+        return head + _single_bar(values[0], len(values), series, left, top, width - left - right, height - top - bottom, note) + "</svg>"
     counts = [0] * bins
     for v in values:
         counts[min(int((v - lo) / (hi - lo) * bins), bins - 1)] += 1
@@ -134,12 +193,11 @@ def histogram(values: Sequence[float], title: str, bins: int = 20, series: int =
     marks = "".join(f'<line x1="{x(v):.1f}" y1="{top}" x2="{x(v):.1f}" y2="{top + plot_h}" stroke="#000" stroke-dasharray="3,2">'
                     f'<title>{escape(name)}</title></line>' for name, v in markers)
     # Marker names go in one line under the axis: labels beside close lines would overlap.
-    keys = " · ".join(name for name, _ in markers)
     axis = (f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#888"/>'
             f'<text x="{left}" y="{height - 14}" font-size="10" fill="#555">{_num(lo)}</text>'
             f'<text x="{left + plot_w}" y="{height - 14}" font-size="10" fill="#555" text-anchor="end">{_num(hi)}</text>'
             f'<text x="{left - 4}" y="{top + 9}" font-size="10" fill="#555" text-anchor="end">{peak}</text>'
             f'<text x="{left - 4}" y="{top + plot_h}" font-size="10" fill="#555" text-anchor="end">0</text>'
             f'<text x="{left + plot_w / 2}" y="{height - 3}" font-size="10" fill="#555" text-anchor="middle">'
-            f'n = {len(values)}{escape(" · " + keys) if keys else ""}</text>')
+            f'{escape(_caption(f"n = {len(values)}", *(name for name, _ in markers), note))}</text>')
     return head + rects + marks + axis + "</svg>"

@@ -92,3 +92,10 @@ def model(url: str, name: str = "m", **settings: Any) -> dict[str, Any]:
     """A model entry pointing at a scripted endpoint, with fast retries. Its model id is `scripted-<name>`:
     entries sharing a model id would be replicas of one model."""
     return {"name": name, "url": url, "model": f"scripted-{name}", "batch_size": 4, "timeout": 10, **settings}
+
+
+def text_questions(ws: Workspace, count: int, name: str = "qs") -> None:
+    """A text-only dataset `name` (runspec qa/questions): rows q0.. asking `question i`, answered `answer i`."""
+    rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(count)]
+    ws.runspec("qa", "questions", {name: {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None}})
