@@ -14,6 +14,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Optional
 
 import yaml
 
+from lalmeval.background import stop_if_abandoned
 from lalmeval.errors import DISK_FULL, UserError, WriteFailed, write_failed
 from lalmeval.files import check_regular
 from lalmeval.records import Record
@@ -47,7 +48,9 @@ def read_jsonl(path: Path, what: str = "JSONL file") -> Iterable[dict[str, Any]]
         return
     check_regular(path, what)
     with path.open("rb") as handle:
-        for line in handle:
+        for number, line in enumerate(handle, 1):
+            if not number % 1024:
+                stop_if_abandoned()  # a stored run or cache can be large: Ctrl-C while it is read ends the read
             try:
                 item = json.loads(line)
             except (ValueError, RecursionError):  # a torn line, bytes that are not UTF-8, or garbage nested too deeply

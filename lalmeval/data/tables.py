@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
+from lalmeval.background import stop_if_abandoned
 from lalmeval.errors import UserError
 from lalmeval.files import DuplicateKey, TooDeep, encoding_error, open_error, parse_json, parse_json_text, read_text
 from lalmeval.registry import Registry
@@ -73,6 +74,8 @@ def _data_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
     with handle:
         offset = 0
         for number, raw in enumerate(handle, 1):
+            if not number % 1024:
+                stop_if_abandoned()
             yield number, offset, raw
             offset += len(raw)
 
