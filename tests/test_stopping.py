@@ -1,6 +1,7 @@
 """A run stops cleanly whatever stops it — SIGTERM, a second Ctrl-C, a full disk, a second run on its
 directory — keeping what it wrote, stopping what it launched, and saying how to go on."""
 
+import errno
 import json
 import os
 import resource
@@ -9,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -218,15 +220,17 @@ def test_a_full_disk_when_the_run_writes_its_config_is_exit_4_not_an_internal_er
 
 
 def test_a_scores_file_that_cannot_be_opened_stops_the_run_with_exit_4(ws):
-    """scores/<dataset>__<metric>__<model>.jsonl cannot be created (a folder holds its name). The Engine
-    used to score in memory without a word, so the run exited 0 with the per-sample scores missing."""
+    """scores/<dataset>__<metric>__<model>.jsonl cannot be created (its name is a link into a folder that
+    does not exist, which no check at start can refuse). The Engine used to score in memory without a
+    word, so the run exited 0 with the per-sample scores missing."""
     text_dataset(ws, count=4)
-    (ws.root / "runs" / "s" / "scores" / "qs__accuracy__m.jsonl").mkdir(parents=True)
+    (ws.root / "runs" / "s" / "scores").mkdir(parents=True)
+    (ws.root / "runs" / "s" / "scores" / "qs__accuracy__m.jsonl").symlink_to(ws.root / "gone" / "scores.jsonl")
     with ScriptedEndpoint(answer_echo) as ep:
         ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
         out = run_cli(ws, "s")
     assert out.returncode == 4, out.stderr
-    assert "cannot write " in out.stderr and "qs__accuracy__m.jsonl: Is a directory" in out.stderr and "then resume with: " in out.stderr
+    assert "cannot write " in out.stderr and "qs__accuracy__m.jsonl: No such file or directory" in out.stderr and "then resume with: " in out.stderr
     assert "Traceback" not in out.stderr
 
 
@@ -236,20 +240,26 @@ def test_a_launch_log_that_cannot_be_written_does_not_stall_the_server(ws):
     text_dataset(ws, count=4)
     port = free_port()
     config = launched_config(ws, port, delay=0.01, progress_bytes=400_000)  # far beyond any pipe buffer
-    (ws.root / "runs" / "nolog" / "launch_m.log").mkdir(parents=True)
+    (ws.root / "runs" / "nolog").mkdir(parents=True)
+    (ws.root / "runs" / "nolog" / "launch_m.log").symlink_to(ws.root / "gone" / "launch.log")  # cannot be opened
     proc = start(config, "nolog")
     _, err = proc.communicate(timeout=90)
     assert proc.returncode == 0, err
-    assert "launch_m.log: Is a directory; the server's output is not kept" in err
+    assert "launch_m.log: No such file or directory; the server's output is not kept" in err
     assert final(ws, "nolog")["scores"][0]["num_samples"] == 4
 
 
 def test_a_refused_or_interrupted_write_keeps_the_old_file_and_leaves_no_temporary_file(tmp_path, monkeypatch):
     target = tmp_path / "final_scores.json"
     target.write_text("old")
-    (tmp_path / "final_scores.json.tmp").symlink_to("/dev/full")  # every write to it: No space left on device
-    with pytest.raises(WriteFailed, match=r"cannot write .*final_scores\.json: No space left on device"):
-        write_atomic(target, "new")
+    def disk_full(self, *args, **kwargs):  # what the disk answers; the scratch file is already created
+        Path.touch(self)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Path, "write_text", disk_full)
+        with pytest.raises(WriteFailed, match=r"cannot write .*final_scores\.json: No space left on device"):
+            write_atomic(target, "new")
     assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["final_scores.json"]
 
     def ctrl_c(*args):
