@@ -48,6 +48,8 @@ class Engine:
         value, details = self._aggregate(tally.items)
         if tally.failures:
             details["failures"] = dict(tally.failures)
+        if tally.unscored:
+            details["num_unscored"] = tally.unscored
         if job.repeats > 1:
             value = self._repeats(tally.items, job.repeats, details)
         if tally.subsets:
@@ -149,6 +151,7 @@ class _Tally:
         self.display_fields = display_fields
         self.items: list[SampleScore] = []
         self.failures: Counter[str] = Counter()
+        self.unscored = 0   # predictions the metric left out, each with its reason
         self.total = 0
         self.samples: set[str] = set()
         self.failed_samples: set[str] = set()   # a sample with any failed repeat
@@ -186,7 +189,13 @@ class _Tally:
         judge_failed = bool(item.get("judge_failed"))
         if judge_failed:
             self.failures[JUDGE_FAILED] += 1
-        self._count(record, failed=judge_failed)
+        # A sample the metric left out (no reference, no gold option) has no score either: failed,
+        # counted under its reason, so a run that scored less than it selected never exits 0.
+        unscored = item.get("score") is None and bool(item.get("reason")) and not judge_failed
+        if unscored:
+            self.failures[item["reason"]] += 1
+            self.unscored += 1
+        self._count(record, failed=judge_failed or unscored)
         self._write(line)
         self.items.append({k: v for k, v in line.items() if k not in self.display_fields} if self.display_fields else line)
 

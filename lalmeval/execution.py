@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import signal
 import sys
@@ -182,6 +183,17 @@ class Execution:
         needed = {name for (_, name), job in jobs.items() if job.needs_requests}
         return launch_list([g for g in self.plan.groups if g.name in needed])
 
+    def _launch_on_demand(self, jobs: Jobs) -> None:
+        """A group not launched up front starts when one of its requests turns out to be owed after all
+        (a stored answer whose request changed since: edited data, a new prompt)."""
+        assert self.launcher is not None
+        started = {m.launch for m in self.launcher.models}
+        for (_, name), job in jobs.items():
+            group = next(g for g in self.plan.groups if g.name == name)
+            late = [m for m in launch_list([group]) if m.launch not in started]
+            if late:
+                job.before_request = functools.partial(self.launcher.on_demand, late)
+
     async def execute(self, progress_every: float) -> tuple[list[Score], Jobs]:
         """Open the data, launch what is needed, run every job and Engine concurrently.
 
@@ -222,6 +234,7 @@ class Execution:
         self.launcher = Launcher(self._launch_list(jobs), self.plan.base, self.store.root, self.redact)
         self.phase = "starting the launched servers" if self.launcher.models else "connecting to the endpoints"
         async with self.launcher:
+            self._launch_on_demand(jobs)
             clients = [*self.all_endpoints(), *([self.judge.endpoint] if self.judge else [])]
             try:
                 for endpoint in clients:

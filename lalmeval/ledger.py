@@ -49,7 +49,7 @@ class Ledger:
             return
         units = [(sample_id, r) for r in range(self.repeats)]
         if any(u in self._open or u in self._settled for u in units):
-            raise InvariantError(f"sample {sample_id!r} was read twice")
+            raise InvariantError(f"id {sample_id!r} appears twice in the data (ids must be unique)")
         self._open.update(dict.fromkeys(units))
         self.selected += len(units)
 

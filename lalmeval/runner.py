@@ -38,6 +38,7 @@ class RunResult:
     unscored: int = 0      # predictions that a metric or judge could not score
     comparisons: list[dict[str, Any]] = field(default_factory=list)  # model pairs on the same dataset–metric
     data_errors: dict[str, str] = field(default_factory=dict)        # datasets that could not be opened
+    broken_off: dict[str, str] = field(default_factory=dict)         # datasets whose read broke off mid-run (streamed)
 
     @property
     def failed_samples(self) -> int:
@@ -47,16 +48,18 @@ class RunResult:
     @property
     def complete(self) -> bool:
         """Every selected sample has a prediction and every prediction a score: the only case for exit 0."""
-        return not (self.failed_samples or self.unscored or self.interrupted or self.write_error or self.data_errors)
+        return not (self.failed_samples or self.unscored or self.interrupted or self.write_error or self.data_errors or self.broken_off)
 
 
 def _unscored(scores: list[Score]) -> int:
-    """Predictions a metric could not score: scoring failures and judge failures."""
+    """Predictions a metric could not score: scoring and judge failures, samples left out (no
+    reference, no gold option), and every prediction of a score that could not be computed."""
     total = 0
     for score in scores:
         total += (score.details.get("failures") or {}).get(SCORING_FAILED, 0)
         total += score.details.get("num_judge_failed") or 0
-        if "error" in score.details and score.score is None and score.num_samples:
+        total += score.details.get("num_unscored") or 0
+        if score.score is None and score.num_samples and ("error" in score.details or score.num_samples > score.num_failed):
             total += max(1, score.num_samples - score.num_failed)
     return total
 
@@ -128,6 +131,10 @@ def _start(state: Execution, plan: Plan, store: RunStore, options: RunOptions) -
 
 
 def _result(state: Execution, scores: list[Score], jobs: Jobs) -> RunResult:
+    for score in scores:  # a stream that broke off: its scores say they cover only the rows read
+        job = jobs.get((score.dataset, score.model))
+        if job is not None and job.broken_off:
+            score.details["data_broke_off"] = job.broken_off
     caches = {id(c): c for c in [*(j.cache for j in jobs.values()), state.judge.cache if state.judge else None] if c}
     write_failure = state.write_error or write_error() or next((j.failure for j in jobs.values() if j.failure and j.failure.startswith("cannot write")), None)
     down = {f"{name} ({e.shown_url})" if len(group) > 1 else name: e.down_reason
@@ -135,7 +142,8 @@ def _result(state: Execution, scores: list[Score], jobs: Jobs) -> RunResult:
     return RunResult(scores, [], None, sum(e.requests_sent for e in state.all_endpoints()), failures(jobs),
                      state.stop.is_set() and not write_failure, down,
                      reused=sum(j.reused for j in jobs.values()), cache_hits=sum(c.hits for c in caches.values()),
-                     write_error=write_failure, unscored=_unscored(scores), data_errors=dict(state.data_errors))
+                     write_error=write_failure, unscored=_unscored(scores), data_errors=dict(state.data_errors),
+                     broken_off={dataset: job.broken_off for (dataset, _), job in jobs.items() if job.broken_off})
 
 
 def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str) -> None:
@@ -143,7 +151,7 @@ def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str) ->
     result.comparisons = comparisons(result.scores, plan.config.bootstrap_resamples, plan.config.seed)
     data = final_scores(run_id, result.scores, result.aggregates, result.comparisons)
     data.update(failures=result.failures, interrupted=result.interrupted or bool(result.write_error), endpoints_down=result.down,
-                data_errors=result.data_errors)
+                data_errors=result.data_errors, broken_off=result.broken_off)
     try:
         result.final_path = store.write_final(data)
     except WriteFailed as exc:
@@ -167,6 +175,8 @@ def _print_summary(result: RunResult, store: RunStore, options: RunOptions, reda
         print(redact(f"endpoint of model '{name}' is down: {reason}"), file=sys.stderr)
     for name, reason in result.data_errors.items():
         print(redact(f"error: dataset '{name}' was not evaluated: {reason}"), file=sys.stderr)
+    for name, reason in result.broken_off.items():
+        print(redact(f"error: dataset '{name}': {reason}; its scores cover only the rows read"), file=sys.stderr)
     if result.final_path:
         print(f"Results: {result.final_path}")
 

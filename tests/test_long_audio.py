@@ -60,3 +60,34 @@ def test_fixed_chunks_do_cut_through_words_on_the_same_speech(ws):
 def test_truncate_sends_only_the_first_chunk_size_seconds(ws):
     lengths, _, record = piece_lengths(ws, "truncate")
     assert lengths == [pytest.approx(10.0, abs=1e-3)] and record["chunks"] == 1
+
+
+@pytest.mark.parametrize("shape", ["two turns, one clip", "one turn, two clips"])
+def test_chunk_size_bounds_every_request_of_a_dialogue_or_a_multi_clip_sample(ws, shape):
+    """Several clips, or one clip sent again with every turn, go into one request each: with
+    `long_audio: truncate` every clip is cut to chunk_size; with `chunk` (or vad) such a sample
+    cannot be split into requests, so it fails with the reason instead of sending too much audio."""
+    from tests.support.workspace import demo_rows
+
+    rows = ws.copy_demo_audio(demo_rows(2))
+    clip = rows[0]["audio"]
+    if shape == "two turns, one clip":
+        row = {"id": "d", "turns": ["What was said?", "Say it again."], "audio": clip}
+        spec = {"turns_column": "turns"}
+    else:
+        row = {"id": "d", "audio": [clip, rows[1]["audio"]], "question": "Which is longer?"}
+        spec = {"textual_input_column": "question"}
+    ws.runspec("chat", "mt", {"mt": {"hf_repo": ws.jsonl([row]), "id_column": "id", "target_column": None, **spec}})
+    seconds = {}
+    for mode in ("truncate", "chunk"):
+        with ScriptedEndpoint(lambda seen, n: "ok") as ep:
+            ws.config([model(ep.url, chunk_size=1, long_audio=mode)], [["mt", "word_error_rate"]], output_dir=str(ws.root / "runs"))
+            ws.run(run_id=mode)
+            seconds[mode] = [round(s, 2) for seen in ep.requests for s in seen.audio_seconds]
+        record = ws.records("mt", "m", run_id=mode)[0]
+        if mode == "chunk":
+            assert record["error"].startswith("audio: a clip of") and "long_audio: truncate" in record["error"]
+        else:
+            assert record["error"] is None
+    assert seconds["chunk"] == [] and seconds["truncate"] and max(seconds["truncate"]) <= 1.0
+    assert len(seconds["truncate"]) == 2  # two requests of one clip, or one request of two clips

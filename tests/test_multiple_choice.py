@@ -261,3 +261,47 @@ def test_llm_extraction_judge_saying_none_is_wrong_and_an_unreadable_judgment_is
         result = ws.run("none", fresh=True)
     line = llm_scores(ws, "none")[0]
     assert result.scores[0].score == 0.0 and result.scores[0].num_failed == 0 and line["unextracted"] and result.scores[0].details["unextracted"] == 1
+
+
+KEYED = [
+    {"id": "a", "question": "Which animal barks?", "options": ["cat", "dog"], "answer": "A"},   # a wrong key: dog is B
+    {"id": "b", "question": "Which is a colour?", "options": ["blue", "run"], "answer": "A"},
+]
+
+
+@pytest.mark.parametrize("how", ["resume", "reeval"])
+def test_rescoring_uses_the_current_answer_key(ws, how):
+    """A wrong answer key is corrected in the data (questions and options unchanged, so every request
+    is the same): resumed or re-evaluated, the stored answers are scored against the current key."""
+    from lalmeval.cli import main
+
+    ws.runspec("knowledge", "mc", {"mc": {"hf_repo": ws.jsonl(KEYED), "id_column": "id", "modality": "text", "audio_column": None,
+                                          "textual_input_column": "question", "choices_column": "options", "target_column": "answer"}})
+    replies = {"Which animal barks?": "B", "Which is a colour?": "A"}
+    final = lambda: json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())["scores"][0]  # noqa: E731
+    with ScriptedEndpoint(lambda seen, n: next(v for k, v in replies.items() if k in seen.text)) as ep:
+        ws.config([model(ep.url)], [["mc", "accuracy"]], output_dir=str(ws.root / "runs"))
+        assert main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"]) == 0
+        assert final()["score"] == 50.0
+        ws.jsonl([dict(KEYED[0], answer="B"), KEYED[1]])
+        assert main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t", *(["--reeval"] if how == "reeval" else [])]) == 0
+        assert len(ep.requests) == 2  # nothing was requested again
+    assert final()["score"] == 100.0
+    scored = {x["id"]: x for x in map(json.loads, (ws.root / "runs" / "t" / "scores" / "mc__accuracy__m.jsonl").read_text().splitlines())}
+    assert scored["a"]["gold"] == "B" and scored["a"]["score"] == 1.0
+
+
+def test_rescoring_a_gold_option_the_model_never_saw_fails_that_sample(ws):
+    """--reeval after the options themselves changed: the new gold option is not among those the
+    stored answer chose from, so that sample cannot be scored (exit 3), rather than scored wrong."""
+    from lalmeval.cli import main
+
+    ws.runspec("knowledge", "mc", {"mc": {"hf_repo": ws.jsonl(KEYED), "id_column": "id", "modality": "text", "audio_column": None,
+                                          "textual_input_column": "question", "choices_column": "options", "target_column": "answer"}})
+    with ScriptedEndpoint(lambda seen, n: "A") as ep:
+        ws.config([model(ep.url)], [["mc", "accuracy"]], output_dir=str(ws.root / "runs"))
+        main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+        ws.jsonl([dict(KEYED[0], options=["cat", "wolf"], answer="B"), KEYED[1]])
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t", "--reeval"])
+    score = json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())["scores"][0]
+    assert code == 3 and score["num_failed"] == 1 and score["details"]["failures"] == {"no gold option": 1} and score["score"] == 100.0

@@ -213,3 +213,37 @@ def test_a_reply_is_reused_only_for_the_same_api_version(ws):
         resumed = go(ws, ep, run_id="old", options=RunOptions(allow_config_change=True), api_version="2025-01-01", auth_token="azure-key-0123456789")
     assert versions == ["2024-02-01"] * COUNT + ["2025-01-01"] * COUNT, f"requests sent: {versions}"
     assert resumed.reused == 0  # a stored prediction of the old version is not one of the new
+
+
+def test_a_server_not_launched_up_front_is_launched_when_a_stored_answer_no_longer_holds(ws):
+    """Every answer is stored, so a rerun launches nothing up front; but one question was corrected
+    in the data since, so its request is owed after all: the server is launched then, the changed
+    sample is requested, and the rerun completes (exit 0) with every sample scored."""
+    import socket
+    import subprocess
+    import sys
+
+    from tests.support.workspace import REPO
+
+    rows = [{"id": f"q{i}", "question": f"question w{i}", "reference": f"echo: w{i}"} for i in range(4)]
+    spec = lambda: {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",  # noqa: E731
+                           "textual_input_column": "question", "audio_column": None}}
+    ws.runspec("qa", "questions", spec())
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = REPO / "tests" / "support" / "slow_server.py"
+    entry = model(f"http://127.0.0.1:{port}/v1", launch=f"{sys.executable} {server} --port {port} --delay 0.01", launch_timeout=60, retry_attempts=0)
+    config = ws.config([entry], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+    cli = lambda: subprocess.run([sys.executable, "-m", "lalmeval", "run", "--config", str(config), "--run-id", "r", "--no-cache"],  # noqa: E731
+                                 cwd=REPO, capture_output=True, text=True, timeout=180)
+    first = cli()
+    assert first.returncode == 0, first.stderr
+    rows[1].update(question="question w1b", reference="echo: w1b")
+    ws.runspec("qa", "questions", spec())
+    again = cli()
+    assert again.returncode == 0, again.stderr[-800:]
+    assert "launching m: a stored answer no longer matches its request" in again.stderr
+    assert "Reused 3 stored prediction(s)" in again.stderr
+    final = json.loads((ws.root / "runs" / "r" / "final_scores.json").read_text())["scores"][0]
+    assert (final["num_samples"], final["num_failed"], final["score"]) == (4, 0, 100.0)

@@ -136,3 +136,69 @@ def test_chinese_run_reports_normalizer_and_mixed_unit(ws):
     # Only 式 → 序 differs: one error over 13 + 8 tokens (python is one token).
     assert score.details["normalizer"] == "chinese" and score.details["unit"] == "mixed"
     assert score.details["corpus_wer"] == pytest.approx(1 / 21)
+
+
+def text_set(ws, rows, **spec):
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None, **spec}})
+
+
+def run_cli(ws, metric):
+    from lalmeval.cli import main
+    from tests.support.endpoint import answer_by_number
+
+    with ScriptedEndpoint(answer_by_number) as ep:
+        ws.config([model(ep.url)], [["qs", metric]], output_dir=str(ws.root / "runs"))
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+    return code, json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())["scores"][0]
+
+
+@pytest.mark.parametrize("metric,empty,reference", [("accuracy", [0], ""), ("bleu", [1], ""), ("word_error_rate", [0, 1, 2], None)])
+def test_samples_left_unscored_for_want_of_a_reference_are_failed_and_never_exit_0(ws, capsys, metric, empty, reference):
+    """A sample whose reference is empty (or null: hub test splits with hidden labels) has no score.
+    It is counted in num_failed under its reason and the run exits 3; with every reference missing
+    even the corpus score cannot be computed, which is never a success either."""
+    rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(3)]
+    for i in empty:
+        rows[i]["reference"] = reference
+    text_set(ws, rows)
+    code, score = run_cli(ws, metric)
+    err = capsys.readouterr().err
+    assert code == 3 and "could not be scored" in err, err
+    assert score["num_samples"] == 3
+    if metric == "word_error_rate":  # an empty reference's insertions still count in corpus WER: not failed, but no score at all
+        assert score["score"] is None
+    else:
+        assert score["num_failed"] == len(empty) and score["details"]["failures"] == {"empty reference": len(empty)}
+        assert score["details"]["num_unscored"] == len(empty) and score["score"] is not None
+
+
+def test_multiple_choice_without_a_gold_answer_is_refused_at_start(ws, capsys):
+    from lalmeval.cli import main
+
+    text_set(ws, [{"id": f"q{i}", "question": f"is {i} even?"} for i in range(4)], choices=["yes", "no"], target_column=None)
+    with ScriptedEndpoint(lambda seen, n: "A") as ep:
+        ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+        sent = len(ep.requests)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and sent == 0
+    assert len(err) == 1 and "dataset 'qs': multiple choice is scored against a gold answer, but target_column is not set" in err[0]
+
+
+def test_multiple_choice_rows_without_a_gold_answer_are_failed_with_their_reason(ws, capsys):
+    """The gold column exists but a row leaves it empty: that row fails with its reason (exit 3), unsent."""
+    rows = [{"id": f"q{i}", "question": f"is {i} even?", "answer": "A" if i % 2 == 0 else "B"} for i in range(4)]
+    rows[3]["answer"] = None
+    text_set(ws, rows, choices=["yes", "no"], target_column="answer")
+    from lalmeval.cli import main
+
+    with ScriptedEndpoint(lambda seen, n: "A") as ep:
+        ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+        sent = len(ep.requests)
+    score = json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())["scores"][0]
+    records = {r["id"]: r for r in ws.records("qs", "m")}
+    assert code == 3 and sent == 3, capsys.readouterr().err
+    assert score["num_failed"] == 1 and score["score"] == pytest.approx(100 * 2 / 3)
+    assert records["q3"]["error"].startswith("data: ") and "answer" in records["q3"]["error"]

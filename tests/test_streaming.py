@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.workspace import REPO, model
 
@@ -182,3 +184,53 @@ def test_a_stopped_run_does_not_wait_for_a_reader():
 
     asyncio.run(scenario())
 
+
+
+def streamed_folder(ws, rows, second_shard=None):
+    """A hub-layout folder of parquet shards, read with `streaming: true`."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = ws.root / "data" / "hubstyle"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows), folder / "test-00000.parquet")
+    if second_shard is not None:
+        (folder / "test-00001.parquet").write_bytes(second_shard)
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": "data/hubstyle", "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None}})
+
+
+@pytest.mark.parametrize("fault", ["late duplicate id", "unreadable second shard"])
+def test_a_streamed_dataset_that_breaks_off_is_never_exit_0(ws, fault, capsys):
+    """40 streamed rows whose read breaks off at the end (row 40 repeats id q2, or the second shard
+    is not parquet): every row delivered before the break is answered (none of a read-ahead batch is
+    dropped), the scores say they cover only those rows, and the run exits 2 naming the problem.
+    (How many rows a broken shard lets through depends on the reader's batch: the count is said.)"""
+    import re
+
+    from lalmeval.cli import main
+    from tests.support.endpoint import answer_by_number
+
+    rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(40)]
+    if fault == "late duplicate id":
+        rows[39]["id"] = "q2"
+        streamed_folder(ws, rows)
+        why = "duplicate sample id 'q2'"
+    else:
+        streamed_folder(ws, rows, b"PAR1 this is not a parquet file")
+        why = "Parquet magic bytes not found"
+    with ScriptedEndpoint(answer_by_number) as ep:
+        ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"), streaming=True)
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+        sent = len(ep.requests)
+    err = capsys.readouterr().err
+    data = json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())
+    score = data["scores"][0]
+    broke = score["details"]["data_broke_off"]
+    read = int(re.match(r"the data broke off after (\d+) row\(s\)", broke).group(1))
+    assert code == 2 and sent == read and why in broke, err
+    if fault == "late duplicate id":
+        assert read == 39  # rows 33-39, read in the same batch as the duplicate, are answered too
+    assert score["num_samples"] == read and score["num_failed"] == 0 and score["score"] in (100.0, None)
+    assert data["broken_off"]["qs"] == broke
+    assert f"error: dataset 'qs': {broke}" in err and "could not be read to the end" in err

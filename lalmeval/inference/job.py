@@ -8,7 +8,7 @@ import json
 import time
 from collections import Counter, OrderedDict
 from dataclasses import replace
-from typing import Any, AsyncIterator, Iterator, Optional
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Optional
 
 from lalmeval.background import abandonable
 from lalmeval.cache import InferenceCache, deterministic, request_key
@@ -21,7 +21,7 @@ from lalmeval.data.source import Source
 from lalmeval.errors import UserError
 from lalmeval.inference.client import Endpoint, RequestFailed
 from lalmeval.inference.protocols import Answer, Protocol, ReplyError, RequestError
-from lalmeval.ledger import INTERRUPTED, Ledger
+from lalmeval.ledger import INTERRUPTED, InvariantError, Ledger
 from lalmeval.options import RunOptions
 from lalmeval.postprocess.base import Postprocessor
 from lalmeval.preprocess.base import Preprocessor
@@ -158,25 +158,36 @@ class SampleQueue:
         self.failure: Optional[str] = None
         self.read = 0
 
-    def _take(self) -> list[Sample]:
-        batch = []
-        for sample in self._samples:
-            batch.append(sample)
-            if len(batch) >= READ_AHEAD:
-                break
-        return batch
+    def _take(self) -> tuple[list[Sample], Optional[Exception]]:
+        """Up to READ_AHEAD samples, and the error that ended the read after them, if one did."""
+        batch: list[Sample] = []
+        try:
+            for sample in self._samples:
+                batch.append(sample)
+                if len(batch) >= READ_AHEAD:
+                    break
+        except Exception as exc:  # noqa: BLE001 - the samples read before it are still answered
+            return batch, exc
+        return batch, None
 
     async def fill(self) -> None:
         """Read until the source ends (run as a task)."""
         loop = asyncio.get_running_loop()
         try:
-            while batch := await loop.run_in_executor(None, self._take):
+            while True:
+                batch, error = await loop.run_in_executor(None, self._take)
                 for sample in batch:
                     self._admit(sample.id)
                     self.read += 1
                     for repeat in range(self.repeats):
                         await self._queue.put((sample, repeat))
+                if error is not None:
+                    raise error
+                if not batch:
+                    break
         except UserError as exc:  # bad data met while reading: its own one-line message
+            self.failure = str(exc)
+        except InvariantError as exc:  # a streamed dataset repeats an id: bad data too
             self.failure = str(exc)
         except Exception as exc:  # noqa: BLE001 - a broken source ends the pass with its reason
             self.failure = f"{type(exc).__name__}: {exc}"
@@ -234,6 +245,8 @@ class InferenceJob:
         self.stream = RecordStream()
         self.reused = 0
         self.failure: Optional[str] = None   # why the pass as a whole could not go on, if it could not
+        self.broken_off: Optional[str] = None  # the data could not be read to its end: why, and after how many rows
+        self.before_request: Optional[Callable[[], Awaitable[None]]] = None  # e.g. start a server not launched up front
         self.started: Optional[float] = None
         self._writer: Optional[JsonlWriter] = None
         self._stored: dict[tuple[str, int], Record] = {}
@@ -332,6 +345,7 @@ class InferenceJob:
             await asyncio.gather(reader, stopper, return_exceptions=True)
         if queue.failure is not None:  # the data broke off: what it still owed cannot be read
             self.failure = f"data: {queue.failure}"
+            self.broken_off = f"the data broke off after {queue.read} row(s): {queue.failure}"
             ledger.fail_open(self.failure, persist=True)
 
     async def _stop_reading(self, queue: SampleQueue, reader: asyncio.Task) -> None:
@@ -365,6 +379,11 @@ class InferenceJob:
             if old is not None and not old.failed and old.key is not None and old.key == await self._identity(sample, prompt, repeat):
                 self.reused += 1
                 return self._refreshed(old, sample), False
+            if self.before_request is not None:
+                try:
+                    await self.before_request()
+                except UserError as exc:
+                    return self._blank((sample.id, repeat), sample, f"launch failed: {exc}"), True
             record = await self.infer(sample, prompt, home, repeat)
             return record, record.error != INTERRUPTED  # not sent: not written, so a resume requests it
         except (asyncio.CancelledError, KeyboardInterrupt):
@@ -374,9 +393,15 @@ class InferenceJob:
 
     @staticmethod
     def _refreshed(old: Record, sample: Sample) -> Record:
-        """A stored record scored against the current data (references, transcripts and subsets are data)."""
-        return replace(old, transcript=sample.transcript, subset=sample.subset,
-                       reference=old.reference if sample.choices else sample.reference)
+        """A stored record scored against the current data (references, gold answers, transcripts and
+        subsets are data). A multiple-choice gold is found by its text among the options the model saw."""
+        options = old.extra.get("options")
+        if not (sample.choices and options):
+            return replace(old, transcript=sample.transcript, subset=sample.subset, reference=sample.reference)
+        text = sample.choices[sample.gold] if sample.gold is not None and 0 <= sample.gold < len(sample.choices) else None
+        gold = options.index(text) if text in options else None
+        return replace(old, transcript=sample.transcript, subset=sample.subset, extra={**old.extra, "gold": gold},
+                       reference=f"{LETTERS[gold]}. {options[gold]}" if gold is not None else None)
 
     def _repeat_key(self, repeat: int) -> Optional[int]:
         return repeat if self.repeats > 1 else None
@@ -453,6 +478,8 @@ class InferenceJob:
         if len(audio) == 1 and self.info.chunk_size and audio[0].seconds > self.info.chunk_size:
             pieces = await asyncio.get_running_loop().run_in_executor(None, _encode_chunks, audio[0], self.info.chunk_size, self.long_audio)
             requests = [[piece] for piece in pieces]
+        elif len(audio) > 1:
+            requests = [await self._fitted(audio)]
         replies = await asyncio.gather(*(self._send(prompt, clips, home, images) for clips in requests))
         record.attempts = sum(r.attempts for r, _ in replies)
         record.retry_wait = round(sum(r.retry_wait for r, _ in replies), 3)
@@ -467,6 +494,7 @@ class InferenceJob:
     async def _dialogue(self, record: Record, prompt: Prompt, audio: list[PreparedAudio], home: Endpoint, images: list[ImagePart]) -> str:
         """Multi-turn: each reply goes back into the conversation before the next user turn; the last reply is the answer."""
         conversation = prompt.conversation
+        audio = await self._fitted(audio)
         turns: list[dict[str, str]] = []
         replies = []
         for index in range(len(prompt.followups) + 1):
@@ -482,6 +510,19 @@ class InferenceJob:
         record.usage = _sum_usage([r.value for r in replies])
         record.extra["turns"] = turns
         return turns[-1]["reply"]
+
+    async def _fitted(self, audio: list[PreparedAudio]) -> list[PreparedAudio]:
+        """Clips that go into one request together (several clips, or a dialogue's every turn), each
+        within chunk_size: truncated with `long_audio: truncate`; they cannot be split into requests."""
+        limit = self.info.chunk_size
+        if not limit or all(clip.seconds <= limit for clip in audio):
+            return audio
+        if self.long_audio != "truncate":
+            longest = max(clip.seconds for clip in audio)
+            raise AudioError(f"a clip of {longest:.1f} s is longer than chunk_size ({limit:g} s), and a sample with several clips or "
+                             f"turns is sent in one request, so it cannot be cut into chunks (long_audio: truncate sends the first {limit:g} s)")
+        loop = asyncio.get_running_loop()
+        return [(await loop.run_in_executor(None, _encode_chunks, clip, limit, "truncate"))[0] for clip in audio]
 
     async def _send(self, prompt: Prompt, audio: list[PreparedAudio], home: Endpoint, images: list[ImagePart]):
         """POST to the home replica; when a replica is down or unreachable, the request moves to a live one."""

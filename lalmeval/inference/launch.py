@@ -59,22 +59,43 @@ class Launcher:
         self.redact = redactor
         self.processes: dict[str, asyncio.subprocess.Process] = {}
         self._copiers: list[asyncio.Task] = []
+        self._late: dict[str, asyncio.Future] = {}   # launch command -> its on-demand start
 
     async def __aenter__(self) -> "Launcher":
-        for model in self.models:  # before anything starts: opening a named pipe would block the loop
+        await self._launch(self.models)
+        return self
+
+    async def _launch(self, models: list[ModelInfo], stop_on_failure: bool = True) -> None:
+        """Start `models` (each command once) and wait until every one answers; on failure stop them all
+        (late starts leave that to the end of the run: the servers launched up front are in use)."""
+        for model in models:  # before anything starts: opening a named pipe would block the loop
             check_regular(log_path(self.logdir, model), "launch log")
-        await self._check_ports_free()
+        await self._check_ports_free(models)
         started: dict[str, ModelInfo] = {}
-        for model in self.models:
+        for model in models:
             if model.launch not in started:  # two entries may share one server
                 started[model.launch] = model
                 await self._start(model)
         try:
-            await asyncio.gather(*(self._wait(m) for m in self.models))
+            await asyncio.gather(*(self._wait(m) for m in models))
         except BaseException:
-            await self.stop()
+            if stop_on_failure:
+                await self.stop()
             raise
-        return self
+
+    async def on_demand(self, models: list[ModelInfo]) -> None:
+        """Start servers the run did not launch up front, once, when a request turns out to be owed
+        after all (a stored answer whose request changed). A failure is raised to every caller."""
+        pending = [m for m in models if m.launch and m.launch not in self.processes]
+        commands = tuple(sorted({m.launch for m in pending}))
+        if not commands:
+            return
+        key = "\n".join(commands)
+        if key not in self._late:
+            names = ", ".join(dict.fromkeys(m.name for m in pending))
+            print(f"launching {names}: a stored answer no longer matches its request, so it is requested again", file=sys.stderr, flush=True)
+            self._late[key] = asyncio.ensure_future(self._launch(pending, stop_on_failure=False))
+        await asyncio.shield(self._late[key])
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
@@ -122,10 +143,10 @@ class Launcher:
         except OSError:
             pass  # a full disk must not stop the drain: the server would block on its pipe
 
-    async def _check_ports_free(self) -> None:
+    async def _check_ports_free(self, models: list[ModelInfo]) -> None:
         """A server already answering at a launch URL would be evaluated in place of the launched one."""
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
-            for model in self.models:
+            for model in models:
                 if await _answers(session, model):
                     raise UserError(f"model '{model.name}': {model.url} already answers before launch: another server holds the port (stop it, or remove `launch`)")
 

@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any, Optional
 
 from lalmeval.choices import LETTERS, format_options, labels
+from lalmeval.errors import UserError
 from lalmeval.inference.client import RequestFailed
 from lalmeval.judge import judge_failure
 from lalmeval.metrics.base import METRICS, Metric, SampleScore, sample_stats
@@ -53,6 +54,10 @@ class Accuracy(Metric):
 
     @classmethod
     def check_dataset(cls, dataset: Dataset) -> None:
+        spec = dataset.spec
+        if (spec.choices or spec.choices_column) and not spec.target_column:
+            raise UserError(f"{dataset.source}: dataset '{dataset.name}': multiple choice is scored against a gold answer, "
+                            "but target_column is not set (name the column holding the answer)")
         if dataset.spec.answer_extraction == "regex":
             from lalmeval.postprocess.extraction import compile_pattern
 
