@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Iterable, Iterator, NamedTuple, Optional
 
 from lalmeval.errors import UserError
+from lalmeval.files import check_regular
 from lalmeval.ledger import Unit
 from lalmeval.store import RunStore, read_jsonl
 
@@ -55,24 +56,68 @@ class RunDir:
             metrics.setdefault((score["dataset"], score["model"]), []).append(score["metric"])
         return [(dataset, model, names) for (dataset, model), names in metrics.items()]
 
-    def records(self, dataset: str, model: str, keep: Optional[Sequence[str]] = None) -> dict[Unit, dict[str, Any]]:
-        """The last record of each (sample, repeat) (a resumed run appends newer ones), in file order; only `keep` fields if given."""
-        return _by_unit(RunStore(self.path).records_path(dataset, model), keep)
+    def record_index(self, dataset: str, model: str) -> dict[Unit, RecordRef]:
+        """Where the last record of each (sample, repeat) is (a resumed run appends newer ones), in file
+        order, with what the plots need; the texts stay on disk until `read_records` fetches them."""
+        index: dict[Unit, RecordRef] = {}
+        for offset, item in _lines(RunStore(self.path).records_path(dataset, model)):
+            unit = _unit(item)
+            if unit is not None:
+                latency = item.get("latency")
+                answered = bool(item.get("attempts")) and isinstance(latency, (int, float)) and not isinstance(latency, bool)
+                index[unit] = RecordRef(offset, bool(item.get("error")), float(latency) if answered else None)
+        return index
 
-    def sample_scores(self, dataset: str, metric: str, model: str, keep: Optional[Sequence[str]] = None) -> dict[Unit, dict[str, Any]]:
-        """Per-sample scores of one (dataset, metric, model), by (sample id, repeat); only `keep` fields if given."""
-        return _by_unit(RunStore(self.path).scores_path(dataset, metric, model), keep)
+    def read_records(self, dataset: str, model: str, refs: Iterable[RecordRef]) -> Iterator[dict[str, Any]]:
+        """The records at `refs`, one at a time, in the order given."""
+        with RunStore(self.path).records_path(dataset, model).open("rb") as handle:
+            for ref in refs:
+                handle.seek(ref.offset)
+                yield json.loads(handle.readline())
+
+    def sample_scores(self, dataset: str, metric: str, model: str) -> dict[Unit, tuple[Optional[float], Optional[str]]]:
+        """(score, judge failure) of each (sample id, repeat) of one (dataset, metric, model), the last line of each."""
+        found = {}
+        for item in read_jsonl(RunStore(self.path).scores_path(dataset, metric, model)):
+            unit = _unit(item)
+            if unit is not None:
+                score = item.get("score")
+                found[unit] = (float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
+                               item.get("judge_failed") or None)
+        return found
 
 
-def _by_unit(path: Path, keep: Optional[Sequence[str]]) -> dict[Unit, dict[str, Any]]:
-    """Lines by (id, repeat): every repeat of a sample is a record of its own (scores/ leave out repeat 0)."""
-    # Projecting while reading keeps a 100k-sample run's memory to what a report shows.
-    found = {}
-    for item in read_jsonl(path):
-        if "id" in item:
-            repeat = item.get("repeat") or 0
-            found[(str(item["id"]), repeat if isinstance(repeat, int) else 0)] = item if keep is None else {k: item.get(k) for k in keep}
-    return found
+class RecordRef(NamedTuple):
+    """A record's place in its file, and what the plots read from every record."""
+
+    offset: int
+    failed: bool
+    latency: Optional[float]  # answered by the endpoint, not by the cache
+
+
+def _unit(item: dict[str, Any]) -> Optional[Unit]:
+    """(id, repeat) of a line: every repeat of a sample is a record of its own (scores/ leave out repeat 0)."""
+    if "id" not in item:
+        return None
+    repeat = item.get("repeat") or 0
+    return str(item["id"]), repeat if isinstance(repeat, int) else 0
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(byte offset, object) of each whole JSON object line, skipping a line cut short by a crash."""
+    if not path.exists():
+        return
+    check_regular(path, "records file")
+    with path.open("rb") as handle:
+        offset = 0
+        for line in handle:
+            try:
+                item = json.loads(line)
+            except (ValueError, RecursionError):
+                item = None
+            if isinstance(item, dict):
+                yield offset, item
+            offset += len(line)
 
 
 def load_run(path: Path) -> RunDir:

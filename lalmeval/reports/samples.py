@@ -13,7 +13,6 @@ from lalmeval.store import RunStore
 # (README, "Reports"). The plots always use every sample.
 MAX_SAMPLE_BYTES = 4_000_000
 MAX_FIELD_CHARS = 2_000
-RECORD_FIELDS = ("prompt", "reference", "prediction", "reply", "error", "latency", "attempts")
 
 
 @dataclass
@@ -69,10 +68,10 @@ def _cut(text: Optional[str]) -> Optional[str]:
     return text[:MAX_FIELD_CHARS] + f" … [{len(text) - MAX_FIELD_CHARS} more characters in records/]"
 
 
-def _errors(record: dict[str, Any], per_metric: list[Optional[dict[str, Any]]], metrics: list[str]) -> Optional[str]:
+def _errors(record: dict[str, Any], judge_failures: list[Optional[str]], metrics: list[str]) -> Optional[str]:
     """The sample's failure reason, and any judge failure, in full."""
     reasons = [record["error"]] if record.get("error") else []
-    reasons += [f"{m}: {item['judge_failed']}" for m, item in zip(metrics, per_metric) if item and item.get("judge_failed")]
+    reasons += [f"{m}: {failed}" for m, failed in zip(metrics, judge_failures) if failed]
     return "\n".join(reasons) or None
 
 
@@ -82,28 +81,32 @@ def _number(value: Any) -> Optional[float]:
 
 def _group(run: RunDir, index: int, dataset: str, model: str, metrics: list[str], table: SampleTable, budget: int) -> tuple[GroupStats, int]:
     """Read one (dataset, model): stats from every record (each repeat of a sample is one), browser rows
-    (failed first) while the budget lasts, listed by sample id and repeat."""
+    (failed first) while the budget lasts, listed by sample id and repeat. Texts are read from disk only
+    for the rows that fit, so memory does not grow with the run."""
     stats = GroupStats(dataset, model, metrics, scores={m: [] for m in metrics})
-    scores = [run.sample_scores(dataset, m, model, keep=("score", "judge_failed")) for m in metrics]
-    records = sorted(run.records(dataset, model, keep=RECORD_FIELDS).items())
-    repeated = any(repeat for (_, repeat), _ in records)
+    scores = [run.sample_scores(dataset, m, model) for m in metrics]
+    refs = sorted(run.record_index(dataset, model).items())
+    repeated = any(repeat for (_, repeat), _ in refs)
     candidates = []
-    for order, (unit, record) in enumerate(records):
-        per_metric = [s.get(unit) for s in scores]
-        values = [_number(item.get("score")) if item else None for item in per_metric]
-        for metric, value in zip(metrics, values):
+    for order, (unit, ref) in enumerate(refs):
+        per_metric = [s.get(unit, (None, None)) for s in scores]
+        for metric, (value, _) in zip(metrics, per_metric):
             if value is not None:
                 stats.scores[metric].append(value)
-        if record.get("error"):
+        if ref.failed:
             stats.failed += 1
-        elif record.get("attempts") and _number(record.get("latency")) is not None:
-            stats.latencies.append(float(record["latency"]))  # answered by the endpoint, not by the cache
-        error = _errors(record, per_metric, metrics)
-        candidates.append((error is None, order, unit, record, values, error))
-    stats.total = len(records)
+        elif ref.latency is not None:
+            stats.latencies.append(ref.latency)
+        judge_failures = [failed for _, failed in per_metric]
+        ok = not ref.failed and not any(judge_failures)
+        candidates.append((ok, order, unit, ref, judge_failures))
+    stats.total = len(refs)
+    candidates.sort(key=lambda c: c[:2])
     used, kept = 0, []
-    for _, order, (sample_id, repeat), record, values, error in sorted(candidates, key=lambda c: c[:2]):
-        raw = [record.get(k) for k in ("prompt", "reference", "prediction", "reply")] + [error]
+    records = run.read_records(dataset, model, (c[3] for c in candidates))
+    for (_, order, (sample_id, repeat), _, judge_failures), record in zip(candidates, records):
+        values = [value for value, _ in (s.get((sample_id, repeat), (None, None)) for s in scores)]
+        raw = [record.get(k) for k in ("prompt", "reference", "prediction", "reply")] + [_errors(record, judge_failures, metrics)]
         tail = [values, _number(record.get("latency")), repeat if repeated else None]
         encoded = table.encode([index, sample_id], [_cut(t) for t in raw], tail, budget - used)
         if encoded is None:
@@ -111,6 +114,7 @@ def _group(run: RunDir, index: int, dataset: str, model: str, metrics: list[str]
         used += encoded[1]
         kept.append((order, encoded[0]))
         table.truncated += sum(1 for t in raw if t is not None and len(t) > MAX_FIELD_CHARS)
+    records.close()
     table.rows.extend(row for _, row in sorted(kept, key=lambda k: k[0]))  # back in (id, repeat) order
     return stats, used
 
