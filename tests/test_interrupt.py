@@ -18,7 +18,7 @@ from lalmeval.options import RunOptions
 from lalmeval.runner import run
 from lalmeval.store import RunStore
 from tests.support.endpoint import Reply, ScriptedEndpoint, chat_payload
-from tests.support.workspace import REPO, demo_rows, model, text_questions
+from tests.support.workspace import REPO, demo_rows, model
 
 COUNT = 24
 BATCH = 3
@@ -271,7 +271,7 @@ def test_ctrl_c_while_the_data_is_opened_ends_the_run_without_waiting_for_the_sc
 def test_after_ctrl_c_the_run_ends_with_its_last_request_in_flight_not_at_the_end_of_the_grace_period(ws):
     """Ctrl-C with a long read-ahead still queued: once the requests in flight are answered nothing is
     left to wait for (the read-ahead used to hold the pass open until the grace period ran out)."""
-    text_questions(ws, 60)
+    ws.text_questions(60)
     signalled = []
 
     def handler(seen, n):
@@ -323,7 +323,7 @@ STAGES = [
 
 def interrupted_run(ws, monkeypatch, capsys, where):
     """Three questions run in-process with Ctrl-C sent from `where` (what monkeypatch.setattr replaces): exit code, stderr."""
-    text_questions(ws, 3)
+    ws.text_questions(3)
     monkeypatch.setattr(*where)
     previous = signal.getsignal(signal.SIGTERM)
     try:

@@ -20,7 +20,7 @@ from lalmeval.reports.samples import collect
 from lalmeval.reports.svg import Bar, bar_chart, histogram, nice_ticks
 from tests.support.browser import dump_dom, parse, screenshot
 from tests.support.endpoint import Reply, ScriptedEndpoint, chat_payload
-from tests.support.workspace import DEMO, REPO, Workspace, demo_rows, model, text_questions
+from tests.support.workspace import DEMO, REPO, Workspace, demo_rows, model
 
 
 def limit_file_size(max_bytes):
@@ -293,7 +293,7 @@ def test_report_html_keeps_every_repeat_and_shows_a_failed_repeat(ws):
     little later. The report used to keep the last record *per sample id*: 2 of the 6 records, q0's
     failed repeat replaced by a later successful one, 0 failed on the page while final_scores.json
     said 1. Now: one row per (sample, repeat), the failed repeat among them, listed by id then repeat."""
-    text_questions(ws, 2)
+    ws.text_questions(2)
     first_q0 = []
 
     def handler(seen, n):
@@ -319,7 +319,7 @@ def test_report_html_keeps_every_repeat_and_shows_a_failed_repeat(ws):
 def test_a_full_disk_while_writing_report_html_is_a_warning_and_leaves_no_temporary_file(ws):
     """The disk takes records, scores and final_scores.json but not report.html (the largest file).
     The run used to exit 0 with `report.html.tmp` left behind and no results.csv / results.md."""
-    text_questions(ws, 2)
+    ws.text_questions(2)
     with ScriptedEndpoint(answer) as ep:
         ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
         out = subprocess.run([sys.executable, "-m", "lalmeval", "run", "--config", str(ws.root / "config.yaml"), "--run-id", "r"],
@@ -363,7 +363,7 @@ def clipped_texts(report):
 def test_plot_titles_labels_and_values_are_never_cut_off(ws, run_dir, tmp_path):
     """Long dataset and model names, wide letters, large values with intervals: the per-sample histograms'
     titles used to run past their 280 px (and latency titles past 380 px), cut off mid-word."""
-    text_questions(ws, 12, name="spoken_squad_long_questions_test")
+    ws.text_questions(12, name="spoken_squad_long_questions_test")
 
     def handler(seen, n):
         i = int(seen.text.split()[-1])

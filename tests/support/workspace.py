@@ -46,11 +46,11 @@ class Workspace:
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
         return name
 
-    def text_questions(self, count: int) -> None:
-        """Dataset 'qs' (runspec qa/questions), text only: row i asks 'question i' and expects 'answer i'
-        (the reply of tests.support.endpoint.answer_by_number)."""
+    def text_questions(self, count: int, name: str = "qs") -> None:
+        """Dataset `name` (runspec qa/questions), text only: row i (id q<i>) asks 'question i' and expects
+        'answer i' (the reply of tests.support.endpoint.answer_by_number)."""
         rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(count)]
-        self.runspec("qa", "questions", {"qs": {"hf_repo": self.jsonl(rows), "id_column": "id", "modality": "text",
+        self.runspec("qa", "questions", {name: {"hf_repo": self.jsonl(rows), "id_column": "id", "modality": "text",
                                                 "textual_input_column": "question", "audio_column": None}})
 
     def runspec(self, category: str, task: str, datasets: dict[str, dict[str, Any]]) -> Path:
@@ -94,8 +94,3 @@ def model(url: str, name: str = "m", **settings: Any) -> dict[str, Any]:
     return {"name": name, "url": url, "model": f"scripted-{name}", "batch_size": 4, "timeout": 10, **settings}
 
 
-def text_questions(ws: Workspace, count: int, name: str = "qs") -> None:
-    """A text-only dataset `name` (runspec qa/questions): rows q0.. asking `question i`, answered `answer i`."""
-    rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(count)]
-    ws.runspec("qa", "questions", {name: {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",
-                                          "textual_input_column": "question", "audio_column": None}})
