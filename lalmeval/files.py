@@ -170,14 +170,21 @@ def load_json(path: Path, what: str = "JSON file") -> Any:
 
 def parse_json_text(path: Path, text: str) -> Any:
     """Parse the text of the JSON file `path`; errors name the file and line."""
+    return parse_json_at(str(path), text, lines=True)
+
+
+def parse_json_at(where: str, text: str, lines: bool = False) -> Any:
+    """Parse JSON found at `where` (a file, or a file and line); a UserError starting with `where`
+    for invalid JSON, a duplicate key or nesting too deep, with the line inside `text` if `lines`."""
     try:
         return parse_json(text)
     except DuplicateKey as exc:
-        raise UserError(f"{path}: {exc}") from None
+        raise UserError(f"{where}: {exc}") from None
     except TooDeep as exc:
-        raise UserError(f"{path}: invalid JSON: {exc}") from None
+        raise UserError(f"{where}: invalid JSON: {exc}") from None
     except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        at = f" at line {exc.lineno}" if lines else ""
+        raise UserError(f"{where}: invalid JSON{at}: {exc.msg}") from None
 
 
 def check_writable_dir(path: Path, what: str) -> None:

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import bisect
 import csv
-import json
 import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from lalmeval.background import stop_if_abandoned
 from lalmeval.errors import UserError
-from lalmeval.files import DuplicateKey, TooDeep, encoding_error, open_error, parse_json, parse_json_text, read_text
+from lalmeval.files import encoding_error, open_error, parse_json, parse_json_at, parse_json_text, read_text
 from lalmeval.registry import Registry
 
 # The `datasets` library keeps global state (tqdm's shared lock among it) that is not safe when two
@@ -88,14 +87,7 @@ def _decode(path: Path, number: int, raw: bytes) -> str:
 
 
 def _json_row(path: Path, number: int, text: str) -> dict[str, Any]:
-    try:
-        row = parse_json(text)
-    except DuplicateKey as exc:
-        raise UserError(f"{path}: line {number}: {exc}") from None
-    except TooDeep as exc:
-        raise UserError(f"{path}: line {number}: invalid JSON: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: line {number}: invalid JSON: {exc.msg}") from None
+    row = parse_json_at(f"{path}: line {number}", text)
     if not isinstance(row, dict):
         raise UserError(f"{path}: line {number}: expected a JSON object")
     return row
