@@ -62,6 +62,8 @@ class DatasetSpec(BaseModel):
     error_unit: Optional[Literal["word", "character", "mixed"]] = Field(None, description="What error rates count: words, characters, or mixed (each CJK character and each other word a token); default by language: mixed for zh/yue, character for ja/ko/th/lo/my/km, word otherwise.")
 
 
+CHOICE_FORMATS = ("twinkle", "general_vmcq")  # formats whose column mapping finds the options itself
+
 # What a format presets at the runspec level; the column mapping waits for the data's columns.
 _FORMAT_SPEC = {
     "twinkle": {"modality": "text", "audio_column": None, "metrics": ["accuracy"]},
@@ -131,6 +133,11 @@ def _read_file(path: Path, category: str) -> list[Dataset]:
             raise UserError(f"{path}: dataset '{name}': answer_extraction regex needs answer_pattern")
         if spec.choices and spec.choices_column:
             raise UserError(f"{path}: dataset '{name}': give choices (the same for every row) or choices_column, not both")
+        if not (spec.choices or spec.choices_column or spec.format in CHOICE_FORMATS):
+            for field in ("mc_template", "shuffle_options"):
+                if getattr(spec, field) is not None:
+                    raise UserError(f"{path}: dataset '{name}': {field} applies to multiple choice, and this dataset has no options "
+                                    "(set choices_column or choices)")
         if spec.target_language:
             iso_code(spec.target_language, where=f"{path}: dataset '{name}': target_language")
         datasets.append(Dataset(name, category, path.stem, spec, path))

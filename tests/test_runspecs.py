@@ -59,6 +59,18 @@ def test_unknown_language_is_rejected(tmp_path):
         Catalog.load([tmp_path])
 
 
+@pytest.mark.parametrize("setting", [{"mc_template": "mc_options_zh"}, {"shuffle_options": True}])
+def test_a_multiple_choice_setting_on_a_dataset_without_options_is_refused(tmp_path, setting):
+    """It would do nothing: the options never reach the prompt, so the user is told instead."""
+    write(tmp_path / "a" / "t.json", {"x": entry(target_column="answer", **setting)})
+    field = next(iter(setting))
+    with pytest.raises(UserError, match=rf"t.json: dataset 'x': {field} applies to multiple choice, and this dataset has no options"):
+        Catalog.load([tmp_path])
+    write(tmp_path / "a" / "t.json", {"x": entry(target_column="answer", choices_column="options", **setting)})
+    write(tmp_path / "b" / "u.json", {"y": entry(format="twinkle", **setting)})  # the format finds the option columns
+    assert [d.name for d in Catalog.load([tmp_path]).resolve("x")] == ["x"]
+
+
 def test_builtin_runspecs_load_and_use_known_processors_and_metrics():
     from lalmeval.plan import _check_processors
 
