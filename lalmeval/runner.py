@@ -164,7 +164,7 @@ def _print_summary(result: RunResult, store: RunStore, options: RunOptions, reda
     if options.skip_eval:
         print(f"Inference done (--skip-eval): records in {store.root / 'records'}; score them with --reeval")
     else:
-        if result.interrupted or result.write_error:
+        if result.interrupted or result.write_error or result.broken_off:
             print("PARTIAL: the run stopped early; the scores below cover only the samples that finished.")
         print(redact(score_table(result.scores, result.aggregates)))
         if result.comparisons:
@@ -176,7 +176,7 @@ def _print_summary(result: RunResult, store: RunStore, options: RunOptions, reda
     for name, reason in result.data_errors.items():
         print(redact(f"error: dataset '{name}' was not evaluated: {reason}"), file=sys.stderr)
     for name, reason in result.broken_off.items():
-        print(redact(f"error: dataset '{name}': {reason}; its scores cover only the rows read"), file=sys.stderr)
+        print(redact(f"error: dataset '{name}': {reason.rstrip('.')}; the samples after the break failed or were never read"), file=sys.stderr)
     if result.final_path:
         print(f"Results: {result.final_path}")
 

@@ -223,7 +223,8 @@ def test_a_streamed_dataset_that_breaks_off_is_never_exit_0(ws, fault, capsys):
         ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"), streaming=True)
         code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
         sent = len(ep.requests)
-    err = capsys.readouterr().err
+    printed = capsys.readouterr()
+    err = printed.err
     data = json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())
     score = data["scores"][0]
     broke = score["details"]["data_broke_off"]
@@ -233,4 +234,10 @@ def test_a_streamed_dataset_that_breaks_off_is_never_exit_0(ws, fault, capsys):
         assert read == 39  # rows 33-39, read in the same batch as the duplicate, are answered too
     assert score["num_samples"] == read and score["num_failed"] == 0 and score["score"] in (100.0, None)
     assert data["broken_off"]["qs"] == broke
-    assert f"error: dataset 'qs': {broke}" in err and "could not be read to the end" in err
+    assert f"error: dataset 'qs': {broke.rstrip('.')}; the samples after the break" in err and "could not be read to the end" in err
+    # Every report marks the scores partial, as the console does.
+    run_dir = ws.root / "runs" / "t"
+    assert "PARTIAL: the run stopped early" in printed.out
+    assert all(line.endswith(",true") for line in (run_dir / "results.csv").read_text().splitlines()[1:]), (run_dir / "results.csv").read_text()
+    assert "could not be read to the end" in (run_dir / "results.md").read_text()
+    assert "This run is partial (the data of qs could not be read to the end)" in (run_dir / "report.html").read_text()

@@ -49,8 +49,8 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]], numeric: Iterabl
 
 
 def partial_badge() -> str:
-    """The mark on every score of an interrupted run."""
-    return '<span class="badge partial" title="the run was interrupted: this score covers only the samples it finished">partial</span>'
+    """The mark on every score of a partial run (interrupted, or a dataset broke off)."""
+    return '<span class="badge partial" title="this score covers only the samples the run finished">partial</span>'
 
 
 def _repeats(details: dict[str, Any]) -> str:
@@ -81,7 +81,7 @@ def score_rows(run: RunDir) -> tuple[list[str], list[list[str]], list[str]]:
     has_se = any(isinstance(s.get("stderr"), (int, float)) for s in run.scores)
     header = ["Model", "Dataset", "Metric", "Score"] + (["95% CI"] if has_ci else []) + (["Stderr"] if has_se else []) + ["Samples", "Failed", "Details"]
     rows, classes = [], []
-    badge = partial_badge() if run.interrupted else ""
+    badge = partial_badge() if run.partial else ""
     for s in run.scores:
         details = s.get("details") or {}
         failed = s.get("num_failed") or 0
@@ -143,7 +143,7 @@ def model_series(run: RunDir) -> dict[str, int]:
 
 def _plots_section(run: RunDir, stats: list[GroupStats]) -> str:
     series = model_series(run)
-    scored = [Scored(s["dataset"], s["model"], series[s["model"]], s, run.interrupted) for s in run.scores]
+    scored = [Scored(s["dataset"], s["model"], series[s["model"]], s, run.partial) for s in run.scores]
     charts = "".join(f"<div>{c}</div>" for c in score_charts(scored))
     hists = "".join(score_histograms(stats, series))
     lat = "".join(latency_histograms(stats, series))
@@ -176,12 +176,12 @@ def _samples_section(table_data: SampleTable) -> str:
 
 def _header(run: RunDir) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in (run.final.get("versions") or {}).items())
-    banner = ('<div class="banner partial"><strong>Partial results.</strong> This run was interrupted: every score covers only the '
-              "samples it finished. Resume the run to complete it.</div>") if run.interrupted else ""
+    banner = (f'<div class="banner partial"><strong>Partial results.</strong> This run is partial ({esc(run.why_partial)}): every score '
+              "covers only the samples it finished. Resume the run to complete it.</div>") if run.partial else ""
     links = "".join(f'<a href="#{a}">{t}</a>' for a, t in (("scores", "Scores"), ("plots", "Plots"), ("aggregates", "Aggregates"),
                                                           ("comparisons", "Comparisons"), ("failures", "Failures"), ("samples", "Samples"))
                     if a not in ("aggregates", "comparisons") or getattr(run, a))
-    return (f"<header><h1>Run {esc(run.run_id)}{partial_badge() if run.interrupted else ''}</h1>"
+    return (f"<header><h1>Run {esc(run.run_id)}{partial_badge() if run.partial else ''}</h1>"
             f'<p class="meta">created {esc(run.final.get("created", "?"))} · {esc(versions)}</p>{banner}<nav>{links}</nav></header>')
 
 

@@ -94,12 +94,12 @@ def console_table(board: Leaderboard) -> str:
         cells = []
         for column in board.columns:
             score = board.cell(i, column)
-            cells.append("-" if score is None else fmt(score.get("score")) + ("*" if entry.run.interrupted else ""))
+            cells.append("-" if score is None else fmt(score.get("score")) + ("*" if entry.run.partial else ""))
         rank = board.mean_rank[i]
         rows.append([str(i + 1), entry.label, *cells, "-" if rank is None else f"{rank:.2f}"])
     text = text_table(header, rows)
-    if any(e.run.interrupted for e in board.entries):
-        text += "\n* partial: the run was interrupted"
+    if any(e.run.partial for e in board.entries):
+        text += "\n* partial: the run was interrupted or its data broke off"
     return text
 
 
@@ -123,7 +123,7 @@ def _board_table(board: Leaderboard) -> str:
     header = ["#", "Model"] + [f"{d} · {m} {'↓' if lower_is_better(m) else '↑'}" for d, m in board.columns] + ["Mean rank"]
     rows = []
     for i, entry in enumerate(board.entries):
-        cells = [_cell_html(board.cell(i, c), _value(board.cell(i, c)) == best.get(c), entry.run.interrupted) for c in board.columns]
+        cells = [_cell_html(board.cell(i, c), _value(board.cell(i, c)) == best.get(c), entry.run.partial) for c in board.columns]
         rank = board.mean_rank[i]
         rows.append([str(i + 1), esc(entry.label), *cells, "–" if rank is None else f"{rank:.2f}"])
     numeric = [0, *range(2, len(header))]
@@ -135,7 +135,7 @@ def _runs_table(runs: Sequence[RunDir], out_dir: Path) -> str:
     for run, name in zip(runs, _run_names(runs)):
         report = run.path / "report.html"
         link = f'<a href="{esc(Path(os.path.relpath(report, out_dir)).as_posix())}">report</a>' if report.exists() else ""
-        status = "partial (interrupted)" if run.interrupted else "complete"
+        status = f"partial ({run.why_partial})" if run.partial else "complete"
         rows.append([esc(name), esc(run.path), esc(run.final.get("created", "")), esc(status), link])
     return table(["Run", "Directory", "Created", "Status", ""], rows)
 
@@ -153,9 +153,9 @@ def _aggregates(board: Leaderboard) -> str:
 
 def leaderboard_html(board: Leaderboard, runs: Sequence[RunDir], out_dir: Path) -> str:
     """The leaderboard page: ranked table, runs, a chart per metric and the runs' aggregates."""
-    banner = ('<div class="banner partial"><strong>Partial results.</strong> Scores marked partial come from an interrupted run '
-              "and cover only the samples it finished.</div>") if any(r.interrupted for r in runs) else ""
-    scored = [Scored(c[0], e.label, i, s, e.run.interrupted) for i, e in enumerate(board.entries)
+    banner = ('<div class="banner partial"><strong>Partial results.</strong> Scores marked partial come from a run that was interrupted or whose data broke off, '
+              "and cover only the samples it finished.</div>") if any(r.partial for r in runs) else ""
+    scored = [Scored(c[0], e.label, i, s, e.run.partial) for i, e in enumerate(board.entries)
               for c in board.columns if (s := board.cell(i, c)) is not None]
     charts = "".join(f"<div>{c}</div>" for c in score_charts(scored))
     body = (f"<header><h1>Leaderboard</h1><p class=\"meta\">{len(board.entries)} model(s) from {len(runs)} run(s). "

@@ -25,9 +25,17 @@ class RunDir:
         return str(self.final.get("run_id") or self.path.name)
 
     @property
-    def interrupted(self) -> bool:
-        """An interrupted run's scores cover only the samples it finished: they are partial."""
-        return bool(self.final.get("interrupted"))
+    def partial(self) -> bool:
+        """The scores cover only part of the samples: the run was interrupted, or a dataset broke off."""
+        return bool(self.final.get("interrupted") or self.final.get("broken_off"))
+
+    @property
+    def why_partial(self) -> str:
+        """Why the scores are partial, as the end of a sentence ('' when they are not)."""
+        if self.final.get("interrupted"):
+            return "the run was interrupted"
+        broken = self.final.get("broken_off")
+        return f"the data of {', '.join(map(str, broken))} could not be read to the end" if broken else ""
 
     @property
     def scores(self) -> list[dict[str, Any]]:

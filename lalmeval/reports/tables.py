@@ -29,7 +29,7 @@ def result_rows(run: RunDir) -> list[dict[str, Any]]:
     for score in run.scores:
         interval = ci95(score)
         base = {"run_id": run.run_id, "model": score["model"], "dataset": score["dataset"], "metric": score["metric"],
-                "partial": run.interrupted}
+                "partial": run.partial}
         rows.append({**base, "subset": "", "score": score.get("score"),
                      "ci_low": interval[0] if interval else None, "ci_high": interval[1] if interval else None,
                      "stderr": score.get("stderr"), "num_samples": score.get("num_samples"), "num_failed": score.get("num_failed")})
@@ -66,8 +66,8 @@ def markdown_table(header: list[str], rows: list[list[Any]]) -> str:
 def results_md(run: RunDir) -> str:
     """results.md: the score table (and the aggregates) with two decimals."""
     title = f"# Results of run {_md_cell(run.run_id)}"
-    if run.interrupted:
-        title += "\n\n**Partial:** the run was interrupted; scores cover only the samples it finished."
+    if run.partial:
+        title += f"\n\n**Partial:** {run.why_partial}; scores cover only the samples it finished."
     header = ["Model", "Dataset", "Metric", "Score", "95% CI", "Samples", "Failed"]
     rows = [[r["model"], r["dataset"] + (f" / {r['subset']}" if r["subset"] else ""), r["metric"],
              fmt(r["score"]) + (" (partial)" if r["partial"] else ""),
