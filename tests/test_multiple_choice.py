@@ -305,3 +305,26 @@ def test_rescoring_a_gold_option_the_model_never_saw_fails_that_sample(ws):
         code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t", "--reeval"])
     score = json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())["scores"][0]
     assert code == 3 and score["num_failed"] == 1 and score["details"]["failures"] == {"no gold option": 1} and score["score"] == 100.0
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_rescoring_keeps_the_gold_among_options_with_the_same_text(ws, shuffle):
+    """Two options read the same: a resume or --reeval of unchanged data scores the stored answer as
+    the first run did (the gold follows the options as shown, not the first option with its text)."""
+    from lalmeval.cli import main
+
+    rows = [{"id": "d", "question": "Pick the third.", "options": ["same", "other", "same"], "answer": "C"}]
+    ws.runspec("knowledge", "mc", {"mc": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text", "audio_column": None,
+                                          "textual_input_column": "question", "choices_column": "options", "target_column": "answer"}})
+    final = lambda: json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())["scores"][0]["score"]  # noqa: E731
+
+    with ScriptedEndpoint(lambda seen, n: "C" if not shuffle else "A") as ep:
+        ws.config([model(ep.url)], [["mc", "accuracy"]], output_dir=str(ws.root / "runs"), shuffle_options=shuffle, seed=3)
+        main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+        first = final()
+        assert main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"]) in (0, 3)
+        assert final() == first
+        main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t", "--reeval"])
+        assert final() == first and len(ep.requests) == 1
+    if not shuffle:
+        assert first == 100.0

@@ -343,7 +343,9 @@ class InferenceJob:
             reader.cancel()
             stopper.cancel()
             await asyncio.gather(reader, stopper, return_exceptions=True)
-        if queue.failure is not None:  # the data broke off: what it still owed cannot be read
+        # The data broke off: what it still owed cannot be read. (A stopped run leaves its open samples
+        # interrupted instead, for a resume to request; the break shows again then.)
+        if queue.failure is not None and not self.stop.is_set():
             self.failure = f"data: {queue.failure}"
             self.broken_off = f"the data broke off after {queue.read} row(s): {queue.failure}"
             ledger.fail_open(self.failure, persist=True)
@@ -398,8 +400,13 @@ class InferenceJob:
         options = old.extra.get("options")
         if not (sample.choices and options):
             return replace(old, transcript=sample.transcript, subset=sample.subset, reference=sample.reference)
-        text = sample.choices[sample.gold] if sample.gold is not None and 0 <= sample.gold < len(sample.choices) else None
-        gold = options.index(text) if text in options else None
+        known = sample.gold is not None and 0 <= sample.gold < len(sample.choices)
+        order = old.extra.get("permutation") or list(range(len(options)))
+        if known and sorted(order) == list(range(len(sample.choices))) and [sample.choices[i] for i in order] == options:
+            gold = order.index(sample.gold)  # the options are as they were shown: follow the permutation (texts may repeat)
+        else:  # the options changed: the gold is the shown option with its text, if exactly one has it
+            text = sample.choices[sample.gold] if known else None
+            gold = options.index(text) if text is not None and options.count(text) == 1 else None
         return replace(old, transcript=sample.transcript, subset=sample.subset, extra={**old.extra, "gold": gold},
                        reference=f"{LETTERS[gold]}. {options[gold]}" if gold is not None else None)
 
