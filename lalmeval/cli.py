@@ -126,16 +126,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     if result.data_errors:
         print(f"{len(result.data_errors)} dataset(s) could not be read (see above); the others were evaluated.", file=sys.stderr)
         return EXIT_USER_ERROR
-    if result.broken_off:
-        print(f"{len(result.broken_off)} dataset(s) could not be read to the end (see above): fix the data, then resume with: {again}",
-              file=sys.stderr)
-        return EXIT_USER_ERROR
     if result.write_error:
         print(f"error: {result.write_error}. Free space (or fix the folder), then resume with: {again}", file=sys.stderr)
         return EXIT_WRITE_FAILED
     if result.interrupted:
         print(f"Interrupted: the scores above are partial. Resume with: {again}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    if result.broken_off:
+        print(f"{len(result.broken_off)} dataset(s) could not be read to the end (see above): fix the data, then resume with: {again}",
+              file=sys.stderr)
+        return EXIT_USER_ERROR
     if not result.complete:
         parts = []
         if result.failed_samples:

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 from lalmeval.background import stop_if_abandoned
 from lalmeval.errors import UserError
-from lalmeval.files import encoding_error, open_error, parse_json, parse_json_at, parse_json_text, read_text
+from lalmeval.files import encoding_error, open_error, parse_json_at, parse_json_text, read_text
 from lalmeval.registry import Registry
 
 # The `datasets` library keeps global state (tqdm's shared lock among it) that is not safe when two
@@ -120,7 +120,16 @@ class JsonlTable(Table):
         with self.path.open("rb") as handle:
             for index in wanted:
                 handle.seek(self._offsets[index])
-                yield only_columns(parse_json(handle.readline().decode("utf-8")), columns)
+                where = f"{self.path}: byte {self._offsets[index]}"
+                try:
+                    row = parse_json_at(where, handle.readline().decode("utf-8"))
+                except UnicodeDecodeError:
+                    row = None
+                except UserError as exc:
+                    raise UserError(f"{exc} (the file changed after it was opened?)") from None
+                if not isinstance(row, dict):
+                    raise UserError(f"{where}: not the JSON object read when the file was opened (the file changed?)")
+                yield only_columns(row, columns)
 
 
 class DelimitedTable(Table):
