@@ -247,3 +247,37 @@ def test_a_server_not_launched_up_front_is_launched_when_a_stored_answer_no_long
     assert "Reused 3 stored prediction(s)" in again.stderr
     final = json.loads((ws.root / "runs" / "r" / "final_scores.json").read_text())["scores"][0]
     assert (final["num_samples"], final["num_failed"], final["score"]) == (4, 0, 100.0)
+
+
+def test_a_late_launch_that_fails_fails_every_changed_sample_with_its_reason(ws):
+    """All answers stored, then every question changed and the launch command broken: each owed sample
+    fails 'launch failed: …' — also those asked after the failure (they used to go to the dead port
+    as connection errors) — and nothing is left running."""
+    import socket
+    import subprocess
+    import sys
+
+    from tests.support.workspace import REPO
+
+    rows = [{"id": f"q{i}", "question": f"question w{i}", "reference": f"echo: w{i}"} for i in range(12)]
+    spec = lambda: {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",  # noqa: E731
+                           "textual_input_column": "question", "audio_column": None}}
+    ws.runspec("qa", "questions", spec())
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    serve = ws.root / "serve.sh"
+    serve.write_text(f"exec {sys.executable} {REPO / 'tests' / 'support' / 'slow_server.py'} --port {port} --delay 0.01\n")
+    entry = model(f"http://127.0.0.1:{port}/v1", launch=f"bash {serve}", launch_timeout=60, retry_attempts=0, batch_size=2)
+    config = ws.config([entry], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+    cli = lambda: subprocess.run([sys.executable, "-m", "lalmeval", "run", "--config", str(config), "--run-id", "r", "--no-cache"],  # noqa: E731
+                                 cwd=REPO, capture_output=True, text=True, timeout=180)
+    assert cli().returncode == 0
+    for row in rows:
+        row.update(question=row["question"] + "b")
+    ws.runspec("qa", "questions", spec())
+    serve.write_text("echo boom; exit 1\n")
+    again = cli()
+    final = json.loads((ws.root / "runs" / "r" / "final_scores.json").read_text())["scores"][0]
+    assert again.returncode == 3 and final["num_failed"] == 12, again.stderr[-800:]
+    assert final["details"]["failures"] == {"launch failed": 12}, final["details"]["failures"]

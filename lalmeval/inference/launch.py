@@ -67,7 +67,7 @@ class Launcher:
 
     async def _launch(self, models: list[ModelInfo], stop_on_failure: bool = True) -> None:
         """Start `models` (each command once) and wait until every one answers; on failure stop them all
-        (late starts leave that to the end of the run: the servers launched up front are in use)."""
+        (a late start stops only its own: the servers launched up front are in use)."""
         for model in models:  # before anything starts: opening a named pipe would block the loop
             check_regular(log_path(self.logdir, model), "launch log")
         await self._check_ports_free(models)
@@ -79,19 +79,17 @@ class Launcher:
         try:
             await asyncio.gather(*(self._wait(m) for m in models))
         except BaseException:
-            if stop_on_failure:
-                await self.stop()
+            await self.stop(only=None if stop_on_failure else set(started))
             raise
 
     async def on_demand(self, models: list[ModelInfo]) -> None:
         """Start servers the run did not launch up front, once, when a request turns out to be owed
         after all (a stored answer whose request changed). A failure is raised to every caller."""
+        key = "\n".join(sorted({m.launch for m in models if m.launch}))  # the same for every request of a model group
         pending = [m for m in models if m.launch and m.launch not in self.processes]
-        commands = tuple(sorted({m.launch for m in pending}))
-        if not commands:
-            return
-        key = "\n".join(commands)
         if key not in self._late:
+            if not pending:
+                return
             names = ", ".join(dict.fromkeys(m.name for m in pending))
             print(f"launching {names}: a stored answer no longer matches its request, so it is requested again", file=sys.stderr, flush=True)
             self._late[key] = asyncio.ensure_future(self._launch(pending, stop_on_failure=False))
@@ -172,19 +170,23 @@ class Launcher:
         for process in self.processes.values():
             _signal(process, signal.SIGKILL)
 
-    async def stop(self, grace: float = 10.0) -> None:
-        """SIGTERM each process group, then SIGKILL what is still alive after `grace` seconds."""
-        for process in self.processes.values():
+    async def stop(self, grace: float = 10.0, only: Optional[set[str]] = None) -> None:
+        """SIGTERM each process group (those of the `only` commands, if given), then SIGKILL what is
+        still alive after `grace` seconds."""
+        stopping = {cmd: proc for cmd, proc in self.processes.items() if only is None or cmd in only}
+        for process in stopping.values():
             _signal(process, signal.SIGTERM)
-        for process in self.processes.values():
+        for process in stopping.values():
             try:
                 await asyncio.wait_for(process.wait(), grace)
             except asyncio.TimeoutError:
                 _signal(process, signal.SIGKILL)
                 await process.wait()
-        await asyncio.gather(*self._copiers, return_exceptions=True)
-        self.processes.clear()
-        self._copiers.clear()
+        for cmd in stopping:
+            del self.processes[cmd]
+        if only is None:
+            await asyncio.gather(*self._copiers, return_exceptions=True)
+            self._copiers.clear()
 
 
 def _signal(process: asyncio.subprocess.Process, sig: int) -> None:
