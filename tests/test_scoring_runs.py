@@ -171,6 +171,14 @@ def test_samples_left_unscored_for_want_of_a_reference_are_failed_and_never_exit
     else:
         assert score["num_failed"] == len(empty) and score["details"]["failures"] == {"empty reference": len(empty)}
         assert score["details"]["num_unscored"] == len(empty) and score["score"] is not None
+        # report.html counts them as failed too and says why
+        from lalmeval.reports.rundir import load_run
+        from lalmeval.reports.samples import collect
+
+        stats, table = collect(load_run(ws.root / "runs" / "t"))
+        assert stats[0].failed == len(empty)
+        row = next(r for r in table.rows if r[1] == f"q{empty[0]}")
+        assert table.strings[row[6]] == f"{metric}: empty reference"
 
 
 def test_multiple_choice_without_a_gold_answer_is_refused_at_start(ws, capsys):

@@ -84,14 +84,15 @@ class RunDir:
                 yield json.loads(handle.readline())
 
     def sample_scores(self, dataset: str, metric: str, model: str) -> dict[Unit, tuple[Optional[float], Optional[str]]]:
-        """(score, judge failure) of each (sample id, repeat) of one (dataset, metric, model), the last line of each."""
+        """(score, why it has none) of each (sample id, repeat) of one (dataset, metric, model), the last line
+        of each: a judge failure, or the reason the metric could not score the sample (no reference, …)."""
         found = {}
         for item in read_jsonl(RunStore(self.path).scores_path(dataset, metric, model)):
             unit = _unit(item)
             if unit is not None:
                 score = item.get("score")
                 found[unit] = (float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
-                               item.get("judge_failed") or None)
+                               item.get("judge_failed") or (item.get("reason") if score is None else None) or None)
         return found
 
 

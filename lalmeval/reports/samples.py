@@ -93,12 +93,12 @@ def _group(run: RunDir, index: int, dataset: str, model: str, metrics: list[str]
         for metric, (value, _) in zip(metrics, per_metric):
             if value is not None:
                 stats.scores[metric].append(value)
-        if ref.failed:
-            stats.failed += 1
-        elif ref.latency is not None:
-            stats.latencies.append(ref.latency)
-        judge_failures = [failed for _, failed in per_metric]
+        judge_failures = [failed for _, failed in per_metric]  # or the reason a metric could not score it
         ok = not ref.failed and not any(judge_failures)
+        if not ok:
+            stats.failed += 1  # as num_failed counts it: no prediction, or no score
+        if not ref.failed and ref.latency is not None:
+            stats.latencies.append(ref.latency)
         candidates.append((ok, order, unit, ref, judge_failures))
     stats.total = len(refs)
     candidates.sort(key=lambda c: c[:2])
