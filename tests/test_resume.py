@@ -215,32 +215,41 @@ def test_a_reply_is_reused_only_for_the_same_api_version(ws):
     assert resumed.reused == 0  # a stored prediction of the old version is not one of the new
 
 
-def test_a_server_not_launched_up_front_is_launched_when_a_stored_answer_no_longer_holds(ws):
-    """Every answer is stored, so a rerun launches nothing up front; but one question was corrected
-    in the data since, so its request is owed after all: the server is launched then, the changed
-    sample is requested, and the rerun completes (exit 0) with every sample scored."""
+def launched_questions(ws, count, **settings):
+    """`count` text questions served by a launched echo server (`launch` command from
+    settings["launch"](server command), default: the server itself); returns (rows, cli, rewrite):
+    cli() runs the config as a subprocess, rewrite() writes the rows again after they are edited."""
     import socket
     import subprocess
     import sys
 
     from tests.support.workspace import REPO
 
-    rows = [{"id": f"q{i}", "question": f"question w{i}", "reference": f"echo: w{i}"} for i in range(4)]
-    spec = lambda: {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",  # noqa: E731
-                           "textual_input_column": "question", "audio_column": None}}
-    ws.runspec("qa", "questions", spec())
+    rows = [{"id": f"q{i}", "question": f"question w{i}", "reference": f"echo: w{i}"} for i in range(count)]
+    rewrite = lambda: ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",  # noqa: E731
+                                                            "textual_input_column": "question", "audio_column": None}})
+    rewrite()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    server = REPO / "tests" / "support" / "slow_server.py"
-    entry = model(f"http://127.0.0.1:{port}/v1", launch=f"{sys.executable} {server} --port {port} --delay 0.01", launch_timeout=60, retry_attempts=0)
+    server = f"{sys.executable} {REPO / 'tests' / 'support' / 'slow_server.py'} --port {port} --delay 0.01"
+    launch = settings.pop("launch", lambda command: command)(server)
+    entry = model(f"http://127.0.0.1:{port}/v1", launch=launch, launch_timeout=60, retry_attempts=0, **settings)
     config = ws.config([entry], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
     cli = lambda: subprocess.run([sys.executable, "-m", "lalmeval", "run", "--config", str(config), "--run-id", "r", "--no-cache"],  # noqa: E731
                                  cwd=REPO, capture_output=True, text=True, timeout=180)
+    return rows, cli, rewrite
+
+
+def test_a_server_not_launched_up_front_is_launched_when_a_stored_answer_no_longer_holds(ws):
+    """Every answer is stored, so a rerun launches nothing up front; but one question was corrected
+    in the data since, so its request is owed after all: the server is launched then, the changed
+    sample is requested, and the rerun completes (exit 0) with every sample scored."""
+    rows, cli, rewrite = launched_questions(ws, 4)
     first = cli()
     assert first.returncode == 0, first.stderr
     rows[1].update(question="question w1b", reference="echo: w1b")
-    ws.runspec("qa", "questions", spec())
+    rewrite()
     again = cli()
     assert again.returncode == 0, again.stderr[-800:]
     assert "launching m: a stored answer no longer matches its request" in again.stderr
@@ -253,29 +262,17 @@ def test_a_late_launch_that_fails_fails_every_changed_sample_with_its_reason(ws)
     """All answers stored, then every question changed and the launch command broken: each owed sample
     fails 'launch failed: …' — also those asked after the failure (they used to go to the dead port
     as connection errors) — and nothing is left running."""
-    import socket
-    import subprocess
-    import sys
-
-    from tests.support.workspace import REPO
-
-    rows = [{"id": f"q{i}", "question": f"question w{i}", "reference": f"echo: w{i}"} for i in range(12)]
-    spec = lambda: {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",  # noqa: E731
-                           "textual_input_column": "question", "audio_column": None}}
-    ws.runspec("qa", "questions", spec())
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     serve = ws.root / "serve.sh"
-    serve.write_text(f"exec {sys.executable} {REPO / 'tests' / 'support' / 'slow_server.py'} --port {port} --delay 0.01\n")
-    entry = model(f"http://127.0.0.1:{port}/v1", launch=f"bash {serve}", launch_timeout=60, retry_attempts=0, batch_size=2)
-    config = ws.config([entry], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
-    cli = lambda: subprocess.run([sys.executable, "-m", "lalmeval", "run", "--config", str(config), "--run-id", "r", "--no-cache"],  # noqa: E731
-                                 cwd=REPO, capture_output=True, text=True, timeout=180)
+
+    def via_script(command):
+        serve.write_text(f"exec {command}\n")
+        return f"bash {serve}"
+
+    rows, cli, rewrite = launched_questions(ws, 12, launch=via_script, batch_size=2)
     assert cli().returncode == 0
     for row in rows:
         row.update(question=row["question"] + "b")
-    ws.runspec("qa", "questions", spec())
+    rewrite()
     serve.write_text("echo boom; exit 1\n")
     again = cli()
     final = json.loads((ws.root / "runs" / "r" / "final_scores.json").read_text())["scores"][0]
