@@ -109,7 +109,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     output_dir = Path(args.output_dir or plan.config.output_dir)
     run_id = _run_id(args, output_dir)
     # Printed for pasting: started the way this run was (bash evaluate.sh, lalmeval, python -m lalmeval).
-    command = f"{run_command()} --config {shlex.quote(args.config)} --output-dir {shlex.quote(str(output_dir))}"
+    # Flags that say how the run is done carry over (the cache stays off, inference stays unscored).
+    kept = "".join(flag for flag, on in ((" --no-cache", args.no_cache), (" --skip-eval", args.skip_eval)) if on)
+    command = f"{run_command()} --config {shlex.quote(args.config)} --output-dir {shlex.quote(str(output_dir))}{kept}"
     again = f"{command} --resume {run_id}"
     options = RunOptions(use_cache=not args.no_cache, skip_eval=args.skip_eval, reeval=args.reeval, force_reinfer=args.force_reinfer,
                          allow_config_change=args.allow_config_change)

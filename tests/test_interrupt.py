@@ -103,6 +103,7 @@ def test_first_ctrl_c_finishes_in_flight_writes_and_says_how_to_resume(ws):
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 130, err
         assert "Resume with: " in err and " -m lalmeval run --config " in err and "--resume int" in err
+        assert " --no-cache --resume int" in err  # the run's own way: its cache stays off when pasted
         final = json.loads((run_dir / "int" / "final_scores.json").read_text())
         assert final["interrupted"] is True
         interrupted_requests = len(ep.requests)
