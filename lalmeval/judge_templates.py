@@ -6,6 +6,7 @@ templates (judge_templates.yaml) reproduce the peers' judges; a path names a use
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import string
@@ -23,7 +24,6 @@ from lalmeval.verdicts import Labels, Scale, Verdict
 SHIPPED = Path(__file__).with_name("judge_templates.yaml")
 DEFAULT = "default"
 BINARY_METRIC, GRADED_METRIC = "llm_judge_binary", "llm_judge_detailed"
-VARIANTS = ("reference", "reference_transcript", "open", "open_transcript")
 # What a placeholder can be filled with. `query` is the transcript of a spoken request when the
 # dataset has one, else the text instruction (AudioBench's "question", whichever way it was asked).
 FIELDS = ("question", "query", "reference", "transcript", "answer", "turn_number", "history", "history_with_references")
@@ -260,16 +260,11 @@ def _parse(raw: Any, where: str) -> TemplateSpec:
         raise UserError(f"{where}: {key or 'template'}: {err['msg'].removeprefix('Value error, ')}") from None
 
 
-_shipped: Optional[dict[str, TemplateSpec]] = None
-
-
+@functools.cache
 def shipped() -> dict[str, TemplateSpec]:
-    """The published templates of judge_templates.yaml, by name."""
-    global _shipped
-    if _shipped is None:
-        raw = load_yaml(SHIPPED, "judge templates file") or {}
-        _shipped = {name: _parse(entry, f"{SHIPPED}: {name}") for name, entry in raw.items()}
-    return _shipped
+    """The published templates of judge_templates.yaml, by name (read once)."""
+    raw = load_yaml(SHIPPED, "judge templates file") or {}
+    return {name: _parse(entry, f"{SHIPPED}: {name}") for name, entry in raw.items()}
 
 
 def names() -> list[str]:
