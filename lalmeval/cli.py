@@ -173,7 +173,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if len(group.replicas) > 1:
             print(redact(f"  model '{group.name}': {len(group.replicas)} replicas ({', '.join(r.info.url for r in group.replicas)})"))
     for dataset, metric in plan.pairs:
-        print(f"  {dataset.name} × {metric}  ({dataset.category}/{dataset.task_type}, {dataset.source})")
+        template = plan.judge_templates.get((dataset.name, metric))
+        judged = f", judge template {template.name}" if template else ""
+        print(f"  {dataset.name} × {metric}  ({dataset.category}/{dataset.task_type}, {dataset.source}{judged})")
     for name, reason in plan.skipped.items():
         print(f"  skipped {name}: {reason}")
     for line in short_secret_warnings(plan.config):

@@ -12,7 +12,8 @@ from lalmeval.errors import UserError
 from lalmeval.generation import merge
 from lalmeval.inference.protocols import PROTOCOLS
 from lalmeval.inference.replicas import ModelGroup, model_groups
-from lalmeval.judge import check_templates
+from lalmeval.judge import check_prompt_model, check_templates
+from lalmeval.judge_templates import DEFAULT, JudgeTemplate, resolve
 from lalmeval.metrics import METRICS, NORMALIZERS
 from lalmeval.languages import iso_code
 from lalmeval.postprocess import POSTPROCESSORS
@@ -32,7 +33,7 @@ class Plan:
     catalog: Catalog
     pairs: list[tuple[Dataset, str]]
     skipped: dict[str, str] = field(default_factory=dict)
-    judge_templates: dict[str, Any] = field(default_factory=dict)
+    judge_templates: dict[tuple[str, str], JudgeTemplate] = field(default_factory=dict)  # (dataset, judge metric) → template
     groups: list[ModelGroup] = field(default_factory=list)
     prompts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -174,16 +175,38 @@ def _checked_plan(config: Config, config_path: Path) -> Plan:
     for metric in sorted({m for _, m in pairs}):
         METRICS.get(metric).check(config)
     check_templates(prompts["judge_prompts"])
+    check_prompt_model(config.judge_properties, prompts["judge_prompts"], source)
     skipped = {d.name: r for d, _ in pairs if (r := skip_reason(d, config.filters))}
     kept = [(d, m) for d, m in pairs if d.name not in skipped]
     for dataset, metric in kept:
         METRICS.get(metric).check_dataset(dataset)
         if getattr(METRICS.get(metric), "needs_judge", lambda d: False)(dataset) and config.judge_properties is None:
             raise UserError(f"{dataset.source}: dataset '{dataset.name}': answer_extraction llm needs judge_properties in the config (see sample_config.yaml)")
-    plan = Plan(config, base, catalog, kept, skipped, prompts["judge_prompts"], model_groups(config), prompts)
+    templates = _judge_templates(config, kept, prompts["judge_prompts"])
+    plan = Plan(config, base, catalog, kept, skipped, templates, model_groups(config), prompts)
     _check_rules(plan)
     _check_group_params(plan)
     return plan
+
+
+def _judge_templates(config: Config, pairs: list[tuple[Dataset, str]], judge_prompts: dict[str, Any]) -> dict[tuple[str, str], JudgeTemplate]:
+    """The judge template of every (dataset, judge metric): the runspec's judge_template, else default."""
+    props = config.judge_properties
+    prompt_model = (props.judge_prompt_model_override or props.judge_model) if props else ""
+    out: dict[tuple[str, str], JudgeTemplate] = {}
+    for dataset, metric in pairs:
+        if not getattr(METRICS.get(metric), "uses_template", False):
+            continue
+        where = f"{dataset.source}: dataset '{dataset.name}': judge_template"
+        try:
+            template = resolve(dataset.spec.judge_template or DEFAULT, metric, dataset.source.parent, judge_prompts, prompt_model)
+        except UserError as exc:
+            raise UserError(f"{where}: {exc}") from None
+        if dataset.spec.format is None and not dataset.spec.transcript_column and template.variant_for(True, False) is None \
+                and template.variant_for(False, False) is None:
+            raise UserError(f"{where}: judge template '{template.name}' shows the judge a transcript of the audio, and the dataset has no transcript_column")
+        out[(dataset.name, metric)] = template
+    return out
 
 
 def _check_rules(plan: Plan) -> None:

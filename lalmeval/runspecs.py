@@ -58,6 +58,7 @@ class DatasetSpec(BaseModel):
     repeat_runs: Optional[int] = Field(None, ge=1, le=100, description="Ask every sample this many times (overrides the config's repeat_runs).")
     generation_kwargs: Generation = Field(default_factory=Generation, description="Generation settings for this dataset (top_p, max_tokens, stop, extra_body, ...): above the model's own, below config overrides that name the task.")
     origin: Optional[str] = Field(None, description="Where this definition comes from: the dataset card and paper (documentation only).")
+    judge_template: Optional[str] = Field(None, min_length=1, description="LLM judges (llm_judge_binary / llm_judge_detailed): the judge template — default (lalmeval's prompts), a published one (audiobench, au_harness_binary, au_harness_detailed, kimi_yes_no, ...; see README), or a template file (.yaml) relative to this runspec file.")
     normalizer: Optional[str] = Field(None, description="Text normalizer of error rates (a registered name, or 'none'); default by language: whisper_english for English, chinese for Chinese and Cantonese, basic otherwise.")
     error_unit: Optional[Literal["word", "character", "mixed"]] = Field(None, description="What error rates count: words, characters, or mixed (each CJK character and each other word a token); default by language: mixed for zh/yue, character for ja/ko/th/lo/my/km, word otherwise.")
 
