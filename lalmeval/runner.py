@@ -166,11 +166,11 @@ def _print_summary(result: RunResult, store: RunStore, options: RunOptions, reda
     else:
         if result.interrupted or result.write_error or result.broken_off:
             print("PARTIAL: the run stopped early; the scores below cover only the samples that finished.")
-        print(redact(score_table(result.scores, result.aggregates)))
+        print(score_table(result.scores, result.aggregates, redact))
         if result.comparisons:
-            print(redact(comparison_table(result.comparisons)))
+            print(comparison_table(result.comparisons, redact))
     if result.failures:
-        print(redact(failure_table(result.failures)))
+        print(failure_table(result.failures, redact))
     for name, reason in result.down.items():
         print(redact(f"endpoint of model '{name}' is down: {reason}"), file=sys.stderr)
     for name, reason in result.data_errors.items():

@@ -43,7 +43,7 @@ def test_evaluate_a_dict_reads_relative_paths_from_the_current_directory(ws, mon
         result = lalmeval.evaluate(config, run_id="d")
     assert result.complete and result.scores[0]["num_samples"] == 3
     assert (ws.root / "runs" / "d" / "final_scores.json").is_file()
-    assert "| m     | cmds    | word_error_rate | 3   | 0      |" in capsys.readouterr().out  # not quiet: the table, as the CLI prints it
+    assert "│ m     │ cmds    │ word_error_rate │   3 │      0 │" in capsys.readouterr().out  # not quiet: the table, as the CLI prints it
 
 
 @pytest.mark.parametrize("config, message", [

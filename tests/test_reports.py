@@ -257,8 +257,8 @@ def test_report_command_ranks_models_across_runs_and_keeps_them_apart(run_dir, t
     second, _ = make_run(Workspace(tmp_path / "w2"), "r2", silent, count=4)
     out = cli("report", str(run_dir), str(second), "--out", "board/leaderboard.html", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    lines = [line for line in out.stdout.splitlines() if line.startswith("| ")]
-    labels = [line.split("|")[2].strip() for line in lines[1:]]
+    lines = [line for line in out.stdout.splitlines() if line.startswith("│ ")]
+    labels = [line.split("│")[2].strip() for line in lines[1:]]
     # Mean rank over WER and accuracy: good r1 (1, 1); both r2 models (2, 2), tied and so by name; flaky r1, whose
     # 1500-word reply puts its WER last (4, 2). The same model names stay apart by run.
     assert labels == ["good (r1)", "flaky (r2)", "good (r2)", "flaky (r1)"]

@@ -11,7 +11,8 @@ from typing import Any, Optional, Sequence
 from lalmeval.reports.html import esc, page, partial_badge, table
 from lalmeval.reports.plots import Scored, legend, score_charts
 from lalmeval.reports.rundir import RunDir
-from lalmeval.reports.tables import fmt, fmt_ci, text_table
+from lalmeval.console import text_table
+from lalmeval.reports.tables import fmt, fmt_ci
 
 Column = tuple[str, str]  # (dataset, metric)
 
@@ -97,7 +98,7 @@ def console_table(board: Leaderboard) -> str:
             cells.append("-" if score is None else fmt(score.get("score")) + ("*" if entry.run.partial else ""))
         rank = board.mean_rank[i]
         rows.append([str(i + 1), entry.label, *cells, "-" if rank is None else f"{rank:.2f}"])
-    text = text_table(header, rows)
+    text = text_table(header, rows, [0, *range(2, len(header))])
     if any(e.run.partial for e in board.entries):
         text += "\n* partial: the run was interrupted or its data broke off"
     return text
