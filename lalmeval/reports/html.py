@@ -8,7 +8,8 @@ from typing import Any, Iterable, Optional, Sequence
 
 from lalmeval.reports.assets import BROWSER_JS, CSS
 from lalmeval.reports.rundir import RunDir, ci95, subsets
-from lalmeval.reports.samples import MAX_FIELD_CHARS, MAX_SAMPLE_BYTES, GroupStats, SampleTable
+from lalmeval.reports.samples import MAX_FIELD_CHARS, MAX_SAMPLE_BYTES, GroupStats, SampleTable, audio_note
+from lalmeval.reports.settings import model_settings, request_settings
 from lalmeval.reports.plots import Scored, latency_histograms, legend, score_charts, score_histograms
 from lalmeval.reports.tables import fmt, fmt_ci
 
@@ -103,6 +104,31 @@ def _scores_section(run: RunDir) -> str:
     return f'<section id="scores"><h2>Scores</h2>{table(header, rows, numeric, classes, "score-table")}{note}</section>'
 
 
+def _settings_section(run: RunDir) -> str:
+    """How each model was reached and asked: its config entry side by side with the others' (values that
+    differ between models in bold), then per dataset what its requests carried."""
+    models = model_settings(run)
+    keys = list(dict.fromkeys(k for _, pairs in models for k, _ in pairs))
+    values = [dict(pairs) for _, pairs in models]
+    config = []
+    for key in keys:
+        cells = [v.get(key, "") for v in values]
+        differ = len(set(cells)) > 1
+        config.append([esc(key)] + [f'<span class="mono">{"<strong>" if differ else ""}{esc(c)}{"</strong>" if differ else ""}</span>'
+                                    for c in cells])
+    none = '<span class="small">none</span>'
+    rows = [[esc(r["dataset"]), esc(r["model"]), f'<span class="mono">{esc(r["params"])}</span>' if r["params"] else none,
+             f'<div class="text">{esc(r["system"])}</div>' if r["system"] else none,
+             (f'<div class="text">{esc(r["prompt"])}</div><div class="small">sample {esc(r["sample"])}</div>' if r["prompt"] else none),
+             esc(r["protocol"])] for r in request_settings(run)]
+    protocol = any(r["protocol"] for r in request_settings(run))
+    header = ["Dataset", "Model", "Parameters as sent", "System prompt", "Prompt"] + (["Protocol"] if protocol else [])
+    return (f'<section id="settings"><h2>Settings</h2><p class="small">Each model as the run\'s config.yaml gives it (secrets '
+            f'redacted; values that differ between models in bold), then what its requests carried on each dataset, from its first '
+            f'record.</p>{table(["Setting", *(name for name, _ in models)], config, table_id="model-settings")}'
+            f'{table(header, [r if protocol else r[:-1] for r in rows], table_id="request-settings")}</section>')
+
+
 def _aggregates_section(run: RunDir) -> str:
     if not run.aggregates:
         return ""
@@ -169,7 +195,8 @@ def _samples_section(table_data: SampleTable) -> str:
                 '<select id="f-model" aria-label="model"><option value="">all models</option></select>'
                 '<label><input type="checkbox" id="f-failed"> failed only</label><span id="sample-count" class="small"></span></div>')
     pager = '<div class="pager"><button id="prev" type="button">‹ prev</button><span id="page-info" class="small"></span><button id="next" type="button">next ›</button></div>'
-    grid = table(["Sample", "Scores", "Reference", "Prediction", "Error"], [], table_id="sample-table").replace("<tbody>", '<tbody id="sample-rows">')
+    note += audio_note(table_data)
+    grid = '<table id="sample-table"><thead><tr id="sample-head"></tr></thead><tbody id="sample-rows"></tbody></table>'
     return (f'<section id="samples"><h2>Samples</h2>{note}<noscript><p class="note">The sample browser needs JavaScript.</p></noscript>'
             f'{controls}{grid}{pager}</section>')
 
@@ -179,7 +206,8 @@ def _header(run: RunDir) -> str:
     banner = (f'<div class="banner partial"><strong>Partial results.</strong> This run is partial ({esc(run.why_partial)}): every score '
               "covers only the samples it finished. Resume the run to complete it.</div>") if run.partial else ""
     links = "".join(f'<a href="#{a}">{t}</a>' for a, t in (("scores", "Scores"), ("plots", "Plots"), ("aggregates", "Aggregates"),
-                                                          ("comparisons", "Comparisons"), ("failures", "Failures"), ("samples", "Samples"))
+                                                          ("comparisons", "Comparisons"), ("failures", "Failures"), ("settings", "Settings"),
+                                                          ("samples", "Samples"))
                     if a not in ("aggregates", "comparisons") or getattr(run, a))
     return (f"<header><h1>Run {esc(run.run_id)}{partial_badge() if run.partial else ''}</h1>"
             f'<p class="meta">created {esc(run.final.get("created", "?"))} · {esc(versions)}</p>{banner}<nav>{links}</nav></header>')
@@ -188,6 +216,6 @@ def _header(run: RunDir) -> str:
 def run_report(run: RunDir, stats: list[GroupStats], samples: SampleTable) -> str:
     """The whole report.html of one run."""
     body = (_header(run) + _scores_section(run) + _plots_section(run, stats) + _aggregates_section(run)
-            + _comparisons_section(run) + _failures_section(run) + _samples_section(samples))
+            + _comparisons_section(run) + _failures_section(run) + _settings_section(run) + _samples_section(samples))
     data = f'<script type="application/json" id="samples-data">{script_json(samples.payload())}</script>'
     return page(f"lalmeval run {run.run_id}", body, data + f"<script>{BROWSER_JS}</script>")
