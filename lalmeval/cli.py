@@ -9,11 +9,14 @@ import shlex
 import signal
 import sys
 from pathlib import Path
-from typing import Optional, Sequence, TextIO
+from typing import TYPE_CHECKING, Optional, Sequence, TextIO
 
 from lalmeval import __version__
 from lalmeval.entry import program, run_command
 from lalmeval.errors import Interrupted, UserError, WriteFailed
+
+if TYPE_CHECKING:
+    from lalmeval.runner import RunResult
 
 EXIT_USER_ERROR = 2
 
@@ -125,6 +128,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     except WriteFailed as exc:  # before the first request: nothing of this run is lost
         print(f"error: {exc}. Free space (or fix the folder), then run again with: {command} --run-id {run_id}", file=sys.stderr)
         return EXIT_WRITE_FAILED
+    code = _conclude(result, again)
+    report = result.final_path.parent / "report.html" if result.final_path else None
+    if report is not None and report.is_file():
+        print(f"Report: {report}", flush=True)  # the last line: the page to open
+    return code
+
+
+def _conclude(result: RunResult, again: str) -> int:
+    """Say what the run's outcome asks of the user, and return its exit code."""
     if result.data_errors:
         print(f"{len(result.data_errors)} dataset(s) could not be read (see above); the others were evaluated.", file=sys.stderr)
         return EXIT_USER_ERROR
