@@ -8,7 +8,7 @@ from openai import AsyncAzureOpenAI
 from lalmeval.inference import client
 from lalmeval.inference.azure import deployment_url
 from lalmeval.inference.waits import Wait, asked_wait, duration
-from tests.support.endpoint import AnyPathEndpoint, Reply, ScriptedEndpoint
+from tests.support.endpoint import AnyPathEndpoint, Reply, ScriptedEndpoint, answer_by_number
 from tests.support.workspace import model
 
 
@@ -113,3 +113,16 @@ def test_deployment_paths_match_the_openai_sdks_azure_client():
         root = f"http://127.0.0.1:{ep.port}/"
         asyncio.run(sdk_request(root))
     assert ep.requests[0].path == deployment_url(root, "gpt-4o-audio", "2024-10-21").removeprefix(root.rstrip("/")) + "/chat/completions"
+
+
+def test_a_judge_at_an_azure_resource_root_is_sent_to_its_deployment(ws):
+    """AU-Harness configs give the judge the same way: judge_api_endpoint the root, judge_model the deployment."""
+    ws.text_questions(2)
+    with ScriptedEndpoint(answer_by_number) as ep, AzureGateway(lambda seen, n: "Rating: 1") as judge:
+        ws.config([model(ep.url)], [["qs", "llm_judge_binary"]],
+                  judge_properties={"judge_model": "judge-deployment", "judge_api_endpoint": f"http://127.0.0.1:{judge.port}/",
+                                    "judge_api_version": "2024-10-21", "judge_api_key": "judge-key-123456"})
+        result = ws.run()
+    assert {(s.path, s.query["api-version"], s.headers["api-key"]) for s in judge.requests} == {
+        ("/openai/deployments/judge-deployment/chat/completions", "2024-10-21", "judge-key-123456")}
+    assert len(judge.requests) == 2 and result.scores[0].score == 100.0
