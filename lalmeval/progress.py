@@ -21,9 +21,9 @@ from rich.table import Table
 from rich.text import Text
 
 from lalmeval.inference.client import Endpoint
+from lalmeval.ledger import NOT_RUN
 from lalmeval.throughput import RateMeter, finish_times, shared_groups
 
-NOT_RUN_KIND = "interrupted"   # failure_kind of ledger.INTERRUPTED: never requested because the run stopped
 
 
 @dataclass
@@ -40,7 +40,7 @@ class PassView:
     @property
     def not_run(self) -> int:
         """Records of samples the run stopped before requesting: not failures."""
-        return self.job.stream.failure_kinds.get(NOT_RUN_KIND, 0)
+        return self.job.stream.failure_kinds.get(NOT_RUN, 0)
 
     @property
     def servers(self) -> list[str]:

@@ -9,12 +9,12 @@ from typing import Any, Optional, Sequence, TextIO
 
 from lalmeval import __version__
 from lalmeval.console import Redact, text_table
+from lalmeval.ledger import NOT_RUN
 from lalmeval.records import Score
 from lalmeval.secrets import NO_SECRETS
 from lalmeval.runspecs import Catalog
 from lalmeval.stats import paired_bootstrap
 
-INTERRUPTED_KIND = "interrupted"   # failure_kind of ledger.INTERRUPTED: a sample the stopped run never requested
 _PACKAGES = (
     "aiohttp", "datasets", "numpy", "pydantic", "soundfile", "soxr", "scipy",
     # Scoring: normalizers, tokenizers, alignments and metric implementations (those installed).
@@ -116,14 +116,14 @@ def failure_table(failures: list[dict[str, Any]], redact: Redact = NO_SECRETS, s
     """Failed samples by model, dataset and kind; each kind's example reason whole, below the table.
     Samples a stopped run never requested are not failures: they are counted apart, as not run."""
     # A reason often ends in the file or URL that failed: cut to a column width, it would lose exactly that.
-    failed = [f for f in failures if f["kind"] != INTERRUPTED_KIND]
+    failed = [f for f in failures if f["kind"] != NOT_RUN]
     parts = []
     if failed:
         rows = [[f["model"], f["dataset"], f["kind"], str(f["count"]), str(i)] for i, f in enumerate(failed, 1)]
         parts.append(text_table(["Model", "Dataset", "Kind", "Count", "Example"], rows, (3, 4), title="Failed samples",
                                 redact=redact, stream=stream))
         parts += [redact(f"{i}. " + f["example"].replace("\n", "\n   ")) for i, f in enumerate(failed, 1)]
-    stopped = [f for f in failures if f["kind"] == INTERRUPTED_KIND]
+    stopped = [f for f in failures if f["kind"] == NOT_RUN]
     if stopped:
         rows = [[f["model"], f["dataset"], str(f["count"])] for f in stopped]
         parts.append(text_table(["Model", "Dataset", "Count"], rows, (2,), redact=redact, stream=stream,

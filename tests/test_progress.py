@@ -24,6 +24,7 @@ from lalmeval.ledger import INTERRUPTED
 from lalmeval.progress import PassView, Progress
 from lalmeval.records import Record
 from lalmeval.throughput import RateMeter, finish_times, shared_groups
+from tests.support.browser import parse
 from tests.support.endpoint import ScriptedEndpoint, answer_by_number
 from tests.support.workspace import REPO, model
 
@@ -225,3 +226,5 @@ def test_after_ctrl_c_the_samples_never_requested_show_as_not_run(ws):
     assert f"  qs × m: {answered}/40, {40 - answered} not run — done" in last
     assert "failed" not in last[0] and "Failed samples" not in out
     assert f"│ m     │ qs      │    {40 - answered} │" in out and "Not run: the run stopped before these samples were requested" in out
+    failures = parse((ws.root / "runs" / "c" / "report.html").read_text()).by_id("failures").text
+    assert f"{40 - answered} samples were not run" in failures and "No sample failed." in failures

@@ -6,6 +6,7 @@ import json
 from html import escape
 from typing import Any, Iterable, Optional, Sequence
 
+from lalmeval.ledger import NOT_RUN
 from lalmeval.reports.assets import BROWSER_JS, CSS
 from lalmeval.reports.rundir import RunDir, ci95, subsets
 from lalmeval.reports.samples import MAX_FIELD_CHARS, MAX_SAMPLE_BYTES, GroupStats, SampleTable, audio_note
@@ -154,10 +155,14 @@ def _comparisons_section(run: RunDir) -> str:
 
 def _failures_section(run: RunDir) -> str:
     down = "".join(f'<div class="banner down">Endpoint of model <strong>{esc(m)}</strong> went down: {esc(r)}</div>' for m, r in run.endpoints_down.items())
-    if not run.failures:
+    failures = [f for f in run.failures if f.get("kind") != NOT_RUN]
+    stopped = sum(f.get("count") or 0 for f in run.failures if f.get("kind") == NOT_RUN)
+    if stopped:  # not failures: the run stopped before asking; a resume asks
+        down += f'<p class="note">{stopped:,} samples were not run: the run stopped before requesting them (a resume requests them).</p>'
+    if not failures:
         return f'<section id="failures"><h2>Failures</h2>{down}<p>No sample failed.</p></section>'
-    rows = [[esc(f.get("model")), esc(f.get("dataset")), esc(f.get("kind")), esc(f.get("count")), f'<pre class="reason">{esc(f.get("example"))}</pre>'] for f in run.failures]
-    total = sum(f.get("count") or 0 for f in run.failures)
+    rows = [[esc(f.get("model")), esc(f.get("dataset")), esc(f.get("kind")), esc(f.get("count")), f'<pre class="reason">{esc(f.get("example"))}</pre>'] for f in failures]
+    total = sum(f.get("count") or 0 for f in failures)
     return (f'<section id="failures"><h2>Failures <span class="small">({total} samples)</span></h2>{down}'
             f'{table(["Model", "Dataset", "Kind", "Count", "Example reason"], rows, [3])}</section>')
 
