@@ -34,7 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--output-dir", "-o", help="parent of the run directory (default: the config's output_dir, run_logs/)")
     run.add_argument("--run-id", help="name of the run directory (default: a timestamp); an existing run is resumed")
     run.add_argument("--resume", metavar="RUN_ID", help="continue an existing run: only missing or failed samples are requested")
-    run.add_argument("--no-cache", action="store_true", help="neither read nor write the inference cache")
+    run.add_argument("--cache", action="store_true", help="answer identical requests from earlier runs' replies (the config's `cache: true`)")
+    run.add_argument("--no-cache", action="store_true", help="neither read nor write the inference cache (wins over --cache and `cache: true`)")
     run.add_argument("--allow-config-change", action="store_true",
                      help="continue an existing run although its stored config.yaml asks for other datasets, models, prompts or samples")
     mode = run.add_mutually_exclusive_group()
@@ -110,10 +111,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     run_id = _run_id(args, output_dir)
     # Printed for pasting: started the way this run was (bash evaluate.sh, lalmeval, python -m lalmeval).
     # Flags that say how the run is done carry over (the cache stays off, inference stays unscored).
-    kept = "".join(flag for flag, on in ((" --no-cache", args.no_cache), (" --skip-eval", args.skip_eval)) if on)
+    kept = "".join(flag for flag, on in ((" --no-cache", args.no_cache), (" --cache", args.cache and not args.no_cache),
+                                         (" --skip-eval", args.skip_eval)) if on)
     command = f"{run_command()} --config {shlex.quote(args.config)} --output-dir {shlex.quote(str(output_dir))}{kept}"
     again = f"{command} --resume {run_id}"
-    options = RunOptions(use_cache=not args.no_cache, skip_eval=args.skip_eval, reeval=args.reeval, force_reinfer=args.force_reinfer,
+    use_cache = False if args.no_cache else (True if args.cache else None)   # None: the config's `cache`
+    options = RunOptions(use_cache=use_cache, skip_eval=args.skip_eval, reeval=args.reeval, force_reinfer=args.force_reinfer,
                          allow_config_change=args.allow_config_change)
     try:
         result = run(plan, output_dir, run_id, options=options)

@@ -55,7 +55,9 @@ class Execution:
         self.judge: Optional[Judge] = None
         if plan.uses_judge and plan.config.judge_properties is not None:
             props = plan.config.judge_properties
-            cache = InferenceCache(self.cache_dir, f"judge_{props.judge_model}") if options.use_cache else None
+            # Without the cross-run cache a run still reuses its own judgments (resume, --reeval): only entries it wrote count.
+            own = None if options.use_cache else store.root.name
+            cache = InferenceCache(self.cache_dir, f"judge_{props.judge_model}", store.root.name, only_run=own) if options.use_cache or options.run_judgments else None
             self.judge = Judge(props, plan.judge_templates, cache, redactor, cache_sampled=options.cache_sampled, stop=self.stop)
 
     @property
@@ -97,7 +99,7 @@ class Execution:
     def jobs(self, sources: dict[str, Source]) -> Jobs:
         """One inference job per (dataset, model group): the pass every metric of that dataset reads."""
         plan = self.plan
-        caches = {g.name: InferenceCache(self.cache_dir, g.name) for g in plan.groups}
+        caches = {g.name: InferenceCache(self.cache_dir, g.name, self.store.root.name) for g in plan.groups}
         # Prepared clips are shared by the models of a dataset; with one model nothing can be shared.
         width = 2 * sum(e.info.batch_size for e in self.all_endpoints()) if len(plan.groups) > 1 else 0
         jobs: Jobs = {}

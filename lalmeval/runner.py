@@ -76,7 +76,8 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
 
     A write the disk refuses before the first request raises WriteFailed. Ctrl-C raises Interrupted
     saying what is on disk (during inference it first lets the requests in flight finish)."""
-    options = replace(options, cache_sampled=plan.config.cache_sampled)
+    use_cache = plan.config.cache if options.use_cache is None else options.use_cache   # --cache / --no-cache win over the config
+    options = replace(options, cache_sampled=plan.config.cache_sampled, use_cache=use_cache, run_judgments=options.use_cache is not False)
     redactor = Redactor(config_secrets(plan.config))
     # Every folder the run writes to must take a file before the first request is sent.
     check_writable_dir(output_dir, "output directory")
@@ -118,7 +119,7 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
 
 def _start(state: Execution, plan: Plan, store: RunStore, options: RunOptions) -> None:
     """Check the cache folder and the stored config, then write this run's config.yaml."""
-    if options.use_cache and not options.reeval:
+    if (options.use_cache and not options.reeval) or (state.judge is not None and state.judge.cache is not None):
         check_writable_dir(state.cache_dir, "cache directory (cache_dir)")
     for path, what in state.files():  # a named pipe among them would block the run for ever
         check_regular(path, what)
@@ -131,10 +132,14 @@ def _start(state: Execution, plan: Plan, store: RunStore, options: RunOptions) -
 
 
 def _result(state: Execution, scores: list[Score], jobs: Jobs) -> RunResult:
-    for score in scores:  # a stream that broke off: its scores say they cover only the rows read
+    for score in scores:
         job = jobs.get((score.dataset, score.model))
-        if job is not None and job.broken_off:
+        if job is not None and job.broken_off:  # a stream that broke off: its scores say they cover only the rows read
             score.details["data_broke_off"] = job.broken_off
+        if job is not None and job.stream.cached:  # answers this run did not ask the server for, and who did
+            score.details["from_cache"] = {"answers": sum(job.stream.cached.values()), "runs": dict(job.stream.cached.most_common())}
+        if len(state.endpoints.get(score.model, ())) > 1:  # one score pooled from several servers: name them
+            score.details["replicas"] = [e.shown_url for e in state.endpoints[score.model]]
     caches = {id(c): c for c in [*(j.cache for j in jobs.values()), state.judge.cache if state.judge else None] if c}
     write_failure = state.write_error or write_error() or next((j.failure for j in jobs.values() if j.failure and j.failure.startswith("cannot write")), None)
     down = {f"{name} ({e.shown_url})" if len(group) > 1 else name: e.down_reason

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Optional
 
 from lalmeval.background import abandonable
-from lalmeval.cache import InferenceCache, deterministic, request_key
+from lalmeval.cache import EARLIER_RUN, InferenceCache, deterministic, request_key
 from lalmeval.config import ModelInfo
 from lalmeval.choices import LETTERS
 from lalmeval.data.audio import AudioError, PreparedAudio, audio_identity, prepare
@@ -45,6 +45,8 @@ class RecordStream:
         self.failed = 0
         self.failure_kinds: Counter[str] = Counter()
         self.failure_examples: dict[str, str] = {}
+        self.cached: Counter[str] = Counter()   # answers from the inference cache, by the run that asked first
+        self.listeners: list[Callable[[Record], None]] = []   # told of every record (the run's failure-rate watch)
         self.closed = False
         self._buffer: list[Record] = []
         self._offset = 0                       # the stream index of _buffer[0]
@@ -66,6 +68,10 @@ class RecordStream:
             kind = failure_kind(record.error or "")
             self.failure_kinds[kind] += 1
             self.failure_examples.setdefault(kind, record.error or "")
+        elif record.extra.get("cached"):
+            self.cached[record.extra.get("cached_from") or EARLIER_RUN] += 1
+        for listener in self.listeners:
+            listener(record)
         if self._positions:
             self._buffer.append(record)
         self._wake()
@@ -446,7 +452,7 @@ class InferenceJob:
             cached = self.cache.get(record.key) if self._cacheable() else None
             if cached is not None:
                 record.reply = _restore(record, cached, bool(prompt.followups))
-                record.extra["cached"] = True
+                record.extra.update(cached=True, cached_from=self.cache.origin(record.key))
             elif prompt.followups:
                 record.reply = await self._dialogue(record, prompt, audio, home, images)
                 if self._cacheable():  # a dialogue is cached whole: every turn's reply
