@@ -134,12 +134,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     if result.write_error:
         print(f"error: {result.write_error}. Free space (or fix the folder), then resume with: {again}", file=sys.stderr)
         return EXIT_WRITE_FAILED
+    if result.stopped:
+        print(f"error: {result.stopped}; the scores above are partial. Fix the cause (see the failures above), then resume with: {again}",
+              file=sys.stderr)
+        return EXIT_FAILED_SAMPLES
     if result.interrupted:
         print(f"Interrupted: the scores above are partial. Resume with: {again}", file=sys.stderr)
         return EXIT_INTERRUPTED
     if result.broken_off:
         print(f"{len(result.broken_off)} dataset(s) could not be read to the end (see above): fix the data, then resume with: {again}",
               file=sys.stderr)
+        return EXIT_USER_ERROR
+    if result.refused and not result.complete:  # a replica refusing while the others answered everything is only a warning
+        for name, diagnosis in result.refused.items():
+            print(f"error: model '{name}': {diagnosis}; its samples failed: after the fix, retry them with: {again}", file=sys.stderr)
         return EXIT_USER_ERROR
     if not result.complete:
         parts = []

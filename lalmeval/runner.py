@@ -32,6 +32,8 @@ class RunResult:
     failures: list[dict[str, Any]] = field(default_factory=list)
     interrupted: bool = False
     down: dict[str, str] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)   # endpoints that refused every request: the diagnosis of each
+    stopped: Optional[str] = None   # why the run stopped itself (max_failure_rate), if it did
     reused: int = 0        # stored predictions published again (resume, --reeval)
     cache_hits: int = 0    # replies and judgments answered by the cache
     write_error: Optional[str] = None   # the disk refused a write: the run stopped early
@@ -142,10 +144,12 @@ def _result(state: Execution, scores: list[Score], jobs: Jobs) -> RunResult:
             score.details["replicas"] = [e.shown_url for e in state.endpoints[score.model]]
     caches = {id(c): c for c in [*(j.cache for j in jobs.values()), state.judge.cache if state.judge else None] if c}
     write_failure = state.write_error or write_error() or next((j.failure for j in jobs.values() if j.failure and j.failure.startswith("cannot write")), None)
-    down = {f"{name} ({e.shown_url})" if len(group) > 1 else name: e.down_reason
-            for name, group in state.endpoints.items() for e in group if e.down_reason}
+    named = [(f"{name} ({e.shown_url})" if len(group) > 1 else name, e) for name, group in state.endpoints.items() for e in group]
+    named += [(f"judge {state.judge.info.model}", state.judge.endpoint)] if state.judge is not None else []
+    down = {label: e.refused or e.down_reason for label, e in named if e.down_reason}
+    refused = {label: state.redact(e.refused) for label, e in named if e.refused}
     return RunResult(scores, [], None, sum(e.requests_sent for e in state.all_endpoints()), failures(jobs),
-                     state.stop.is_set() and not write_failure, down,
+                     state.stop.is_set() and not write_failure, down, refused, state.watch.stopped,
                      reused=sum(j.reused for j in jobs.values()), cache_hits=sum(c.hits for c in caches.values()),
                      write_error=write_failure, unscored=_unscored(scores), data_errors=dict(state.data_errors),
                      broken_off={dataset: job.broken_off for (dataset, _), job in jobs.items() if job.broken_off})
@@ -155,7 +159,7 @@ def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str) ->
     result.aggregates = aggregates(plan.config.aggregate, result.scores, plan.catalog)
     result.comparisons = comparisons(result.scores, plan.config.bootstrap_resamples, plan.config.seed)
     data = final_scores(run_id, result.scores, result.aggregates, result.comparisons)
-    data.update(failures=result.failures, interrupted=result.interrupted or bool(result.write_error), endpoints_down=result.down,
+    data.update(failures=result.failures, interrupted=result.interrupted or bool(result.write_error), stopped=result.stopped, endpoints_down=result.down,
                 data_errors=result.data_errors, broken_off=result.broken_off)
     try:
         result.final_path = store.write_final(data)
@@ -177,7 +181,11 @@ def _print_summary(result: RunResult, store: RunStore, options: RunOptions, reda
     if result.failures:
         print(redact(failure_table(result.failures)))
     for name, reason in result.down.items():
-        print(redact(f"endpoint of model '{name}' is down: {reason}"), file=sys.stderr)
+        if name in result.refused:  # a refusal that failed samples is the one line the command ends with
+            if result.complete:
+                print(redact(f"warning: model '{name}': {result.refused[name]}; the other replicas answered its samples"), file=sys.stderr)
+        else:
+            print(redact(f"endpoint of model '{name}' is down: {reason}"), file=sys.stderr)
     for name, reason in result.data_errors.items():
         print(redact(f"error: dataset '{name}' was not evaluated: {reason}"), file=sys.stderr)
     for name, reason in result.broken_off.items():

@@ -194,7 +194,7 @@ def test_a_server_echoing_the_token_in_any_form_leaves_it_in_no_file_and_not_on_
     for secret in secrets:
         assert secret not in out.stdout + out.stderr, secret
     written = [p for p in ws.root.rglob("*") if p.is_file()]
-    assert {p.name for p in written if p.parent.name == ".cache"} == {"m.jsonl", "judge_j.jsonl"}
+    assert {p.name for p in written if p.parent.name == ".cache"} == {"m.jsonl", "judge_judge.jsonl"}
     for path in written:
         text = path.read_bytes().decode(errors="ignore")
         for secret in secrets:

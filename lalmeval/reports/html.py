@@ -164,7 +164,8 @@ def _plots_section(run: RunDir, stats: list[GroupStats]) -> str:
             f'<h3>Scores</h3><p class="small">Whiskers: 95% interval where the score has one.</p><div class="plots">{charts}</div>'
             f'<h3>Per-sample scores</h3><p class="small">As each metric stores them per sample (word error rate as a fraction, '
             f'accuracy as 0 or 1); failed samples have no score.</p><div class="plots">{hists}</div>'
-            f'<h3>Latency</h3><p class="small">Requests answered by the endpoint (cached and failed samples left out).</p>'
+            f'<h3>Latency</h3><p class="small">The endpoint\'s time per answered request, from the request leaving to the reply read '
+            f'(time a sample waited for a free slot in lalmeval, and pauses between retries, left out; so are cached and failed samples).</p>'
             f'<div class="plots">{lat}</div></section>')
 
 
