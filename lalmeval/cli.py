@@ -1,4 +1,4 @@
-"""Command line: lalmeval run | init | validate | list | report."""
+"""Command line: lalmeval run | init | validate | check | list | report."""
 
 from __future__ import annotations
 
@@ -50,6 +50,11 @@ def _parser() -> argparse.ArgumentParser:
 
     validate = sub.add_parser("validate", parents=[common], help="check config and runspecs without sending a request")
     _add_config(validate)
+
+    check = sub.add_parser("check", parents=[common], help="send one tiny request to every endpoint (each replica, the judge)",
+                           description="Send one real, tiny request to every model endpoint (each replica) and the judge; servers the config "
+                                       "launches are started and stopped. Exit 0 only when every endpoint answers.")
+    _add_config(check)
 
     listing = sub.add_parser("list", parents=[common], help="print categories, task types and datasets")
     listing.add_argument("--config", "-c", help="also include the config's runspec_dirs")
@@ -200,6 +205,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_USER_ERROR if problems else 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from lalmeval.check import run_check
+
+    plan = _plan(args.config)
+    lines, ok = run_check(plan, Path(plan.config.output_dir) / ".check")
+    for text in lines:
+        print(text)
+    if not ok:
+        print(f"error: {sum(not t.startswith('OK') for t in lines)} of {len(lines)} endpoint(s) did not answer (see FAIL above)", file=sys.stderr)
+    return 0 if ok else EXIT_USER_ERROR
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     from lalmeval.languages import NAMES
     from lalmeval.runspecs import Catalog, runspec_dirs
@@ -311,7 +328,7 @@ def _main(argv: Optional[Sequence[str]]) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    handlers = {"run": cmd_run, "init": cmd_init, "validate": cmd_validate, "list": cmd_list, "report": cmd_report}
+    handlers = {"run": cmd_run, "init": cmd_init, "validate": cmd_validate, "check": cmd_check, "list": cmd_list, "report": cmd_report}
     try:
         return handlers[args.command](args)
     except UserError as exc:

@@ -37,7 +37,7 @@ def test_evaluate_sh_runs_the_shipped_demo_end_to_end(tmp_path):
 
 def test_help_documents_every_flag():
     out = subprocess.run(["bash", "evaluate.sh", "--help"], cwd=REPO, capture_output=True, text=True, timeout=60).stdout
-    for flag in ("--config", "--output-dir", "--run-id", "--debug", "--resume", "--no-cache", "--skip-eval", "--reeval", "--force-reinfer",
+    for flag in ("--config", "--output-dir", "--run-id", "--debug", "--resume", "--cache", "--no-cache", "--skip-eval", "--reeval", "--force-reinfer",
                  "--allow-config-change"):
         assert flag in out
 

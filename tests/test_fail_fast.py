@@ -142,6 +142,7 @@ def test_max_failure_rate_stops_a_failing_run_and_leaves_the_rest_for_a_resume(w
     assert data["interrupted"] and data["stopped"].startswith("stopped after 20 samples")
     assert data["scores"][0]["num_samples"] == COUNT   # the samples never asked are counted, not dropped
     assert len(ws.records("qs", "m")) == sent          # only what was asked is written: a resume asks the rest
+    assert "the run stopped after 20 samples: 20 failed (100%)" in (ws.root / "runs" / "t" / "report.html").read_text()
 
 
 def test_max_failure_rate_waits_for_twenty_samples_so_one_early_failure_does_not_stop_the_run(ws):

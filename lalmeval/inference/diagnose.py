@@ -30,3 +30,22 @@ def likely_fix(status: Optional[int], base_url: str, info: ModelInfo) -> str:
 def refusal_line(status: Optional[int], message: str, base_url: str, path: str, info: ModelInfo) -> str:
     """'HTTP 404 from http://h:1/chat/completions (Not Found): the url probably misses /v1 (…)' — status, URL, fix."""
     return f"HTTP {status} from POST {base_url.rstrip('/')}{path} ({message}): {likely_fix(status, base_url, info)}"
+
+
+def fix_for(reason: str, base_url: str, info: ModelInfo) -> str:
+    """The likely fix for a failed request, from its recorded reason ('' when there is nothing to add)."""
+    status = re.match(r"HTTP (\d{3})", reason)
+    if status:
+        code = int(status.group(1))
+        if code >= 500:
+            return "the server failed: see its log"
+        return likely_fix(code, base_url, info) if code in REFUSALS else ""
+    if reason.startswith("connection error: certificate"):
+        return ""   # the reason says what to change
+    if reason.startswith("connection error"):
+        return "is a server listening there? Start it (or give the model a launch command), and check the host and port"
+    if reason.startswith("timeout"):
+        return "the server took longer than timeout: it may still be loading, or need a larger timeout"
+    if reason.startswith(("malformed JSON reply", "bad reply")):
+        return "the server does not answer like an OpenAI-compatible API: check url and inference_type"
+    return ""
