@@ -55,7 +55,7 @@ class Outcome:
 
 def check_clip() -> PreparedAudio:
     """A short clip to send: a bundled spoken command when the demo data is there, else a second of quiet noise."""
-    clips = sorted(_BUNDLED_CLIP.glob("*.wav")) if _BUNDLED_CLIP.is_dir() else []
+    clips = sorted(p for p in _BUNDLED_CLIP.iterdir() if p.suffix in (".flac", ".wav")) if _BUNDLED_CLIP.is_dir() else []
     if clips:
         return prepare(str(clips[0]))
     noise = (np.random.default_rng(0).standard_normal(TARGET_RATE) * 30).astype(np.int16)

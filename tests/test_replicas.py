@@ -3,12 +3,16 @@ replicas are declared (a url list, `replicas: N`, entries repeating a name) and 
 one queue; a dead or broken replica's work goes to the others; `replicas: N` launches N servers."""
 
 import json
+import os
+import shutil
+import signal
 import socket
 import subprocess
 import sys
 from collections import Counter
 
 import pytest
+import yaml
 
 from lalmeval.errors import UserError
 from tests.support.endpoint import ForwardingProxy, Reply, ScriptedEndpoint, chat_payload
@@ -79,6 +83,49 @@ def test_a_model_reached_directly_and_through_a_proxy_is_two_models(ws):
     assert sorted((s.model, s.num_samples, s.score) for s in result.scores) == [("direct", 6, 100.0), ("via-proxy", 6, 100.0)]
     assert (forwarded, reached) == (6, 12)
     assert all("extra" not in r or "replica" not in r["extra"] for r in ws.records("qs", "via-proxy"))
+
+
+LITELLM = os.environ.get("LALMEVAL_LITELLM") or shutil.which("litellm")
+
+
+@pytest.mark.skipif(not LITELLM, reason="needs a LiteLLM proxy: pip install 'litellm[proxy]' (about 700 MB) or set LALMEVAL_LITELLM")
+def test_a_model_reached_directly_and_through_a_real_litellm_proxy_is_two_models(ws):
+    """The same as above through LiteLLM's own proxy (`litellm --config`), started offline on a free port."""
+    questions(ws, 6)
+    port = free_port_pair()
+    with ScriptedEndpoint(answer) as server:
+        (ws.root / "litellm.yaml").write_text(yaml.safe_dump({"model_list": [{"model_name": "shared", "litellm_params": {
+            "model": "openai/shared", "api_base": server.url, "api_key": "upstream-key-0123456789"}}]}))
+        env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY": "true"}
+        proxy = subprocess.Popen([LITELLM, "--config", str(ws.root / "litellm.yaml"), "--host", "127.0.0.1", "--port", str(port)],
+                                 cwd=ws.root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            ws.config([{**model(server.url, "direct"), "model": "shared"},
+                       {**model(f"http://127.0.0.1:{port}/v1", "via-litellm"), "model": "shared", "launch_timeout": 120}],
+                      [["qs", "accuracy"]])
+            wait_until_answering(f"http://127.0.0.1:{port}/health/liveliness", proxy)
+            result = ws.run()
+        finally:
+            os.killpg(proxy.pid, signal.SIGTERM)
+            proxy.wait(30)
+        reached = len(server.requests)
+    assert sorted((s.model, s.num_samples, s.score) for s in result.scores) == [("direct", 6, 100.0), ("via-litellm", 6, 100.0)]
+    assert reached == 12
+
+
+def wait_until_answering(url, proc, limit=120.0):
+    import time
+    import urllib.request
+
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the proxy exited"
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail(f"{url} did not answer within {limit:g}s")
 
 
 def test_a_merged_model_says_so_in_the_score_table_and_report(ws):
