@@ -109,7 +109,7 @@ def _breakdown(failures: list[dict]) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from lalmeval.options import RunOptions
-    from lalmeval.runner import run
+    from lalmeval.runner import run, who
 
     plan = _plan(args.config)
     output_dir = Path(args.output_dir or plan.config.output_dir)
@@ -152,7 +152,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_USER_ERROR
     if result.refused and not result.complete:  # a replica refusing while the others answered everything is only a warning
         for name, diagnosis in result.refused.items():
-            print(f"error: model '{name}': {diagnosis}; its samples failed: after the fix, retry them with: {again}", file=sys.stderr)
+            print(f"error: {who(name)}: {diagnosis}; its samples failed: after the fix, retry them with: {again}", file=sys.stderr)
         return EXIT_USER_ERROR
     if not result.complete:
         parts = []
@@ -184,7 +184,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     plan = _plan(args.config)
     redact = Redactor(config_secrets(plan.config))
-    print(f"{args.config}: config and runspecs OK — {len(plan.config.models)} model entr(ies) in {len(plan.groups)} group(s), {len(plan.pairs)} dataset–metric pair(s)")
+    print(f"{args.config}: config and runspecs OK — {len(plan.groups)} model(s) from {len(plan.config.models)} entr(ies), {len(plan.pairs)} dataset–metric pair(s)")
     for group in plan.groups:
         if len(group.replicas) > 1:
             print(redact(f"  model '{group.name}': {len(group.replicas)} replicas ({', '.join(r.info.url for r in group.replicas)})"))

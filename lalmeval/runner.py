@@ -145,7 +145,7 @@ def _result(state: Execution, scores: list[Score], jobs: Jobs) -> RunResult:
     caches = {id(c): c for c in [*(j.cache for j in jobs.values()), state.judge.cache if state.judge else None] if c}
     write_failure = state.write_error or write_error() or next((j.failure for j in jobs.values() if j.failure and j.failure.startswith("cannot write")), None)
     named = [(f"{name} ({e.shown_url})" if len(group) > 1 else name, e) for name, group in state.endpoints.items() for e in group]
-    named += [(f"judge {state.judge.info.model}", state.judge.endpoint)] if state.judge is not None else []
+    named += [(state.judge.info.name, state.judge.endpoint)] if state.judge is not None else []   # 'judge:<model>'
     down = {label: e.refused or e.down_reason for label, e in named if e.down_reason}
     refused = {label: state.redact(e.refused) for label, e in named if e.refused}
     return RunResult(scores, [], None, sum(e.requests_sent for e in state.all_endpoints()), failures(jobs),
@@ -167,6 +167,11 @@ def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str) ->
         result.write_error = result.write_error or str(exc)
 
 
+def who(label: str) -> str:
+    """How a message names an endpoint: "model 'm'" (or "model 'm (url)'" for a replica), or 'judge:<model>'."""
+    return label if label.startswith("judge:") else f"model '{label}'"
+
+
 def _print_summary(result: RunResult, store: RunStore, options: RunOptions, redact: Redactor) -> None:
     if result.reused or result.cache_hits:
         print(f"Reused {result.reused} stored prediction(s); {result.cache_hits} answer(s) from the cache", file=sys.stderr)
@@ -183,9 +188,9 @@ def _print_summary(result: RunResult, store: RunStore, options: RunOptions, reda
     for name, reason in result.down.items():
         if name in result.refused:  # a refusal that failed samples is the one line the command ends with
             if result.complete:
-                print(redact(f"warning: model '{name}': {result.refused[name]}; the other replicas answered its samples"), file=sys.stderr)
+                print(redact(f"warning: {who(name)}: {result.refused[name]}; the other replicas answered its samples"), file=sys.stderr)
         else:
-            print(redact(f"endpoint of model '{name}' is down: {reason}"), file=sys.stderr)
+            print(redact(f"endpoint of {who(name)} is down: {reason}"), file=sys.stderr)
     for name, reason in result.data_errors.items():
         print(redact(f"error: dataset '{name}' was not evaluated: {reason}"), file=sys.stderr)
     for name, reason in result.broken_off.items():

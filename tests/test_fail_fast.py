@@ -153,3 +153,17 @@ def test_max_failure_rate_waits_for_twenty_samples_so_one_early_failure_does_not
         code = cli(ws)
         sent = len(ep.requests)
     assert code == 3 and sent == COUNT and not final(ws)["stopped"] and final(ws)["scores"][0]["num_failed"] == 1
+
+
+def test_a_judge_refusing_its_key_is_stopped_early_and_named(ws, capsys):
+    ws.text_questions(COUNT)
+    refuse = lambda seen, n: Reply(status=401, payload={"error": {"message": "invalid judge key"}})
+    with ScriptedEndpoint(answer_by_number) as ep, ScriptedEndpoint(refuse) as judge:
+        ws.config([model(ep.url)], [["qs", "llm_judge_binary"]], output_dir=str(ws.root / "runs"),
+                  judge_properties={"judge_model": "j", "judge_api_endpoint": judge.url, "judge_concurrency": 4})
+        code = cli(ws)
+        judged = len(judge.requests)
+    lines = error_lines(capsys.readouterr().err)
+    assert code == 2 and judged <= 2 * 4, judged
+    assert len(lines) == 1 and lines[0].startswith(f"error: judge:j: the first 5 requests were refused: HTTP 401 from POST {judge.url}/chat/completions")
+    assert final(ws)["scores"][0]["details"]["num_judge_failed"] == COUNT
