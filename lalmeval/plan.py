@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -185,7 +185,6 @@ def _checked_plan(config: Config, config_path: Path) -> Plan:
     templates = _judge_templates(config, kept, prompts["judge_prompts"])
     plan = Plan(config, base, catalog, kept, skipped, templates, model_groups(config), prompts)
     _check_rules(plan)
-    _check_group_params(plan)
     return plan
 
 
@@ -227,22 +226,3 @@ def _check_rules(plan: Plan) -> None:
             except UserError as exc:
                 raise UserError(f"model '{model.name}' on dataset '{dataset.name}' ({dataset.source}): {exc}") from None
 
-
-def _check_group_params(plan: Plan) -> None:
-    """Replicas of one model must send the same requests on every dataset: the group is one pass,
-    built from its first entry, so an override or prompt rule naming another entry would be ignored."""
-    for group in plan.groups:
-        entries = [m for m in plan.config.models if m.name in group.entries]
-        for dataset in plan.datasets:
-            for entry in entries[1:]:
-                _agree(entries[0], entry, dataset, "generation parameters", plan.params(entries[0], dataset), plan.params(entry, dataset),
-                       "temperature_overrides and generation_overrides")
-                first, other = plan.prompt_settings(entries[0], dataset), plan.prompt_settings(entry, dataset)
-                for setting in (f.name for f in fields(first)):
-                    _agree(entries[0], entry, dataset, f"prompts ({setting})", getattr(first, setting), getattr(other, setting), "prompt_rules")
-
-
-def _agree(first: ModelInfo, entry: ModelInfo, dataset: Dataset, what: str, mine: Any, theirs: Any, check: str) -> None:
-    if mine != theirs:
-        raise UserError(f"models '{first.name}' and '{entry.name}' are replicas of model '{entry.model}' but get different {what} on "
-                        f"'{dataset.name}' ({mine!r} vs {theirs!r}): check {check}, or give them different `model` ids to evaluate them separately")

@@ -8,6 +8,7 @@ from importlib import metadata
 from typing import Any, Optional, Sequence
 
 from lalmeval import __version__
+from lalmeval.provenance import cached_answers, provenance_notes
 from lalmeval.records import Score
 from lalmeval.runspecs import Catalog
 from lalmeval.stats import paired_bootstrap
@@ -96,11 +97,19 @@ def _fmt_interval(interval: Optional[Sequence[float]]) -> str:
 
 
 def score_table(scores: list[Score], aggregate_rows: list[dict[str, Any]]) -> str:
-    """The console summary: one row per (model, dataset, metric), then the aggregates."""
+    """The console summary: one row per (model, dataset, metric), then the aggregates and what the scores pool."""
     judged = any("num_judge_failed" in s.details for s in scores)
+    cached = any(cached_answers(s.details) for s in scores)
+    pooled = any(len(s.details.get("replicas") or []) > 1 for s in scores)
     rows = [[s.model, s.dataset, s.metric, str(s.num_samples), str(s.num_failed)]
-            + ([str(s.details.get("num_judge_failed", "-"))] if judged else []) + [_fmt(s.score), _fmt_interval(s.ci95)] for s in scores]
-    text = _table(["Model", "Dataset", "Metric", "Num", "Failed"] + (["Judge failed"] if judged else []) + ["Score", "95% CI"], rows)
+            + ([str(s.details.get("num_judge_failed", "-"))] if judged else []) + ([str(cached_answers(s.details))] if cached else [])
+            + ([str(len(s.details.get("replicas") or []) or 1)] if pooled else []) + [_fmt(s.score), _fmt_interval(s.ci95)] for s in scores]
+    header = (["Model", "Dataset", "Metric", "Num", "Failed"] + (["Judge failed"] if judged else []) + (["Cached"] if cached else [])
+              + (["Replicas"] if pooled else []) + ["Score", "95% CI"])
+    text = _table(header, rows)
+    notes = provenance_notes([s.to_json() for s in scores])
+    if notes:
+        text += "\n" + "\n".join(f"Note: {note}." for note in notes)
     if aggregate_rows:
         agg = [[a["model"], ",".join(a["names"]), a["metric"], str(a["num_samples"]), _fmt(a["weighted_mean"]), _fmt(a["unweighted_mean"])] for a in aggregate_rows]
         text += "\n" + _table(["Model", "Aggregate", "Metric", "Num", "Weighted", "Unweighted"], agg)

@@ -282,7 +282,7 @@ def test_a_sampled_judgment_is_reused_only_with_cache_sampled(ws):
     questions(ws, text_rows(2))
     with ScriptedEndpoint(answer) as ep, ScriptedEndpoint(lambda seen, n: "Rating: 1") as judge_ep:
         for run_id, cache_sampled in (("a", False), ("b", False), ("c", True), ("d", True)):
-            ws.config([model(ep.url)], [["qs", "llm_judge_binary"]], output_dir=str(ws.root / "runs"), cache_sampled=cache_sampled,
+            ws.config([model(ep.url)], [["qs", "llm_judge_binary"]], output_dir=str(ws.root / "runs"), cache=True, cache_sampled=cache_sampled,
                       judge_properties={"judge_model": "j", "judge_api_endpoint": judge_ep.url, "judge_temperature": 0.5})
             ws.run(run_id)
         judged = len(judge_ep.requests)
