@@ -49,14 +49,15 @@ def _family_tables(files: dict[str, OrderedDict], mapping: dict) -> str:
         if not rows:
             continue
         parts.append(f"### {name} ({len(rows)} peer entries)\n")
-        parts.append("| entry | reproduces | hub id · config · split | audio → target | metrics | paper |")
+        parts.append("| family | dataset | hub id · config · split | audio → target | metrics | reproduces (paper) |")
         parts.append("| --- | --- | --- | --- | --- | --- |")
         for entry, spec in rows:
             peer, _, task = spec["reproduces"].partition(":")
             columns = f"{_cell(spec.get('audio_column', 'audio'))} → {_cell(spec.get('target_column', 'reference'))}"
             if spec.get("format") == "kimi":
                 columns = "audio_path → answer (format kimi)"
-            parts.append(f"| `{entry}` | {PEER_NAMES[peer]} `{task}` | {_hub(spec)} | {columns} | {_cell(spec.get('metrics'))} | {mapping['papers'][peer]} |")
+            parts.append(f"| {name.replace('/', ' / ')} | `{entry}` | {_hub(spec)} | {columns} | {_cell(spec.get('metrics'))} | "
+                         f"{PEER_NAMES[peer]} `{task}` ({mapping['papers'][peer]}) |")
         parts.append("")
     return "\n".join(parts)
 

@@ -82,6 +82,13 @@ def _accepts(field_name: str, value: Any) -> bool:
     return True
 
 
+def _origin(spec: dict, declared: str, paper: str) -> str:
+    """Where the data is, where the declaration is, and the paper."""
+    repo = spec["hf_repo"]
+    data = f"data: {repo[len('../../'):]} (local)" if repo.startswith("../../") else f"https://huggingface.co/datasets/{repo}"
+    return f"{data} | declared in {declared} | paper: {paper}"
+
+
 def _apply_metric(entry: Entry, peer_metric: str, rule: dict) -> None:
     """Add what lalmeval declares for one of the peer's metrics (or record the gap)."""
     if rule.get("skip"):
@@ -216,7 +223,7 @@ def au_entry(task: dict, mapping: dict, commit: str) -> Optional[Entry]:
         _apply_metric(entry, metric, mapping["metrics"]["au_harness"].get(metric, {"gap": "no mapping"}))
     _protocol(entry, "au_harness")
     spec["reproduces"] = f"au_harness:{name}"
-    spec["origin"] = f"AU-Harness {task['file']} @ {commit[:12]} | {mapping['papers']['au_harness']}"
+    spec["origin"] = _origin(spec, f"AU-Harness {task['file']} @ {commit[:12]}", mapping["papers"]["au_harness"])
     return entry
 
 
@@ -322,7 +329,7 @@ def lmms_entry(task: dict, mapping: dict, peer: str, commit: str) -> Optional[En
         _apply_metric(entry, metric_name, rule)
     _protocol(entry, "lmms")
     spec["reproduces"] = f"{peer}:{name}"
-    spec["origin"] = f"lmms-eval {task['file']} @ {commit[:12]} | {mapping['papers'][peer]}"
+    spec["origin"] = _origin(spec, f"lmms-eval {task['file']} @ {commit[:12]}", mapping["papers"][peer])
     return entry
 
 
@@ -360,8 +367,9 @@ def kimi_entry(dataset: dict, mapping: dict, commit: str) -> Entry:
     source = dataset.get("downloader") or {}
     hub = ", ".join(a[0] for a in source.get("load_dataset", []) if a)
     spec["reproduces"] = f"kimi:{name}"
-    spec["origin"] = (f"Kimi-Audio-Evalkit {dataset['file']} (class {dataset['class']}) @ {commit[:12]}; data written by data/download_benchmark.py "
-                      f"({source.get('class')}{'; hub ' + hub if hub else ''}) | {mapping['papers']['kimi']}")
+    spec["origin"] = _origin(spec, f"Kimi-Audio-Evalkit {dataset['file']} (class {dataset['class']}) @ {commit[:12]}; the jsonl is written by its "
+                             f"data/download_benchmark.py ({source.get('class')}{'; from the hub: ' + hub if hub else ''}) run with --output-dir private_datasets/kimi",
+                             mapping["papers"]["kimi"])
     return entry
 
 
@@ -454,7 +462,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 on a difference")
     args = parser.parse_args(argv)
-    texts = outputs()
+    texts = outputs(ROOT)
     stale = [path for path, text in texts.items() if not (ROOT / path).is_file() or (ROOT / path).read_text(encoding="utf-8") != text]
     if args.check:
         for path in stale:
