@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from lalmeval.runspecs import BUILTIN_DIR, Catalog, Dataset  # noqa: E402
-from scripts.generate_catalog import load_inputs  # noqa: E402
+from scripts.generate_catalog import lmms_rules, load_inputs  # noqa: E402
 
 # What AU-Harness's preprocessors read when a task names no column.
 _AU_IMPLIED = {
@@ -123,9 +123,7 @@ def _lmms(catalog: Catalog, peers: dict, mapping: dict, revision: str, peer: str
     entries, rows = _entries(catalog), []
     for task in peers["lmms_eval"]["revisions"][revision]["tasks"]:
         metrics = [m.get("metric") if isinstance(m, dict) else m for m in task["config"].get("metric_list") or []]
-        rules = dict(mapping["metrics"]["lmms"])
-        if "gpt_eval" in metrics:
-            rules["gpt_eval"] = next((dict(rules["gpt_eval"], **v) for k, v in mapping["lmms_gpt_eval"].items() if task["name"].startswith(k)), rules["gpt_eval"])
+        rules = lmms_rules(task["name"], mapping)
         skipped = mapping["lmms_skip"].get(task["name"])
         dataset = entries.get(f"{peer}:{task['name']}")
         verdict = ("not shipped", skipped) if skipped else _verdict(dataset, _lmms_facts(task), metrics, rules, None)

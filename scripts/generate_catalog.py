@@ -320,17 +320,26 @@ def lmms_entry(task: dict, mapping: dict, peer: str, commit: str) -> Optional[En
     gen = _generation(c.get("generation_kwargs"))
     if gen:
         spec["generation_kwargs"] = gen
-    rules = mapping["metrics"]["lmms"]
+    rules = lmms_rules(name, mapping)
     for metric in c.get("metric_list") or []:
         metric_name = metric.get("metric") if isinstance(metric, dict) else metric
-        rule = rules.get(metric_name, {"gap": f"lmms-eval's {metric_name} has no counterpart"})
-        if metric_name == "gpt_eval":
-            rule = next((dict(rules["gpt_eval"], **v) for k, v in mapping["lmms_gpt_eval"].items() if name.startswith(k)), rule)
-        _apply_metric(entry, metric_name, rule)
+        _apply_metric(entry, metric_name, rules.get(metric_name, {"gap": f"lmms-eval's {metric_name} has no counterpart"}))
     _protocol(entry, "lmms")
     spec["reproduces"] = f"{peer}:{name}"
     spec["origin"] = _origin(spec, f"lmms-eval {task['file']} @ {commit[:12]}", mapping["papers"][peer])
     return entry
+
+
+def lmms_rules(name: str, mapping: dict) -> dict:
+    """lmms-eval's metric rules for one task: the common ones, with the task's own gpt_eval and overrides."""
+    rules = dict(mapping["metrics"]["lmms"])
+    for prefix, judge in mapping["lmms_gpt_eval"].items():
+        if name.startswith(prefix):
+            rules["gpt_eval"] = {**rules["gpt_eval"], **judge}
+    for prefix, overrides in mapping.get("lmms_metric_overrides", {}).items():
+        if name.startswith(prefix):
+            rules.update(overrides)
+    return rules
 
 
 def _lmms_prompt(spec: dict, kwargs: dict, fns: dict, overrides: dict) -> None:
