@@ -103,6 +103,8 @@ def _au(catalog: Catalog, peers: dict, mapping: dict) -> list[tuple[str, str, st
             incomplete = "names no target_column, which its GeneralPreprocessor requires"
         elif c.get("preprocessor") == "CallhomePreprocessor":
             facts = {"hf_repo": c.get("dataset_path")}
+        elif c.get("preprocessor") == "BfclPreprocessor":  # it reads the row's functions beside the ground truth
+            facts["target_column"] = [c.get("target_column"), "tools"]
         verdict = _verdict(entries.get(f"au_harness:{task['name']}"), facts, c.get("metrics") or [], mapping["metrics"]["au_harness"], incomplete)
         rows.append((task["name"], *verdict))
     return rows

@@ -219,7 +219,7 @@ def au_entry(task: dict, mapping: dict, commit: str) -> Optional[Entry]:
         spec["prompt_template"] = template
     if "prompt" in c and "user_prompt" not in c:
         entry.differs.append("prompt: the declaration's 'prompt' key is not read by AU-Harness (it reads user_prompt), so the dataset's own instruction is the whole prompt, as here")
-    for metric in c.get("metrics") or []:
+    for metric in c.get("metrics") or [] if not entry.gaps else []:
         _apply_metric(entry, metric, mapping["metrics"]["au_harness"].get(metric, {"gap": "no mapping"}))
     _protocol(entry, "au_harness")
     spec["reproduces"] = f"au_harness:{name}"
@@ -240,7 +240,9 @@ def _au_columns(entry: Entry, c: dict, pre: str, modality: str, audio: Optional[
     if pre == "BfclPreprocessor":
         instruction_col, text_col = "tools", "question"
         target = [target, "tools"]
-        spec["preprocessor"] = "BfclPreprocessor"
+        spec["preprocessor"], spec["postprocessor"] = "BfclPreprocessor", "BfclPostprocessor"
+        if not c.get("user_prompt"):
+            entry.gaps.append("bfcl_match_score: this variant sends the functions as the request's tools and reads the reply's tool_calls; lalmeval sends no tools")
     if pre == "MultiturnPreprocessor":
         spec["turns_column"], text_col = text_col, None
         spec["id_column"] = c.get("id_column")
