@@ -115,8 +115,10 @@ def _lmms_facts(task: dict) -> dict:
     kwargs = (c.get("lmms_eval_specific_kwargs") or {}).get("default") or {}
     audio_fn = fns.get("doc_to_audio") or fns.get("doc_to_visual") or {}
     target = kwargs.get("target_text_column") or kwargs.get("text_column")
-    if target is None and isinstance(c.get("doc_to_target"), str) and not c["doc_to_target"].startswith("!function"):
-        target = c["doc_to_target"]
+    if target is None and isinstance(c.get("doc_to_target"), str) and not c["doc_to_target"].startswith("!function") and c["doc_to_target"] != "target_text":
+        target = c["doc_to_target"]  # VoiceBench's "target_text" is a field its own loader builds, not a column
+    if kwargs.get("kwargs_column"):  # VoiceBench ifeval: the instructions and their arguments
+        target = [kwargs.get("id_column", "instruction_id_list"), kwargs["kwargs_column"]]
     return {"hf_repo": c.get("dataset_path"), "subset": c.get("dataset_name"), "split": c.get("test_split") or c.get("validation_split"),
             "audio_column": kwargs.get("audio_column") or (audio_fn.get("columns") or [None])[0], "target_column": target}
 

@@ -170,21 +170,8 @@ def au_entry(task: dict, mapping: dict, commit: str) -> Optional[Entry]:
     entry = Entry(name, "au_harness", _file_for(folder, mapping["au_harness_files"]), OrderedDict())
     spec = entry.spec
     pre = c.get("preprocessor")
-    repo, subset = c.get("dataset_path"), c.get("subset")
     modality = c.get("modality", "audio")
-    audio = c.get("audio_column")
-    target = c.get("target_column")
-    if repo is None and name.startswith("gigaspeech2_"):
-        repo = "AudioLLMs/gigaspeech2-test"
-        entry.differs.append("corrected: the task extends the ASR base instead of gigaspeech2/base.yaml, so it names no dataset_path; AudioLLMs/gigaspeech2-test (context → answer) is the one its siblings read")
-        audio, target = "context", "answer"
-        c.setdefault("instruction_column", "instruction")
-    if name.startswith("librispeech_multilingual_") or name == "spgispeech_test":
-        audio, target = audio or "audio", target or "transcript"
-        entry.differs.append("corrected: the declaration names no target_column, which AU-Harness's GeneralPreprocessor requires; the dataset's transcript column is the reference")
-        if subset == "nl":
-            subset = "dutch"
-            entry.differs.append("corrected: config 'nl' does not exist in facebook/multilingual_librispeech, whose configs are language names (dutch)")
+    repo, subset, audio, target = _au_corrected(entry, c)
     if pre == "CallhomePreprocessor":
         lang = name.rsplit("_", 1)[1]
         spec.update(hf_repo=f"../../private_datasets/callhome/{_AU_CALLHOME[lang]}", format="callhome", segment="turns")
@@ -225,6 +212,25 @@ def au_entry(task: dict, mapping: dict, commit: str) -> Optional[Entry]:
     spec["reproduces"] = f"au_harness:{name}"
     spec["origin"] = _origin(spec, f"AU-Harness {task['file']} @ {commit[:12]}", mapping["papers"]["au_harness"])
     return entry
+
+
+def _au_corrected(entry: Entry, c: dict) -> tuple[Optional[str], Optional[str], Optional[str], Any]:
+    """Repository, configuration, audio and target columns — the intended ones where the declaration cannot run as written."""
+    name = entry.name
+    repo, subset, audio, target = c.get("dataset_path"), c.get("subset"), c.get("audio_column"), c.get("target_column")
+    if repo is None and name.startswith("gigaspeech2_"):
+        repo, audio, target = "AudioLLMs/gigaspeech2-test", "context", "answer"
+        entry.differs.append("corrected: the task extends the ASR base instead of gigaspeech2/base.yaml, so it names no dataset_path; "
+                             "AudioLLMs/gigaspeech2-test (context → answer) is the one its siblings read")
+        c.setdefault("instruction_column", "instruction")
+    if name.startswith("librispeech_multilingual_") or name == "spgispeech_test":
+        audio, target = audio or "audio", target or "transcript"
+        entry.differs.append("corrected: the declaration names no target_column, which AU-Harness's GeneralPreprocessor requires; "
+                             "the dataset's transcript column is the reference")
+        if subset == "nl":
+            subset = "dutch"
+            entry.differs.append("corrected: config 'nl' does not exist in facebook/multilingual_librispeech, whose configs are language names (dutch)")
+    return repo, subset, audio, target
 
 
 def _au_columns(entry: Entry, c: dict, pre: str, modality: str, audio: Optional[str], target: Optional[str]) -> None:
@@ -309,8 +315,10 @@ def lmms_entry(task: dict, mapping: dict, peer: str, commit: str) -> Optional[En
     audio_fn = fns.get("doc_to_audio") or fns.get("doc_to_visual") or {}
     spec["audio_column"] = kwargs.get("audio_column") or (audio_fn.get("columns") or ["audio"])[0]
     target = kwargs.get("target_text_column") or kwargs.get("text_column")
-    if target is None and isinstance(c.get("doc_to_target"), str) and not c["doc_to_target"].startswith("!function"):
-        target = c["doc_to_target"]
+    if target is None and isinstance(c.get("doc_to_target"), str) and not c["doc_to_target"].startswith("!function") and c["doc_to_target"] != "target_text":
+        target = c["doc_to_target"]  # VoiceBench's "target_text" is a field its own loader builds, not a column
+    if kwargs.get("kwargs_column"):  # VoiceBench ifeval: the instructions and their arguments
+        target = [kwargs.get("id_column", "instruction_id_list"), kwargs["kwargs_column"]]
     if target is None and fns.get("doc_to_target"):
         target = (fns["doc_to_target"].get("columns") or [None])[0]
     spec["target_column"] = target

@@ -117,3 +117,12 @@ def test_every_builtin_dataset_plans_with_all_its_metrics(tmp_path):
     plan = build_plan(config, tmp_path / "c.yaml")
     assert {d.name for d, _ in plan.pairs} == set(catalog.datasets)
     assert {"bleu", "chrf", "llm_judge_binary", "llm_judge_detailed", "word_error_rate"} <= {m for _, m in plan.pairs}
+
+
+@pytest.mark.parametrize("value", ["au_harness", "somebody:task", ":task"])
+def test_reproduces_must_name_a_known_peer_and_a_task(tmp_path, value):
+    write(tmp_path / "a" / "t.json", {"x": entry(reproduces=value)})
+    with pytest.raises(UserError, match=r"t.json: dataset 'x': reproduces must be '<peer>:<task>' with peer one of au_harness, lmms, lmms_v0.3, kimi"):
+        Catalog.load([tmp_path])
+    write(tmp_path / "a" / "t.json", {"x": entry(reproduces="lmms_v0.3:librispeech_test_clean")})
+    assert Catalog.load([tmp_path]).datasets["x"].spec.reproduces == "lmms_v0.3:librispeech_test_clean"
