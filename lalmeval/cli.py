@@ -56,7 +56,11 @@ def _parser() -> argparse.ArgumentParser:
                                        "launches are started and stopped. Exit 0 only when every endpoint answers.")
     _add_config(check)
 
-    listing = sub.add_parser("list", parents=[common], help="print categories, task types and datasets")
+    listing = sub.add_parser("list", parents=[common], help="print categories, dataset families, groups and datasets",
+                             description="Print the catalog: each category with its families (task types), then the groups. "
+                                         "NAME (a category, family, group or dataset) or --expand shows every dataset.")
+    listing.add_argument("name", nargs="?", metavar="NAME", help="show only this category, family (task type), group or dataset, with every dataset")
+    listing.add_argument("--expand", "-e", action="store_true", help="show every dataset of every family")
     listing.add_argument("--config", "-c", help="also include the config's runspec_dirs")
 
     report = sub.add_parser("report", parents=[common], help="compare runs: a leaderboard (HTML and console)",
@@ -220,7 +224,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from lalmeval.languages import NAMES
+    from lalmeval.listing import lines
     from lalmeval.runspecs import Catalog, runspec_dirs
 
     extra: list[str] = []
@@ -230,20 +234,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
         extra, base = load_config(args.config).runspec_dirs, Path(args.config).resolve().parent
     catalog = Catalog.load(runspec_dirs(extra, base))
-    tree = catalog.tree()
-    for category, task_types in tree.items():
-        print(f"{category} ({sum(len(names) for names in task_types.values())})")
-        for task_type, names in task_types.items():
-            print(f"  {task_type} ({len(names)})")
-            width = max(len(name) for name in names)
-            for name in names:
-                dataset = catalog.datasets[name]
-                # A path, not a hub id: the data must be put there by hand before a run.
-                local = "; local data" if dataset.spec.hf_repo.startswith((".", "/", "~")) else ""
-                # A code as written keeps its region (zh-TW); an English name shows as its code.
-                language = dataset.iso_language if dataset.spec.language.lower() in NAMES else dataset.spec.language
-                print(f"    {name:<{width}}  [{language}; {', '.join(dataset.spec.metrics) or 'no metrics'}{local}]")
-    print(f"{len(catalog.datasets)} datasets in {len(tree)} categories")
+    for line in lines(catalog, expand=args.expand, name=args.name):
+        print(line)
     return 0
 
 

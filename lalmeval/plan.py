@@ -36,6 +36,12 @@ class Plan:
     judge_templates: dict[tuple[str, str], JudgeTemplate] = field(default_factory=dict)  # (dataset, judge metric) → template
     groups: list[ModelGroup] = field(default_factory=list)
     prompts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    group_scores: list[tuple[str, list[str]]] = field(default_factory=list)  # (metric, [runspec group]) for each group dataset_metric names
+
+    @property
+    def aggregates(self) -> list[tuple[str, list[str]]]:
+        """The config's aggregate entries, then a group score for every runspec group the run names."""
+        return list(self.config.aggregate) + [g for g in self.group_scores if g not in self.config.aggregate]
 
     @property
     def uses_judge(self) -> bool:
@@ -149,6 +155,18 @@ def _pairs(config: Config, catalog: Catalog, source: str) -> list[tuple[Dataset,
     return pairs
 
 
+def _group_scores(config: Config, catalog: Catalog, pairs: list[tuple[Dataset, str]]) -> list[tuple[str, list[str]]]:
+    """(metric, [group]) for each runspec group dataset_metric names and each metric its datasets are scored with."""
+    out: list[tuple[str, list[str]]] = []
+    for name, _ in config.dataset_metric:
+        if name in catalog.groups:
+            members = {d.name for d in catalog.members(name)}
+            for metric in dict.fromkeys(m for d, m in pairs if d.name in members):
+                if (metric, [name]) not in out:
+                    out.append((metric, [name]))
+    return out
+
+
 def build_plan(config: Config, config_path: Path) -> Plan:
     """Check everything a run needs (runspecs, names, metrics, prompts) and return the Plan."""
     with redacted_errors(Redactor(config_secrets(config))):  # messages quote URLs and generation settings
@@ -183,7 +201,7 @@ def _checked_plan(config: Config, config_path: Path) -> Plan:
         if getattr(METRICS.get(metric), "needs_judge", lambda d: False)(dataset) and config.judge_properties is None:
             raise UserError(f"{dataset.source}: dataset '{dataset.name}': answer_extraction llm needs judge_properties in the config (see sample_config.yaml)")
     templates = _judge_templates(config, kept, prompts["judge_prompts"])
-    plan = Plan(config, base, catalog, kept, skipped, templates, model_groups(config), prompts)
+    plan = Plan(config, base, catalog, kept, skipped, templates, model_groups(config), prompts, _group_scores(config, catalog, kept))
     _check_rules(plan)
     return plan
 

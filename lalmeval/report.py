@@ -10,6 +10,7 @@ from typing import Any, Optional, Sequence
 from lalmeval import __version__
 from lalmeval.provenance import cached_answers, provenance_notes
 from lalmeval.records import Score
+from lalmeval.reports.tables import group_cell
 from lalmeval.runspecs import Catalog
 from lalmeval.stats import paired_bootstrap
 
@@ -33,21 +34,28 @@ def versions() -> dict[str, str]:
 
 
 def aggregates(specs: list[tuple[str, list[str]]], scores: list[Score], catalog: Catalog) -> list[dict[str, Any]]:
-    """Per aggregate entry and model: the sample-weighted and the unweighted mean of the scores."""
+    """Per aggregate entry and model: the sample-weighted and the unweighted mean of the scores; for a runspec
+    group, also its group `score` (the mean its `aggregation` names) and the members that have no score."""
     out = []
     for metric, names in specs:
         members = {d.name for name in names for d in catalog.resolve(name)}
+        group = catalog.groups.get(names[0]) if len(names) == 1 else None
         for model in sorted({s.model for s in scores}):
             picked = [s for s in scores if s.metric == metric and s.model == model and s.dataset in members and s.score is not None]
             weights = [s.num_samples - s.num_failed for s in picked]
             total = sum(weights)
-            out.append({
+            row = {
                 "metric": metric, "names": names, "model": model,
                 "datasets": sorted(s.dataset for s in picked),
                 "weighted_mean": sum(s.score * w for s, w in zip(picked, weights)) / total if total else None,
                 "unweighted_mean": sum(s.score for s in picked) / len(picked) if picked else None,
                 "num_samples": total,
-            })
+            }
+            if group is not None:
+                row.update(group=group.name, aggregation=group.spec.aggregation, members=len(members),
+                           score=row["weighted_mean" if group.spec.aggregation == "weighted_mean" else "unweighted_mean"],
+                           missing=sorted(members - {s.dataset for s in picked}))
+            out.append(row)
     return out
 
 
@@ -111,8 +119,10 @@ def score_table(scores: list[Score], aggregate_rows: list[dict[str, Any]]) -> st
     if notes:
         text += "\n" + "\n".join(f"Note: {note}." for note in notes)
     if aggregate_rows:
-        agg = [[a["model"], ",".join(a["names"]), a["metric"], str(a["num_samples"]), _fmt(a["weighted_mean"]), _fmt(a["unweighted_mean"])] for a in aggregate_rows]
-        text += "\n" + _table(["Model", "Aggregate", "Metric", "Num", "Weighted", "Unweighted"], agg)
+        grouped = any("group" in a for a in aggregate_rows)
+        agg = [[a["model"], ",".join(a["names"]), a["metric"], str(a["num_samples"]), _fmt(a["weighted_mean"]), _fmt(a["unweighted_mean"])]
+               + ([group_cell(a)] if grouped else []) for a in aggregate_rows]
+        text += "\n" + _table(["Model", "Aggregate", "Metric", "Num", "Weighted", "Unweighted"] + (["Group score"] if grouped else []), agg)
     return text
 
 

@@ -11,7 +11,7 @@ from lalmeval.reports.assets import BROWSER_JS, CSS
 from lalmeval.reports.rundir import RunDir, ci95, subsets
 from lalmeval.reports.samples import MAX_FIELD_CHARS, MAX_SAMPLE_BYTES, GroupStats, SampleTable
 from lalmeval.reports.plots import Scored, latency_histograms, legend, score_charts, score_histograms
-from lalmeval.reports.tables import fmt, fmt_ci
+from lalmeval.reports.tables import fmt, fmt_ci, group_cell
 
 # Keys of a score's details that other columns already show.
 _SHOWN_ELSEWHERE = ("failures", "subsets")
@@ -119,9 +119,11 @@ def _scores_section(run: RunDir) -> str:
 def _aggregates_section(run: RunDir) -> str:
     if not run.aggregates:
         return ""
+    grouped = any("group" in a for a in run.aggregates)
     rows = [[esc(a.get("model")), esc(", ".join(a.get("names") or [])), esc(a.get("metric")), esc(fmt(a.get("weighted_mean"))),
-             esc(fmt(a.get("unweighted_mean"))), esc(a.get("num_samples", "")), esc(", ".join(a.get("datasets") or []))] for a in run.aggregates]
-    header = ["Model", "Aggregate", "Metric", "Weighted mean", "Unweighted mean", "Scored samples", "Datasets"]
+             esc(fmt(a.get("unweighted_mean"))), esc(a.get("num_samples", "")), esc(", ".join(a.get("datasets") or []))]
+            + ([esc(group_cell(a))] if grouped else []) for a in run.aggregates]
+    header = ["Model", "Aggregate", "Metric", "Weighted mean", "Unweighted mean", "Scored samples", "Datasets"] + (["Group score"] if grouped else [])
     return f'<section id="aggregates"><h2>Aggregates</h2>{table(header, rows, [3, 4, 5])}</section>'
 
 

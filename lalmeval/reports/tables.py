@@ -75,10 +75,19 @@ def results_md(run: RunDir) -> str:
              _count(r["num_samples"]), _count(r["num_failed"])] for r in result_rows(run)]
     parts = [title, markdown_table(header, rows)]
     if run.aggregates:
+        grouped = any("group" in a for a in run.aggregates)
         agg = [[a.get("model"), ", ".join(a.get("names") or []), a.get("metric"), fmt(a.get("weighted_mean")),
-                fmt(a.get("unweighted_mean")), _count(a.get("num_samples"))] for a in run.aggregates]
-        parts += ["## Aggregates", markdown_table(["Model", "Aggregate", "Metric", "Weighted", "Unweighted", "Samples"], agg)]
+                fmt(a.get("unweighted_mean")), _count(a.get("num_samples"))] + ([group_cell(a)] if grouped else []) for a in run.aggregates]
+        parts += ["## Aggregates", markdown_table(["Model", "Aggregate", "Metric", "Weighted", "Unweighted", "Samples"] + (["Group score"] if grouped else []), agg)]
     return "\n\n".join(parts) + "\n"
+
+
+def group_cell(row: dict[str, Any]) -> str:
+    """A runspec group's score as its aggregation names it, and how many members it is short of."""
+    if "group" not in row:
+        return ""
+    missing = f" ({len(row['missing'])} of {row['members']} missing)" if row.get("missing") else ""
+    return f"{fmt(row.get('score'))} {row['aggregation']}{missing}"
 
 
 def _count(value: Optional[Any]) -> str:
