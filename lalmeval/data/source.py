@@ -19,6 +19,7 @@ from typing import Any, Iterator, Optional
 from lalmeval.config import Filters
 from lalmeval.data import hub  # noqa: F401  (registers the hub and disk formats)
 from lalmeval.choices import gold_index, parse_options
+from lalmeval.data.cells import cell_text, reference_text
 from lalmeval.data.filters import RowFilter, sample_count
 from lalmeval.data.images import ImageRef, image_ref, is_missing
 from lalmeval.data.messages import from_openai_messages
@@ -286,15 +287,26 @@ def _audio(row: dict[str, Any], spec: Any, base: Path) -> tuple[AudioRef, ...]:
         raise ValueError(f"{spec.audio_column}: {exc}") from None
 
 
+_TEXT_FIELDS = {"instruction": "additional_instruction_column", "text_input": "textual_input_column", "transcript": "transcript_column",
+                "language": "language_column", "subset": "subset_column"}
+
+
+def _texts(row: dict[str, Any], spec: Any) -> dict[str, Optional[str]]:
+    """The row's text fields by the rule of lalmeval.data.cells (ValueError names the column)."""
+    texts = {name: cell_text(row.get(getattr(spec, field)), getattr(spec, field)) if getattr(spec, field) else None
+             for name, field in _TEXT_FIELDS.items()}
+    if spec.target_column:
+        texts["reference"] = reference_text(row.get(spec.target_column), spec.target_column, per_turn=bool(spec.turns_column))
+    return texts
+
+
 def to_sample(row: dict[str, Any], index: int, dataset: Dataset, base: Path, where: str = "data") -> Sample:
     """One row → Sample, reading the runspec's column mapping; a row whose values cannot be used
     becomes a sample with its `problem` (it fails alone, with the reason), never an exception."""
     spec = dataset.spec
-    text = lambda column: _text(row.get(column)) if column else None  # noqa: E731
-    sample = Sample(id=row_id(row, index, dataset, where), reference=text(spec.target_column), instruction=text(spec.additional_instruction_column),
-                    text_input=text(spec.textual_input_column), transcript=text(spec.transcript_column),
-                    language=text(spec.language_column), subset=text(spec.subset_column))
+    sample = Sample(id=row_id(row, index, dataset, where))
     try:
+        sample = replace(sample, **_texts(row, spec))
         audio = _audio(row, spec, base) if spec.audio_column and spec.modality != "text" else ()
         rich = _rich_fields(row, spec, base) if spec.choices or spec.choices_column or spec.image_column or spec.messages_column or spec.turns_column else {}
     except ValueError as exc:  # ImageError is one: a bad row fails alone, with its reason
