@@ -13,7 +13,7 @@ from lalmeval.errors import UserError
 from lalmeval.inference.client import RequestFailed
 from lalmeval.inference.protocols import ReplyError
 from lalmeval.judge import fields_for, judge_failure, parse_rating
-from lalmeval.metrics.base import METRICS, Metric, SampleScore, sample_stats
+from lalmeval.metrics.base import EMPTY_REFERENCE, METRICS, Metric, SampleScore, sample_stats, unscored
 from lalmeval.records import Record
 from lalmeval.stats import SampleStats, Uncertainty, ratio, t_interval, wilson
 
@@ -56,13 +56,16 @@ class LLMJudge(Metric):
         if failed:
             index, item = failed[0]
             return {"score": None, "judge_failed": f"turn {index + 1}: {item['judge_failed']}", "turns": judged}
+        unscorable = [x for x in judged if x["score"] is None]
+        if unscorable:  # a turn without a reference a binary judge needs
+            return unscored(unscorable[0]["reason"], turns=judged)
         return {"score": sum(x["score"] for x in judged) / len(judged), "turn_scores": [x["score"] for x in judged], "turns": judged}
 
     async def _judge_one(self, record: Record) -> SampleScore:
         judge = self.context.judge
         variant = self.variant(record)
-        if variant is None:
-            return {"score": None, "judge_failed": "no reference answer to judge against"}
+        if variant is None:  # a binary judge needs a reference: lalmeval's rule for every metric
+            return unscored(EMPTY_REFERENCE)
         template = judge.template(self.name, variant)
         if template is None:
             return {"score": None, "variant": variant, "judge_failed": f"no '{variant}' prompt for {self.name}"}
@@ -97,7 +100,7 @@ class LLMJudge(Metric):
         return t_interval([100.0 * r / self.scale for r in ratings])
 
     def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
-        ratings = [x["score"] for x in items if not x.get("judge_failed")]
+        ratings = [x["score"] for x in items if x["score"] is not None]
         failures = Counter(x["judge_failed"].split(":")[0] for x in items if x.get("judge_failed"))
         judge = self.context.judge
         details: dict[str, Any] = {
