@@ -127,7 +127,7 @@ class Accuracy(Metric):
         scored = [x["score"] for x in items if x["score"] is not None]
         details: dict[str, Any] = {"correct": int(sum(scored)), "scored": len(scored)}
         if any("gold" in x for x in items):
-            details["unextracted"] = sum(1 for x in items if x.get("unextracted"))
+            details["unextracted"] = sum(1 for x in items if x.get("unextracted") and x["score"] is not None)
             details["extraction"] = self.dataset.spec.answer_extraction
         failures = Counter(x["judge_failed"].split(":")[0] for x in items if x.get("judge_failed"))
         if failures:

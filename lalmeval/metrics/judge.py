@@ -113,7 +113,7 @@ class LLMJudge(Metric):
         mean = sum(ratings) / len(ratings) if ratings else None
         if self.scale != 1:
             details["raw_mean"] = mean
-        per_turn = [x["turn_scores"] for x in items if x.get("turn_scores")]
+        per_turn = [x["turn_scores"] for x in items if x.get("turn_scores") and x["score"] is not None]
         if per_turn:  # each turn's mean rating over the dialogues, on the 0-100 scale
             details["turns"] = [100.0 * sum(t[i] for t in per_turn if len(t) > i) / self.scale / sum(1 for t in per_turn if len(t) > i)
                                 for i in range(max(map(len, per_turn)))]
