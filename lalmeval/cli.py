@@ -126,7 +126,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"error: {exc}. Free space (or fix the folder), then run again with: {command} --run-id {run_id}", file=sys.stderr)
         return EXIT_WRITE_FAILED
     if result.data_errors:
-        print(f"{len(result.data_errors)} dataset(s) could not be read (see above); the others were evaluated.", file=sys.stderr)
+        print(f"{len(result.data_errors)} dataset(s) were not evaluated (see above); the others were.", file=sys.stderr)
         return EXIT_USER_ERROR
     if result.write_error:
         print(f"error: {result.write_error}. Free space (or fix the folder), then resume with: {again}", file=sys.stderr)

@@ -148,6 +148,16 @@ def _pairs(config: Config, catalog: Catalog, source: str) -> list[tuple[Dataset,
     return pairs
 
 
+def _check_entries_kept(config: Config, catalog: Catalog, skipped: dict[str, str], source: str) -> None:
+    """Dataset-level filters choose among the datasets an entry names; an entry left with none evaluates nothing."""
+    for index, (name, _) in enumerate(config.dataset_metric):
+        datasets = catalog.resolve(name)
+        if all(d.name in skipped for d in datasets):
+            why = "; ".join(f"{d.name}: {skipped[d.name]}" for d in datasets[:3]) + ("; …" if len(datasets) > 3 else "")
+            what = f"dataset '{name}'" if len(datasets) == 1 and datasets[0].name == name else f"every dataset of '{name}'"
+            raise UserError(f"{source}: dataset_metric[{index}]: the filters leave out {what}, so nothing would be evaluated ({why})")
+
+
 def build_plan(config: Config, config_path: Path) -> Plan:
     """Check everything a run needs (runspecs, names, metrics, prompts) and return the Plan."""
     with redacted_errors(Redactor(config_secrets(config))):  # messages quote URLs and generation settings
@@ -175,6 +185,7 @@ def _checked_plan(config: Config, config_path: Path) -> Plan:
         METRICS.get(metric).check(config)
     check_templates(prompts["judge_prompts"])
     skipped = {d.name: r for d, _ in pairs if (r := skip_reason(d, config.filters))}
+    _check_entries_kept(config, catalog, skipped, source)
     kept = [(d, m) for d, m in pairs if d.name not in skipped]
     for dataset, metric in kept:
         METRICS.get(metric).check_dataset(dataset)

@@ -127,7 +127,7 @@ def _start(state: Execution, plan: Plan, store: RunStore, options: RunOptions) -
     for line in short_secret_warnings(plan.config):
         print(line, file=sys.stderr)
     for name, reason in plan.skipped.items():
-        print(f"skipping dataset '{name}': filtered out ({reason})", file=sys.stderr)
+        print(f"skipping dataset '{name}': {reason}", file=sys.stderr)
 
 
 def _result(state: Execution, scores: list[Score], jobs: Jobs) -> RunResult:
@@ -135,6 +135,11 @@ def _result(state: Execution, scores: list[Score], jobs: Jobs) -> RunResult:
         job = jobs.get((score.dataset, score.model))
         if job is not None and job.broken_off:
             score.details["data_broke_off"] = job.broken_off
+        if job is not None and job.empty:
+            score.details["error"] = f"data: {job.empty}"
+    for (dataset, _), job in jobs.items():  # a stream whose filters kept nothing is reported like data that could not be opened
+        if job.empty:
+            state.data_errors.setdefault(dataset, job.empty)
     caches = {id(c): c for c in [*(j.cache for j in jobs.values()), state.judge.cache if state.judge else None] if c}
     write_failure = state.write_error or write_error() or next((j.failure for j in jobs.values() if j.failure and j.failure.startswith("cannot write")), None)
     down = {f"{name} ({e.shown_url})" if len(group) > 1 else name: e.down_reason

@@ -20,7 +20,7 @@ from lalmeval.config import Filters
 from lalmeval.data import hub  # noqa: F401  (registers the hub and disk formats)
 from lalmeval.choices import gold_index, parse_options
 from lalmeval.data.cells import cell_text, reference_text
-from lalmeval.data.filters import RowFilter, sample_count
+from lalmeval.data.filters import RowFilter, Selection, sample_count
 from lalmeval.data.images import ImageRef, image_ref, is_missing
 from lalmeval.data.messages import from_openai_messages
 from lalmeval.data.tables import FORMATS, MemoryTable, Table, TableRequest
@@ -322,20 +322,27 @@ def _select(scan: Iterator[dict[str, Any]], dataset: Dataset, keep: RowFilter, f
     ids: dict[int, str] = {}
     seen: set[str] = set()
     stop_early = filters.num_samples and not filters.shuffle
-    rows = 0
+    selection = Selection()
     for index, light in enumerate(scan):
-        rows += 1
         sample_id = row_id(light, index, dataset, where)
         unique_id(sample_id, seen, dataset, where)
-        if keep.keep(light):
+        rejected = keep.reject(light)
+        selection.count(rejected)
+        if rejected is None:
             kept.append(index)
             ids[index] = sample_id
             if stop_early and len(kept) >= filters.num_samples:
                 break
-    if not rows:
+    if not selection.rows:
         raise UserError(f"{where}: dataset '{dataset.name}': the data has no rows")
+    if not kept:  # the filters left nothing: evaluating nothing is never a result
+        raise EmptySelection(f"{where}: {selection.empty(dataset.name, keep)}")
     chosen = sample_count(kept, filters, seed)
     return chosen, [ids[i] for i in chosen]
+
+
+class EmptySelection(UserError):
+    """A dataset that keeps no sample: the message names the filters that left its rows out."""
 
 
 def unique_id(sample_id: str, seen: set[str], dataset: Dataset, where: str) -> None:
@@ -378,14 +385,21 @@ class Source:
 
     def _stream(self) -> Iterator[Sample]:
         seen: set[str] = set()
+        selection = Selection()
         for index, row in enumerate(self.table.rows(None, self.columns)):
-            if self.keep is not None and not self.keep.keep(row):
+            rejected = self.keep.reject(row) if self.keep is not None else None
+            selection.count(rejected)
+            if rejected is not None:
                 continue
             sample = to_sample(row, index, self.dataset, self.base, self.where)
             unique_id(sample.id, seen, self.dataset, self.where)
             yield sample
             if self.filters.num_samples and len(seen) >= self.filters.num_samples:
                 return
+        if not seen:  # learnt only now that the stream is read: the pass says so and the run exits 2
+            if not selection.rows:
+                raise EmptySelection(f"{self.where}: dataset '{self.dataset.name}': the data has no rows")
+            raise EmptySelection(f"{self.where}: {selection.empty(self.dataset.name, self.keep)}")
 
 
 # Every column a format may map: before the data is open, its light fields must cover them all.
