@@ -32,7 +32,7 @@ class DatasetSpec(BaseModel):
     language: str = Field(description="Language of the dataset: ISO code or English name.")
     target_language: Optional[str] = Field(None, description="Language of the references when it differs (speech translation); decides BLEU tokenization.")
     modality: Literal["audio", "text", "audio_text"] = Field("audio", description="audio: send the clip; text: send textual_input_column instead; audio_text: send both.")
-    audio_column: Optional[str] = Field("audio", description="Column holding the audio (HF audio struct or a file path).")
+    audio_column: Optional[Union[str, list[str]]] = Field("audio", description="Column(s) holding the audio: an HF audio struct, bytes, a file path (relative to the data file), a {path, start, end} span, or a list of those; several columns are the sample's clips in order (<audio 1>, <audio 2>, ...).")
     target_column: Optional[str] = Field("reference", description="Column holding the reference answer.")
     additional_instruction_column: Optional[str] = Field(None, description="Column holding a per-row instruction (replaces `instruction`).")
     textual_input_column: Optional[str] = Field(None, description="Column holding text input (the question, or a transcript of the audio).")
@@ -77,7 +77,10 @@ _FORMAT_SPEC = {
 def with_format_defaults(spec: "DatasetSpec") -> "DatasetSpec":
     """The spec with its format's presets filled in wherever the runspec gave nothing."""
     preset = _FORMAT_SPEC.get(spec.format or "", {})
-    return spec.model_copy(update={k: v for k, v in preset.items() if k not in spec.model_fields_set})
+    filled = spec.model_copy(update={k: v for k, v in preset.items() if k not in spec.model_fields_set})
+    # Presets are not the runspec's own choice: the data's columns may still refine them (general_vmcq with audio_k).
+    object.__setattr__(filled, "__pydantic_fields_set__", set(spec.model_fields_set))
+    return filled
 
 
 @dataclass(frozen=True)

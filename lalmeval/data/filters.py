@@ -56,6 +56,7 @@ class RowFilter:
         self.language = spec.language_column if filters.language and spec.language_column else None
         self.wanted = iso_code(filters.language, where="filters.language") if self.language else None
         self.audio = spec.audio_column if filters.length_filter and spec.modality != "text" else None
+        self.audio = [self.audio] if isinstance(self.audio, str) else self.audio
         self.bounds, self.base = filters.length_filter, base
 
     def reject(self, row: dict[str, Any]) -> Optional[str]:
@@ -64,7 +65,11 @@ class RowFilter:
             return "filters.language"
         if self.audio and self.bounds:
             # A clip whose length cannot be read is kept: it fails at decode with its reason recorded.
-            seconds = clip_seconds(row.get(self.audio), self.base)
+            values: list[Any] = []
+            for column in self.audio:  # several clip columns (audio_1, audio_2, ...) count together
+                value = row.get(column)
+                values += list(value) if isinstance(value, (list, tuple)) else [value]
+            seconds = clip_seconds(values, self.base)
             if seconds is not None and not self.bounds[0] <= seconds <= self.bounds[1]:
                 return "filters.length_filter"
         return None

@@ -22,7 +22,7 @@ from lalmeval.choices import gold_index, parse_options
 from lalmeval.data.cells import cell_text, reference_text
 from lalmeval.data.filters import RowFilter, Selection, sample_count
 from lalmeval.data.images import ImageRef, image_ref, is_missing
-from lalmeval.data.messages import from_openai_messages
+from lalmeval.data.messages import check_placeholders, from_openai_messages
 from lalmeval.data.tables import FORMATS, MemoryTable, Table, TableRequest
 from lalmeval.errors import UserError
 from lalmeval.languages import iso_code
@@ -86,22 +86,28 @@ def _light_fields(dataset: Dataset, filters: Filters) -> list[str]:
     fields = [spec.id_column]
     if filters.language and spec.language_column:
         fields.append(spec.language_column)
-    if filters.length_filter and spec.audio_column and spec.modality != "text":
-        fields.append(spec.audio_column)
+    if filters.length_filter and spec.modality != "text":
+        fields += audio_columns(spec)
     return [f for f in fields if f]
+
+
+def audio_columns(spec: Any) -> list[str]:
+    """The column(s) holding a row's clips, in the order they are numbered (<audio 1>, <audio 2>, ...)."""
+    value = spec.audio_column
+    return [value] if isinstance(value, str) else list(value or [])
 
 
 def mapped_columns(dataset: Dataset) -> list[tuple[str, str]]:
     """(runspec field, column) for every column the runspec maps."""
     spec = dataset.spec
     single = {
-        "audio_column": spec.audio_column if spec.modality != "text" else None,
         "target_column": spec.target_column, "additional_instruction_column": spec.additional_instruction_column,
         "textual_input_column": spec.textual_input_column, "transcript_column": spec.transcript_column,
         "id_column": spec.id_column, "language_column": spec.language_column, "subset_column": spec.subset_column,
         "messages_column": spec.messages_column, "turns_column": spec.turns_column,
     }
     pairs = [(name, column) for name, column in single.items() if column]
+    pairs += [("audio_column", column) for column in (audio_columns(spec) if spec.modality != "text" else [])]
     for name in ("choices_column", "image_column"):
         value = getattr(spec, name)
         pairs += [(name, column) for column in ([value] if isinstance(value, str) else value or [])]
@@ -134,14 +140,22 @@ def _format_columns(fmt: str, columns: list[str]) -> dict[str, Any]:
     if fmt == "general_vqa":
         return {"messages_column": "messages", "target_column": _present(columns, "answer"), "id_column": _present(columns, "id", "index")}
     if fmt == "general_vmcq":
-        images = []
-        for k in range(1, 101):  # image_1 .. image_100, up to the first missing one, as EvalScope reads them
-            if f"image_{k}" not in columns:
-                break
-            images.append(f"image_{k}")
+        images, audios = _numbered(columns, "image"), _numbered(columns, "audio")
+        # audio_1 .. audio_100 beside the images: the clips go where <audio k> stands, so the question is sent with its audio
         return {"textual_input_column": "question", "choices_column": "options", "target_column": "answer",
-                "image_column": images or None, "id_column": _present(columns, "id", "index")}
+                "image_column": images or None, "id_column": _present(columns, "id", "index"),
+                **({"audio_column": audios, "modality": "audio_text"} if audios else {})}
     return {}
+
+
+def _numbered(columns: list[str], kind: str) -> list[str]:
+    """image_1 .. image_100 (or audio_k), up to the first missing one, as EvalScope reads them."""
+    found = []
+    for k in range(1, 101):
+        if f"{kind}_{k}" not in columns:
+            break
+        found.append(f"{kind}_{k}")
+    return found
 
 
 def formatted(dataset: Dataset, columns: list[str]) -> Dataset:
@@ -281,10 +295,20 @@ def _rich_fields(row: dict[str, Any], spec: Any, base: Path) -> dict[str, Any]:
 
 
 def _audio(row: dict[str, Any], spec: Any, base: Path) -> tuple[AudioRef, ...]:
-    try:
-        return audio_refs(row.get(spec.audio_column), base)
-    except ValueError as exc:
-        raise ValueError(f"{spec.audio_column}: {exc}") from None
+    clips: list[AudioRef] = []
+    for column in audio_columns(spec):
+        try:
+            clips += audio_refs(row.get(column), base)
+        except ValueError as exc:
+            raise ValueError(f"{column}: {exc}") from None
+    return tuple(clips)
+
+
+def _check_media(sample: Sample, spec: Any) -> None:
+    """`<image k>` / `<audio k>` in what the row sends must name an image or clip it has."""
+    sent = [sample.instruction, *sample.choices, sample.text_input if spec.modality != "audio" else None]
+    why = " (modality 'text' sends no audio)" if spec.modality == "text" else ""
+    check_placeholders(sent, len(sample.images), len(sample.audio), why)
 
 
 _TEXT_FIELDS = {"instruction": "additional_instruction_column", "text_input": "textual_input_column", "transcript": "transcript_column",
@@ -307,13 +331,17 @@ def to_sample(row: dict[str, Any], index: int, dataset: Dataset, base: Path, whe
     sample = Sample(id=row_id(row, index, dataset, where))
     try:
         sample = replace(sample, **_texts(row, spec))
-        audio = _audio(row, spec, base) if spec.audio_column and spec.modality != "text" else ()
+        audio = _audio(row, spec, base) if spec.modality != "text" else ()
         rich = _rich_fields(row, spec, base) if spec.choices or spec.choices_column or spec.image_column or spec.messages_column or spec.turns_column else {}
+        if rich.get("conversation") is not None:  # a message list's own clips come first: its Audio parts index them
+            audio = rich["conversation"].audio + audio
+        sample = replace(sample, audio=audio, **rich)
+        _check_media(sample, spec)
     except ValueError as exc:  # ImageError is one: a bad row fails alone, with its reason
-        return replace(sample, problem=f"data: {exc}")
+        return replace(sample, problem=f"data: {exc}", audio=(), conversation=None)
     except Exception as exc:  # noqa: BLE001 - a value nobody foresaw still fails only its own row
-        return replace(sample, problem=f"data: {type(exc).__name__}: {exc}")
-    return replace(sample, audio=audio, **rich)
+        return replace(sample, problem=f"data: {type(exc).__name__}: {exc}", audio=(), conversation=None)
+    return sample
 
 
 def _select(scan: Iterator[dict[str, Any]], dataset: Dataset, keep: RowFilter, filters: Filters, seed: int, where: str) -> tuple[list[int], list[str]]:

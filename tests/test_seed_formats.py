@@ -1,0 +1,129 @@
+"""The seed formats as their tools write them, end to end: EvalScope message lists with audio and
+`<audio k>` multiple choice, Twinkle Eval's folder of files, Kimi-Audio-Evalkit's dataset_root, and
+AU-Harness's config key names."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+import soundfile as sf
+
+from tests.support.endpoint import ScriptedEndpoint
+from tests.support.workspace import demo_rows, model
+
+
+def clips(ws, count):
+    """`count` demo clips copied to data/audio/, with their lengths (every demo clip has its own)."""
+    rows = ws.copy_demo_audio(demo_rows(count))
+    return [(r["audio"], sf.info(str(ws.root / "data" / r["audio"])).duration) for r in rows]
+
+
+def parts_of(seen):
+    """The user content as (type, text or clip seconds) in send order."""
+    seconds = iter(seen.audio_seconds)
+    out = []
+    for message in seen.body["messages"]:
+        if message["role"] != "user":
+            continue
+        for part in message["content"]:
+            out.append((part["type"], part.get("text") if part["type"] == "text" else round(next(seconds), 3)))
+    return out
+
+
+# --- EvalScope general_vqa: audio parts in message lists ------------------------------------
+
+
+def test_message_lists_carry_audio_as_base64_data_uris_and_paths_relative_to_the_data_file_in_place(ws):
+    """input_audio with base64, audio_url with a data URI and with a local path (relative to the
+    jsonl): each clip is decoded, resampled and sent where its part stands, between the texts."""
+    (a, a_s), (b, b_s), (c, c_s) = clips(ws, 3)
+    raw_b = base64.b64encode((ws.root / "data" / b).read_bytes()).decode()
+    rows = [{"id": "x", "answer": "yes", "messages": [
+        {"role": "system", "content": "You listen carefully."},
+        {"role": "user", "content": [{"type": "text", "text": "First"}, {"type": "audio_url", "audio_url": {"url": a}},
+                                     {"type": "text", "text": "then"}, {"type": "input_audio", "input_audio": {"data": raw_b, "format": "wav"}},
+                                     {"type": "text", "text": "and last"},
+                                     {"type": "audio_url", "audio_url": {"url": "data:audio/wav;base64," + base64.b64encode((ws.root / "data" / c).read_bytes()).decode()}},
+                                     {"type": "text", "text": "Same speaker?"}]}]}]
+    ws.runspec("listen", "vqa", {"heard": {"hf_repo": ws.jsonl(rows, "data/heard.jsonl"), "format": "general_vqa", "language": "en",
+                                           "metrics": ["accuracy"]}})
+    with ScriptedEndpoint(lambda seen, n: "yes") as ep:
+        ws.config([model(ep.url)], [["heard", "accuracy"]])
+        result = ws.run()
+        (seen,) = ep.requests
+    assert parts_of(seen) == [("text", "First"), ("input_audio", round(a_s, 3)), ("text", "then"), ("input_audio", round(b_s, 3)),
+                              ("text", "and last"), ("input_audio", round(c_s, 3)), ("text", "Same speaker?")]
+    assert seen.system == "You listen carefully."
+    assert result.complete and result.scores[0].score == 100.0
+
+
+def test_a_message_list_whose_audio_cannot_be_had_fails_that_row_with_the_field(ws):
+    (a, _), = clips(ws, 1)
+    good = [{"role": "user", "content": [{"type": "text", "text": "ok"}, {"type": "audio_url", "audio_url": {"url": a}}]}]
+    remote = [{"role": "user", "content": [{"type": "text", "text": "far"}, {"type": "audio_url", "audio_url": {"url": "https://example.com/a.wav"}}]}]
+    rows = [{"id": "good", "messages": good, "answer": "yes"}, {"id": "remote", "messages": remote, "answer": "yes"}]
+    ws.runspec("listen", "vqa", {"heard": {"hf_repo": ws.jsonl(rows, "data/heard.jsonl"), "format": "general_vqa", "language": "en"}})
+    with ScriptedEndpoint(lambda seen, n: "yes") as ep:
+        ws.config([model(ep.url)], [["heard", "bleu"]])
+        ws.run()
+        assert len(ep.requests) == 1
+    error = {r["id"]: r["error"] for r in ws.records("heard", "m")}["remote"]
+    assert error.startswith("data: messages[0].content[1].audio_url.url: audio at an http(s) URL is not fetched")
+
+
+# --- EvalScope general_vmcq with <audio k> ---------------------------------------------------
+
+
+def test_multiple_choice_audio_placeholders_put_each_clip_where_it_stands(ws):
+    """EvalScope's general_vmcq with audio: `<audio k>` in the question and the options, clips in
+    audio_1, audio_2, … The request interleaves them exactly there — the audio is never dropped
+    into a text-only request."""
+    (a, a_s), (b, b_s), (c, c_s) = clips(ws, 3)
+    rows = [{"id": "q1", "question": "Listen: <audio 1> Which clip is the same voice?", "options": ["<audio 2>", "<audio 3>"],
+             "answer": "A", "audio_1": a, "audio_2": b, "audio_3": c},
+            {"id": "q2", "question": "<audio 1> How many words?", "options": ["three", "four"], "answer": "B", "audio_1": b}]
+    ws.runspec("listen", "vmcq", {"pick": {"hf_repo": ws.jsonl(rows, "data/pick.jsonl"), "format": "general_vmcq", "language": "en"}})
+    with ScriptedEndpoint(lambda seen, n: "A" if "same voice" in seen.text else "four") as ep:
+        ws.config([model(ep.url)], [["pick", "accuracy"]])
+        result = ws.run()
+        sent = {("q1" if "same voice" in s.text else "q2"): parts_of(s) for s in ep.requests}
+    assert [kind for kind, _ in sent["q1"]] == ["text", "input_audio", "text", "input_audio", "text", "input_audio", "text"]
+    assert [v for kind, v in sent["q1"] if kind == "input_audio"] == [round(a_s, 3), round(b_s, 3), round(c_s, 3)]
+    assert sent["q1"][0] == ("text", "Listen:") and sent["q1"][2][1].endswith("A.") and sent["q1"][4][1].strip() == "B."
+    assert sent["q2"][0] == ("input_audio", round(b_s, 3))
+    assert result.scores[0].score == 100.0 and result.complete
+
+
+@pytest.mark.parametrize("row,reason", [
+    ({"question": "Which is louder, <audio 1> or <audio 3>?", "audio_1": "A", "audio_2": "B"}, "data: <audio 3> refers to audio 3, but the sample has 2 audio clips"),
+    ({"question": "What is in <image 2>?", "image_1": "three.png"}, "data: <image 2> refers to image 2, but the sample has 1 image"),
+    ({"question": "Describe <image 1>."}, "data: <image 1> refers to image 1, but the sample has 0 images"),
+])
+def test_a_placeholder_without_its_media_fails_the_row_instead_of_sending_the_words(ws, row, reason):
+    from pathlib import Path
+
+    (a, _), (b, _) = clips(ws, 2)
+    (ws.root / "data" / "three.png").write_bytes((Path(__file__).parent / "fixtures" / "images" / "three.png").read_bytes())
+    paths = {"A": a, "B": b, "three.png": "three.png"}
+    row = {k: paths.get(v, v) for k, v in row.items()}
+    rows = [{"id": "bad", "options": ["one", "two"], "answer": "A", **row}, {"id": "fine", "question": "Plain?", "options": ["one", "two"], "answer": "A"}]
+    ws.runspec("listen", "vmcq", {"pick": {"hf_repo": ws.jsonl(rows, "data/pick.jsonl"), "format": "general_vmcq", "language": "en"}})
+    with ScriptedEndpoint(lambda seen, n: "A") as ep:
+        ws.config([model(ep.url)], [["pick", "accuracy"]])
+        result = ws.run()
+        assert [s.text.split("\n")[0] for s in ep.requests] == ["Plain?"]
+    errors = {r["id"]: r["error"] for r in ws.records("pick", "m")}
+    assert errors == {"bad": reason, "fine": None}
+    assert result.scores[0].num_failed == 1 and not result.complete
+
+
+def test_an_audio_placeholder_in_a_dataset_that_sends_no_audio_says_why(ws):
+    rows = [{"id": "q", "question": "What does <audio 1> say?", "reference": "hello", "audio": "x.wav"}]
+    ws.runspec("qa", "text", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text", "textual_input_column": "question"}})
+    with ScriptedEndpoint(lambda seen, n: "hello") as ep:
+        ws.config([model(ep.url)], [["qs", "accuracy"]])
+        ws.run()
+        assert ep.requests == []
+    assert ws.records("qs", "m")[0]["error"] == "data: <audio 1> refers to audio 1, but the sample has 0 audio clips (modality 'text' sends no audio)"
