@@ -174,19 +174,40 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(redact(f"  model '{group.name}': {len(group.replicas)} replicas ({', '.join(r.info.url for r in group.replicas)})"))
     for dataset, metric in plan.pairs:
         print(f"  {dataset.name} × {metric}  ({dataset.category}/{dataset.task_type}, {dataset.source})")
+    for dataset in plan.datasets:  # where each definition comes from, as its runspec says
+        if dataset.spec.origin:
+            print(f"  origin of {dataset.name}: {dataset.spec.origin}")
     for name, reason in plan.skipped.items():
         print(f"  skipped {name}: {reason}")
     for line in short_secret_warnings(plan.config):
         print(line, file=sys.stderr)
     problems = 0
-    for dataset in plan.datasets:  # open every data file and check every mapped column
+    for dataset in plan.datasets:  # open every data file, check every mapped column, read every selected local row
         try:
             columns = inspect(dataset, plan.config.streaming)
-            print(f"  data of {dataset.name}: OK ({len(columns)} columns)")
+            problems += _validate_rows(dataset, plan.config, len(columns))
         except UserError as exc:
             problems += 1
             print(f"error: {exc}", file=sys.stderr)
     return EXIT_USER_ERROR if problems else 0
+
+
+def _validate_rows(dataset, config, columns: int) -> int:
+    """Read a local dataset's selected rows as a run would; print what would fail (at most 3, then a count). 1 when some would."""
+    from lalmeval.data.source import locate, row_problems
+
+    kind, path = locate(dataset)
+    if kind == "hub" and not path.is_dir():  # not downloaded by validate: its columns were checked from the metadata
+        print(f"  data of {dataset.name}: OK ({columns} columns; a hub dataset's rows are read by the run)")
+        return 0
+    count, problems = row_problems(dataset, config.filters, config.seed, config.streaming)
+    for sample_id, problem in problems[:3]:
+        print(f"error: dataset '{dataset.name}' ({dataset.source}): sample '{sample_id}' would fail: {problem}", file=sys.stderr)
+    if len(problems) > 3:
+        print(f"error: dataset '{dataset.name}': {len(problems) - 3} more sample(s) would fail", file=sys.stderr)
+    if not problems:
+        print(f"  data of {dataset.name}: OK ({columns} columns, {count} sample(s) selected)")
+    return int(bool(problems))
 
 
 def cmd_list(args: argparse.Namespace) -> int:

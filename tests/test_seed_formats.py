@@ -119,6 +119,29 @@ def test_a_placeholder_without_its_media_fails_the_row_instead_of_sending_the_wo
     assert result.scores[0].num_failed == 1 and not result.complete
 
 
+def test_validate_reads_every_selected_row_and_refuses_those_a_run_would_fail(ws):
+    from lalmeval.cli import main
+
+    rows = [{"id": "q1", "question": "Hear <audio 1>", "options": ["a", "b"], "answer": "A"},
+            {"id": "q2", "question": "Plain", "options": ["a", "b"], "answer": {"letter": "A"}},
+            {"id": "q3", "question": "Plain", "options": ["a", "b"], "answer": "A"}]
+    ws.runspec("listen", "vmcq", {"pick": {"hf_repo": ws.jsonl(rows, "data/pick.jsonl"), "format": "general_vmcq", "language": "en",
+                                           "origin": "three hand-written rows"}})
+    config = ws.config([model("http://127.0.0.1:9/v1")], [["pick", "accuracy"]])
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["validate", "--config", str(config)])
+    where = f"dataset 'pick' ({ws.root / 'runspecs' / 'listen' / 'vmcq.json'})"
+    assert code == 2 and err.getvalue().splitlines() == [
+        f"error: {where}: sample 'q1' would fail: data: <audio 1> refers to audio 1, but the sample has 0 audio clips (modality 'text' sends no audio)",
+        f"error: {where}: sample 'q2' would fail: data: answer: an object (keys: letter) is not a text (a cell is never scored as its JSON); "
+        "map the column that holds the text"]
+    assert "origin of pick: three hand-written rows" in out.getvalue()
+
+
 def test_an_audio_placeholder_in_a_dataset_that_sends_no_audio_says_why(ws):
     rows = [{"id": "q", "question": "What does <audio 1> say?", "reference": "hello", "audio": "x.wav"}]
     ws.runspec("qa", "text", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text", "textual_input_column": "question"}})

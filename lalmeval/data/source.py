@@ -455,6 +455,20 @@ def iter_samples(dataset: Dataset, streaming: bool = False) -> Iterator[Sample]:
     return open_source(dataset, Filters(), 0, streaming).samples()
 
 
+def row_problems(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bool = False) -> tuple[int, list[tuple[str, str]]]:
+    """Select a local dataset as a run would and read every selected row: (samples, [(id, problem)]).
+
+    What a run would fail row by row — a reference that is not text, a placeholder without its
+    media, unreadable options or messages — is found before any request (blocking)."""
+    source = open_source(dataset, filters, seed, streaming)
+    count, problems = 0, []
+    for sample in source.samples():
+        count += 1
+        if sample.problem:
+            problems.append((sample.id, sample.problem))
+    return count, problems
+
+
 def inspect(dataset: Dataset, streaming: bool = False) -> list[str]:
     """Open the data as a run would — for a hub id only its schema — and check the mapped columns."""
     kind, path = locate(dataset)
