@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Optional
@@ -39,6 +40,17 @@ class Plan:
     @property
     def uses_judge(self) -> bool:
         return any(metric.startswith("llm_judge") or (metric == "accuracy" and dataset.spec.answer_extraction == "llm") for dataset, metric in self.pairs)
+
+    @property
+    def aggregate_specs(self) -> list[tuple[str, list[str]]]:
+        """The config's aggregates, then each folder read file by file with each of its metrics: its files'
+        average is the tool's own headline (Twinkle Eval's average accuracy over the files)."""
+        specs = [(metric, list(names)) for metric, names in self.config.aggregate]
+        files = Counter((dataset.group, metric) for dataset, metric in self.pairs if dataset.group)
+        for (group, metric), count in files.items():
+            if count > 1 and (metric, [group]) not in specs:
+                specs.append((metric, [group]))
+        return specs
 
     @property
     def datasets(self) -> list[Dataset]:
@@ -85,10 +97,10 @@ class Plan:
 
 
 def _task_level(task: Optional[str], dataset: Dataset) -> Optional[int]:
-    """0 for no task; 1, 2, 3 when `task` names the dataset's category, task type or the dataset; None otherwise."""
+    """0 for no task; 1, 2, 3, 4 when `task` names the dataset's category, task type, folder entry or the dataset; None otherwise."""
     if task is None:
         return 0
-    return {dataset.category: 1, dataset.task_type: 2, dataset.name: 3}.get(task)
+    return {dataset.category: 1, dataset.task_type: 2, **({dataset.group: 3} if dataset.group else {}), dataset.name: 4}.get(task)
 
 
 def _specificity(override: Any, model: ModelInfo, dataset: Dataset) -> Optional[tuple[int, int]]:

@@ -152,7 +152,7 @@ def _result(state: Execution, scores: list[Score], jobs: Jobs) -> RunResult:
 
 
 def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str) -> None:
-    result.aggregates = aggregates(plan.config.aggregate, result.scores, plan.catalog)
+    result.aggregates = aggregates(plan.aggregate_specs, result.scores, plan.catalog)
     result.comparisons = comparisons(result.scores, plan.config.bootstrap_resamples, plan.config.seed)
     data = final_scores(run_id, result.scores, result.aggregates, result.comparisons)
     data.update(failures=result.failures, interrupted=result.interrupted or bool(result.write_error), endpoints_down=result.down,

@@ -92,6 +92,7 @@ class Dataset:
     task_type: str
     spec: DatasetSpec
     source: Path
+    group: Optional[str] = None   # the runspec entry whose folder it is one file of (a per-file format's folder)
 
     @property
     def iso_language(self) -> str:
@@ -107,8 +108,28 @@ class Dataset:
         return (self.source.parent / value).resolve()
 
     def matches(self, name: str) -> bool:
-        """Whether `name` denotes this dataset, its task type or its category."""
-        return name in (self.name, self.task_type, self.category)
+        """Whether `name` denotes this dataset, its folder's entry, its task type or its category."""
+        return name in (self.name, self.group, self.task_type, self.category)
+
+
+_SAVED_MARKERS = ("dataset_info.json", "dataset_dict.json", "state.json")
+
+
+def per_file_datasets(dataset: Dataset) -> list[Dataset]:
+    """A folder of several data files in a format whose tool scores each file on its own (Twinkle Eval's
+    folder, EvalScope's subset files): one dataset per file, `<entry>/<file>`, grouped under the entry."""
+    from lalmeval.data.folder import PER_FILE_FORMATS, declares_configs, per_file
+
+    folder = dataset.resolve_path(dataset.spec.hf_repo)
+    if dataset.spec.format not in PER_FILE_FORMATS or not folder.is_dir() or any((folder / m).exists() for m in _SAVED_MARKERS):
+        return [dataset]
+    if dataset.spec.subset is not None or declares_configs(folder):  # a hub snapshot: its README says which files are which
+        return [dataset]
+    files = per_file(folder)
+    if len(files) < 2:  # one file is the dataset itself
+        return [dataset]
+    return [Dataset(f"{dataset.name}/{name}", dataset.category, dataset.task_type, dataset.spec.model_copy(update={"hf_repo": str(path)}),
+                    dataset.source, group=dataset.name) for name, path in files]
 
 
 def _read_file(path: Path, category: str) -> list[Dataset]:
@@ -143,7 +164,7 @@ def _read_file(path: Path, category: str) -> list[Dataset]:
                                     "(set choices_column or choices)")
         if spec.target_language:
             iso_code(spec.target_language, where=f"{path}: dataset '{name}': target_language")
-        datasets.append(Dataset(name, category, path.stem, spec, path))
+        datasets += per_file_datasets(Dataset(name, category, path.stem, spec, path))
     return datasets
 
 
@@ -170,14 +191,15 @@ class Catalog:
         return cls(list(found.values()))
 
     def resolve(self, name: str) -> list[Dataset]:
-        """Datasets named by a dataset name, else a task type, else a category."""
+        """Datasets named by a dataset name, else a folder's entry (its files), else a task type, else a category."""
         if name in self.datasets:
             return [self.datasets[name]]
-        for level in ("task_type", "category"):
+        for level in ("group", "task_type", "category"):
             hits = [d for d in self.datasets.values() if getattr(d, level) == name]
             if hits:
                 return sorted(hits, key=lambda d: d.name)
         choices = set(self.datasets) | {d.task_type for d in self.datasets.values()} | {d.category for d in self.datasets.values()}
+        choices |= {d.group for d in self.datasets.values() if d.group}
         raise UserError(f"unknown dataset, task type or category '{name}'{closest(name, choices)}")
 
     def tree(self) -> dict[str, dict[str, list[str]]]:

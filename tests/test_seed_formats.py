@@ -150,3 +150,135 @@ def test_an_audio_placeholder_in_a_dataset_that_sends_no_audio_says_why(ws):
         ws.run()
         assert ep.requests == []
     assert ws.records("qs", "m")[0]["error"] == "data: <audio 1> refers to audio 1, but the sample has 0 audio clips (modality 'text' sends no audio)"
+
+
+# --- Twinkle Eval: a folder of files, scored per file plus the average -----------------------
+
+TWINKLE = {
+    "basic_medical_science_train.csv": [("Which organ pumps blood?", "lungs", "heart", "liver", "skin", "B"),
+                                        ("Which bone is in the arm?", "femur", "tibia", "humerus", "skull", "C")],
+    "culinary_skills_dev.csv": [("Which is a spice?", "salt", "cumin", "water", "flour", "B"),
+                                ("What boils pasta?", "oil", "water", "milk", "wine", "B"),
+                                ("Which knife cuts bread?", "paring", "bread knife", "cleaver", "peeler", "B")],
+    "nested/law_test.json": [("Which court is highest?", "district", "appeals", "supreme", "county", "C")],
+}
+
+
+def twinkle_folder(ws):
+    import csv
+
+    for name, rows in TWINKLE.items():
+        path = ws.root / "data" / "tw" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        records = [dict(zip(["question", "A", "B", "C", "D", "answer"], row)) for row in rows]
+        if name.endswith(".csv"):
+            with path.open("w", newline="") as handle:
+                writer = csv.DictWriter(handle, fieldnames=list(records[0]))
+                writer.writeheader()
+                writer.writerows(records)
+        else:
+            path.write_text(json.dumps(records))
+    ws.runspec("knowledge", "twinkle", {"tw": {"hf_repo": "data/tw", "format": "twinkle", "language": "en"}})
+
+
+def test_a_twinkle_folder_is_scored_file_by_file_with_the_average_over_its_files(ws):
+    """Twinkle Eval evaluates every file of a dataset folder and reports each file's accuracy and
+    their average: `tw` is one dataset per file (`tw/<file>`), and the aggregate `tw` holds the
+    unweighted mean over the files — Twinkle's average_accuracy — beside the sample-weighted one."""
+    twinkle_folder(ws)
+    wrong = {"Which bone is in the arm?", "Which is a spice?"}
+
+    def answer(seen, n):
+        row = next(r for rows in TWINKLE.values() for r in rows if r[0] in seen.text)
+        return "A" if row[0] in wrong else row[5]
+
+    with ScriptedEndpoint(answer) as ep:
+        ws.config([model(ep.url)], [["tw", "accuracy"]])
+        result = ws.run()
+        assert len(ep.requests) == 6
+    scores = {s.dataset: s.score for s in result.scores}
+    assert scores == pytest.approx({"tw/basic_medical_science_train": 50.0, "tw/culinary_skills_dev": 100 * 2 / 3, "tw/nested/law_test": 100.0})
+    (aggregate,) = result.aggregates
+    assert aggregate["names"] == ["tw"] and aggregate["num_samples"] == 6
+    assert aggregate["unweighted_mean"] == pytest.approx((50.0 + 100 * 2 / 3 + 100.0) / 3)
+    assert aggregate["weighted_mean"] == pytest.approx(100 * 4 / 6)
+
+
+def test_one_file_of_a_twinkle_folder_can_be_named_alone(ws):
+    twinkle_folder(ws)
+    with ScriptedEndpoint(lambda seen, n: "C") as ep:
+        ws.config([model(ep.url)], [["tw/nested/law_test", "accuracy"]])
+        result = ws.run()
+        assert len(ep.requests) == 1
+    assert [s.dataset for s in result.scores] == ["tw/nested/law_test"] and result.aggregates == []
+
+
+# --- any other folder of several data files: all of them, or a refusal -----------------------
+
+
+def text_folder(ws, files: dict[str, list[dict]], **spec):
+    folder = ws.root / "data" / "many"
+    for name, rows in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if name.endswith(".csv"):
+            path.write_text("id,question,reference\n" + "".join(f"{r['id']},{r['question']},{r['reference']}\n" for r in rows))
+        else:
+            path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ws.runspec("qa", "many", {"many": {"hf_repo": "data/many", "id_column": "id", "modality": "text", "textual_input_column": "question",
+                                       "audio_column": None, **spec}})
+
+
+def q(i):
+    return {"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"}
+
+
+def test_a_folder_of_several_shards_is_one_dataset_over_all_of_them(ws):
+    from tests.support.endpoint import answer_by_number
+
+    text_folder(ws, {"part-a.jsonl": [q(0), q(1)], "part-b.jsonl": [q(2)], "more/part-c.jsonl": [q(3)]})
+    with ScriptedEndpoint(answer_by_number) as ep:
+        ws.config([model(ep.url)], [["many", "accuracy"]])
+        result = ws.run()
+        assert len(ep.requests) == 4
+    assert result.scores[0].num_samples == 4 and result.scores[0].score == 100.0
+
+
+def test_split_files_of_a_folder_are_read_by_their_split_every_one(ws):
+    from tests.support.endpoint import answer_by_number
+
+    text_folder(ws, {"test-00000.jsonl": [q(0)], "test-00001.jsonl": [q(1)], "train.jsonl": [q(9)]})
+    with ScriptedEndpoint(answer_by_number) as ep:
+        ws.config([model(ep.url)], [["many", "accuracy"]])
+        ws.run()
+        assert sorted(s.text for s in ep.requests) == ["question 0", "question 1"]
+
+
+@pytest.mark.parametrize("files,problem", [
+    ({"test.jsonl": [q(0)], "test_more.csv": [q(1)]}, "the files of split 'test' are of several types (test.jsonl, test_more.csv)"),
+    ({"test.jsonl": [q(0)], "extra.jsonl": [q(1)]}, "extra.jsonl name(s) no split while other files do (test), so they would be left out"),
+    ({"one.jsonl": [q(0)], "two.csv": [q(1)]}, "the files of split 'test' are of several types (one.jsonl, two.csv)"),
+])
+def test_a_folder_whose_files_cannot_all_be_read_is_refused_not_read_in_part(ws, capsys, files, problem):
+    """`datasets` would read one type and drop the other, or drop files that name no split:
+    the run stops with one line naming the folder and the files instead of evaluating a part."""
+    from lalmeval.cli import main
+
+    text_folder(ws, files)
+    with ScriptedEndpoint(lambda seen, n: "x") as ep:
+        ws.config([model(ep.url)], [["many", "accuracy"]], output_dir=str(ws.root / "runs"))
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+        assert ep.requests == []
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and f"{ws.root / 'data' / 'many'}: dataset 'many': {problem}" in err[0], err
+
+
+def test_a_revision_on_a_local_folder_is_refused_it_would_be_ignored(ws):
+    from lalmeval.data.source import open_source
+    from lalmeval.config import Filters
+    from lalmeval.errors import UserError
+
+    text_folder(ws, {"a.jsonl": [q(0)]}, revision="v2")
+    ws.config([model("http://127.0.0.1:9/v1")], [["many", "accuracy"]])
+    with pytest.raises(UserError, match=r"revision 'v2' names a hub revision, but .*many is a local folder of data files; drop revision"):
+        open_source(ws.plan().catalog.datasets["many"], Filters())

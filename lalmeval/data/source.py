@@ -21,6 +21,7 @@ from lalmeval.data import hub  # noqa: F401  (registers the hub and disk formats
 from lalmeval.choices import gold_index, parse_options
 from lalmeval.data.cells import cell_text, reference_text
 from lalmeval.data.filters import RowFilter, Selection, sample_count
+from lalmeval.data.folder import declares_configs
 from lalmeval.data.images import ImageRef, image_ref, is_missing
 from lalmeval.data.messages import check_placeholders, from_openai_messages
 from lalmeval.data.tables import FORMATS, MemoryTable, Table, TableRequest
@@ -66,8 +67,14 @@ def check_local_selectors(dataset: Dataset, kind: str, path: Path) -> None:
     by its reader. A single file or a CallHome folder has none: it is read whole, so `split` must be
     the default `test` or appear in its name (`split: dev` with `dev.jsonl`)."""
     spec, where = dataset.spec, f"{dataset.source}: dataset '{dataset.name}'"
+    if kind == "hub" and path.is_dir() and not declares_configs(path):  # a folder of data files, not a hub snapshot: no revisions, no configurations
+        if spec.revision is not None:
+            raise UserError(f"{where}: revision '{spec.revision}' names a hub revision, but {path} is a local folder of data files; drop revision")
+        if spec.subset is not None:
+            raise UserError(f"{where}: subset '{spec.subset}' names a hub configuration, but {path} declares none (no configs in its "
+                            "README.md); drop subset, or point hf_repo at the subfolder you mean")
     if kind == "hub":
-        return  # a hub id, or a folder read like one: load_dataset reports a split or configuration it lacks
+        return  # a hub id, or a folder read like one: its reader reports a split or configuration it lacks
     if spec.revision is not None:
         raise UserError(f"{where}: revision '{spec.revision}' names a hub revision, but {path} is local data; drop revision")
     what = {"disk": "a save_to_disk folder", "callhome": "a CallHome folder"}.get(kind, "a single data file")
