@@ -212,15 +212,16 @@ def _validate_rows(dataset, config, columns: int) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     from lalmeval.languages import NAMES
-    from lalmeval.runspecs import Catalog, runspec_dirs
+    from lalmeval.runspecs import Catalog, Locations, locations, runspec_dirs
 
+    base, where = Path.cwd(), Locations()
     extra: list[str] = []
-    base = Path.cwd()
     if args.config:
         from lalmeval.config import load_config
 
-        extra, base = load_config(args.config).runspec_dirs, Path(args.config).resolve().parent
-    catalog = Catalog.load(runspec_dirs(extra, base))
+        config, base = load_config(args.config), Path(args.config).resolve().parent
+        extra, where = config.runspec_dirs, locations(config.dataset_paths, config.dataset_root, base)
+    catalog = Catalog.load(runspec_dirs(extra, base), where)
     tree = catalog.tree()
     for category, task_types in tree.items():
         print(f"{category} ({sum(len(names) for names in task_types.values())})")

@@ -233,6 +233,8 @@ class Config(Strict):
     repeat_runs: int = Field(1, ge=1, le=100, description="Ask every sample this many times; scores are the mean over repeats, with details.repeats and details.std; a runspec may override.")
     models: list[ModelInfo] = Field(min_length=1, description="The endpoints to evaluate.")
     runspec_dirs: list[str] = Field(default_factory=list, description="Extra folders of runspec JSON files (relative to this config file).")
+    dataset_paths: dict[str, str] = Field(default_factory=dict, description="Dataset name → its data file or folder (relative to this config file), instead of the runspec's hf_repo (Kimi-Audio-Evalkit's DATASETS.datasets map).")
+    dataset_root: Optional[str] = Field(None, description="Kimi-Audio-Evalkit's DATASETS.dataset_root (relative to this config file): format kimi datasets are found in it as Kimi finds them, and their relative audio paths start there.")
     prompts_file: Optional[str] = Field(None, description="YAML file adding or overriding system prompts and user prompt add-ons.")
     streaming: bool = Field(False, description="Stream hub datasets instead of downloading them whole.")
     seed: int = Field(0, ge=0, le=2**32 - 1, description="Seed for sampling (filters.shuffle) and for the bootstrap of score intervals and comparisons.")

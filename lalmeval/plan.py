@@ -20,7 +20,7 @@ from lalmeval.postprocess import POSTPROCESSORS
 from lalmeval.preprocess import PREPROCESSORS
 from lalmeval.preprocess.base import PromptSettings
 from lalmeval.prompts import load_prompts, pick
-from lalmeval.runspecs import Catalog, Dataset, runspec_dirs
+from lalmeval.runspecs import Catalog, Dataset, locations, runspec_dirs
 from lalmeval.secrets import Redactor, config_secrets, redacted_errors
 
 
@@ -179,7 +179,10 @@ def build_plan(config: Config, config_path: Path) -> Plan:
 def _checked_plan(config: Config, config_path: Path) -> Plan:
     base = config_path.resolve().parent
     source = str(config_path)  # errors name the config file as the user gave it
-    catalog = Catalog.load(runspec_dirs(config.runspec_dirs, base))
+    try:
+        catalog = Catalog.load(runspec_dirs(config.runspec_dirs, base), locations(config.dataset_paths, config.dataset_root, base))
+    except UserError as exc:
+        raise UserError(f"{source}: {exc}" if str(exc).startswith("dataset_paths") else str(exc)) from None
     for model in config.models:
         PROTOCOLS.get(model.inference_type, where=f"{source}: models '{model.name}'")
     for index, override in enumerate(config.temperature_overrides):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, Optional, Union
 
@@ -93,6 +93,7 @@ class Dataset:
     spec: DatasetSpec
     source: Path
     group: Optional[str] = None   # the runspec entry whose folder it is one file of (a per-file format's folder)
+    data_root: Optional[Path] = None  # format kimi under the config's dataset_root: where Kimi's lookup starts
 
     @property
     def iso_language(self) -> str:
@@ -132,7 +133,38 @@ def per_file_datasets(dataset: Dataset) -> list[Dataset]:
                     dataset.source, group=dataset.name) for name, path in files]
 
 
-def _read_file(path: Path, category: str) -> list[Dataset]:
+@dataclass(frozen=True)
+class Locations:
+    """Where the config says data lives: a path per dataset (dataset_paths), Kimi's dataset_root."""
+
+    paths: dict[str, Path] = field(default_factory=dict)
+    kimi_root: Optional[Path] = None
+
+    def place(self, dataset: Dataset) -> Dataset:
+        """The dataset read from where the config says (a named path wins over the Kimi root)."""
+        if dataset.name in self.paths:
+            return replace(dataset, spec=dataset.spec.model_copy(update={"hf_repo": str(self.paths[dataset.name])}))
+        if self.kimi_root is not None and dataset.spec.format == "kimi":
+            return replace(dataset, data_root=self.kimi_root)
+        return dataset
+
+
+def kimi_file(dataset: Dataset) -> Path:
+    """A format kimi dataset's jsonl under dataset_root, found as Kimi-Audio-Evalkit finds it: the runspec's
+    hf_repo ends in <series>/<name>.jsonl, looked for at <root>/<name>/<name>.jsonl, <root>/<series>/<name>.jsonl
+    and <root>/<series>/<name>/<name>.jsonl."""
+    assert dataset.data_root is not None
+    written = Path(dataset.spec.hf_repo)
+    name, series, root = written.stem, written.parent.name or written.stem, dataset.data_root
+    candidates = [root / name / f"{name}.jsonl", root / series / f"{name}.jsonl", root / series / name / f"{name}.jsonl"]
+    for candidate in dict.fromkeys(candidates):
+        if candidate.is_file():
+            return candidate
+    tried = ", ".join(str(c) for c in dict.fromkeys(candidates))
+    raise UserError(f"{dataset.source}: dataset '{dataset.name}': {name}.jsonl not found under dataset_root {root} (looked at {tried})")
+
+
+def _read_file(path: Path, category: str, where: Locations = Locations()) -> list[Dataset]:
     raw = load_json(path, "runspec")
     if not isinstance(raw, dict):
         raise UserError(f"{path}: a runspec must be a JSON object of dataset name → settings")
@@ -164,7 +196,7 @@ def _read_file(path: Path, category: str) -> list[Dataset]:
                                     "(set choices_column or choices)")
         if spec.target_language:
             iso_code(spec.target_language, where=f"{path}: dataset '{name}': target_language")
-        datasets += per_file_datasets(Dataset(name, category, path.stem, spec, path))
+        datasets += per_file_datasets(where.place(Dataset(name, category, path.stem, spec, path)))
     return datasets
 
 
@@ -175,8 +207,8 @@ class Catalog:
         self.datasets = {d.name: d for d in datasets}
 
     @classmethod
-    def load(cls, dirs: list[Path]) -> "Catalog":
-        """Read every runspec under `dirs`; a duplicate dataset name is an error naming both files."""
+    def load(cls, dirs: list[Path], where: Locations = Locations()) -> "Catalog":
+        """Read every runspec under `dirs` (data where `where` says); a duplicate dataset name is an error naming both files."""
         found: dict[str, Dataset] = {}
         for root in dirs:
             if not root.is_dir():
@@ -184,10 +216,14 @@ class Catalog:
             # <dir>/<category>/<task_type>.json (or <dir>/<task_type>.json): data folders below stay out.
             for path in sorted([*root.glob("*.json"), *root.glob("*/*.json")]):
                 category = path.parent.name if path.parent != root else path.stem
-                for dataset in _read_file(path, category):
+                for dataset in _read_file(path, category, where):
                     if dataset.name in found:
                         raise UserError(f"dataset '{dataset.name}' is defined twice: {found[dataset.name].source} and {path}")
                     found[dataset.name] = dataset
+        entries = set(found) | {d.group for d in found.values() if d.group}
+        for name in where.paths:
+            if name not in entries:
+                raise UserError(f"dataset_paths: unknown dataset '{name}'{closest(name, entries)}")
         return cls(list(found.values()))
 
     def resolve(self, name: str) -> list[Dataset]:
@@ -214,3 +250,9 @@ def runspec_dirs(extra: list[str], base: Path) -> list[Path]:
     """The built-in runspec directory plus the config's extra ones (relative to the config)."""
     dirs = [BUILTIN_DIR] if BUILTIN_DIR.is_dir() else []
     return dirs + [(base / d).resolve() for d in extra]
+
+
+def locations(paths: dict[str, str], root: Optional[str], base: Path) -> Locations:
+    """The config's dataset_paths and dataset_root, relative to the config's folder."""
+    return Locations({name: (base / path).expanduser().resolve() for name, path in paths.items()},
+                     (base / root).expanduser().resolve() if root else None)

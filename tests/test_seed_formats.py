@@ -282,3 +282,73 @@ def test_a_revision_on_a_local_folder_is_refused_it_would_be_ignored(ws):
     ws.config([model("http://127.0.0.1:9/v1")], [["many", "accuracy"]])
     with pytest.raises(UserError, match=r"revision 'v2' names a hub revision, but .*many is a local folder of data files; drop revision"):
         open_source(ws.plan().catalog.datasets["many"], Filters())
+
+
+# --- Kimi-Audio-Evalkit: dataset_root and the per-dataset path map ---------------------------
+
+
+def kimi_rows(ws, root, series, name, count=2, relative_to_root=True, skip=0):
+    """Kimi's downloader layout: <root>/<series>/<name>.jsonl with the clips in <root>/<series>/<name>/."""
+    rows = demo_rows(count + skip)[skip:]
+    folder = ws.root / root / series / name
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for i, row in enumerate(rows):
+        from tests.support.workspace import DEMO
+        import shutil
+
+        shutil.copy(DEMO / row["audio"], folder / f"{i}.wav")
+        path = f"{series}/{name}/{i}.wav" if relative_to_root else str(folder / f"{i}.wav")
+        out.append({"index": i, "audio_path": path, "question": "", "answer": row["reference"], "subset": name})
+    (ws.root / root / series / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in out))
+    return out
+
+
+def test_kimi_datasets_are_found_under_dataset_root_with_audio_paths_relative_to_it(ws):
+    """dataset_root is Kimi's: `sdqa` (runspec hf_repo …/VoiceBench/sd-qa.jsonl, not there) is read from
+    <root>/VoiceBench/sd-qa.jsonl, `libri` from <root>/LibriSpeech/LibriSpeech.jsonl, and the rows'
+    relative audio paths start at the root, as Kimi-Audio-Evalkit writes them."""
+    sdqa = kimi_rows(ws, "kimi_data", "VoiceBench", "sd-qa")
+    libri = kimi_rows(ws, "kimi_data", "LibriSpeech", "LibriSpeech", count=1, skip=2)
+    ws.runspec("kimi", "sets", {
+        "sdqa": {"hf_repo": "private/kimi/VoiceBench/sd-qa.jsonl", "format": "kimi", "language": "en", "instruction": "Transcribe."},
+        "libri": {"hf_repo": "private/kimi/LibriSpeech/LibriSpeech.jsonl", "format": "kimi", "language": "en", "instruction": "Transcribe."}})
+    references = [r["answer"] for r in sdqa + libri]
+    with ScriptedEndpoint(lambda seen, n: "x") as ep:
+        ws.config([model(ep.url)], [["kimi", "word_error_rate"]], dataset_root="kimi_data")
+        result = ws.run()
+        assert len(ep.requests) == 3 and all(len(s.audio_seconds) == 1 for s in ep.requests)
+    assert {s.dataset: s.num_samples for s in result.scores} == {"sdqa": 2, "libri": 1} and result.failures == []
+    assert sorted(r["reference"] for d in ("sdqa", "libri") for r in ws.records(d, "m")) == sorted(references)
+
+
+def test_dataset_paths_put_a_dataset_where_the_config_says_and_unknown_names_are_refused(ws):
+    from lalmeval.errors import UserError
+
+    kimi_rows(ws, "elsewhere", "MMAU", "mmau-test-mini", count=1, relative_to_root=False)
+    ws.runspec("kimi", "sets", {"mmau": {"hf_repo": "private/kimi/MMAU/mmau-test-mini.jsonl", "format": "kimi", "language": "en"}})
+    with ScriptedEndpoint(lambda seen, n: "x") as ep:
+        ws.config([model(ep.url)], [["mmau", "word_error_rate"]], dataset_paths={"mmau": "elsewhere/MMAU/mmau-test-mini.jsonl"})
+        result = ws.run()
+        assert len(ep.requests) == 1
+    assert result.scores[0].num_samples == 1 and result.failures == []
+    ws.config([model("http://127.0.0.1:9/v1")], [["mmau", "word_error_rate"]], dataset_paths={"mmauu": "elsewhere/x.jsonl"})
+    with pytest.raises(UserError, match=r"config.yaml: dataset_paths: unknown dataset 'mmauu' \(did you mean 'mmau'\?\)"):
+        ws.plan()
+
+
+def test_a_kimi_dataset_missing_under_dataset_root_names_where_it_was_looked_for(ws, capsys):
+    from lalmeval.cli import main
+
+    kimi_rows(ws, "kimi_data", "VoiceBench", "sd-qa", count=1)
+    ws.runspec("kimi", "sets", {
+        "sdqa": {"hf_repo": "private/kimi/VoiceBench/sd-qa.jsonl", "format": "kimi", "language": "en"},
+        "fleurs": {"hf_repo": "private/kimi/Fleurs/Fleurs-zh.jsonl", "format": "kimi", "language": "en"}})
+    with ScriptedEndpoint(lambda seen, n: "x") as ep:
+        ws.config([model(ep.url)], [["kimi", "word_error_rate"]], dataset_root="kimi_data", output_dir=str(ws.root / "runs"))
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+        assert len(ep.requests) == 1
+    root = ws.root / "kimi_data"
+    err = capsys.readouterr().err
+    assert code == 2 and (f"dataset 'fleurs': Fleurs-zh.jsonl not found under dataset_root {root} (looked at {root}/Fleurs-zh/Fleurs-zh.jsonl, "
+                          f"{root}/Fleurs/Fleurs-zh.jsonl, {root}/Fleurs/Fleurs-zh/Fleurs-zh.jsonl)") in err, err

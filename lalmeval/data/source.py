@@ -28,7 +28,7 @@ from lalmeval.data.tables import FORMATS, MemoryTable, Table, TableRequest
 from lalmeval.errors import UserError
 from lalmeval.languages import iso_code
 from lalmeval.records import AudioRef, Sample
-from lalmeval.runspecs import Dataset
+from lalmeval.runspecs import Dataset, kimi_file
 
 _LOCAL_SUFFIXES = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".tsv": "tsv"}
 _SAVED_MARKERS = ("dataset_info.json", "dataset_dict.json", "state.json")
@@ -38,6 +38,8 @@ def locate(dataset: Dataset) -> tuple[str, Path]:
     """Which format reads this dataset, and from where."""
     if dataset.spec.format == "callhome":  # the one format with a reader of its own
         return "callhome", dataset.resolve_path(dataset.spec.hf_repo)
+    if dataset.data_root is not None:  # format kimi under the config's dataset_root
+        return "jsonl", kimi_file(dataset)
     repo = dataset.spec.hf_repo
     local = dataset.resolve_path(repo)
     looks_local = repo.startswith((".", "/", "~")) or Path(repo).suffix.lower() in _LOCAL_SUFFIXES
@@ -186,7 +188,9 @@ def open_table(dataset: Dataset, fields: list[str], streaming: bool = False) -> 
     table = FORMATS.get(kind, where=f"{dataset.source}: dataset '{dataset.name}'")(path, request)
     hub_id = kind == "hub" and not path.is_dir()
     where = f"{spec.hf_repo} ({dataset.source})" if hub_id else str(path)
-    return table, (dataset.source.parent if hub_id else path.parent if path.is_file() else path), where
+    # Relative audio paths start at the data file's folder; Kimi's, at its dataset_root.
+    base = dataset.data_root or (dataset.source.parent if hub_id else path.parent if path.is_file() else path)
+    return table, base, where
 
 
 def _text(value: Any) -> Optional[str]:
