@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Literal, Optional, Union
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
+from lalmeval.aliases import read_aliases
 from lalmeval.errors import UserError, closest
 from lalmeval.files import load_yaml
 from lalmeval.generation import Generation
@@ -298,10 +300,14 @@ def _describe(err: dict, source: str) -> str:
 
 
 def parse_config(raw: Any, source: str = "config") -> Config:
-    """Validate an already-loaded mapping as a Config; errors name the key."""
+    """Validate an already-loaded mapping as a Config; errors name the key. AU-Harness's key names are
+    read as lalmeval's, each with one note line on stderr."""
     if not isinstance(raw, dict):
         raise UserError(f"{source}: expected a mapping of keys at the top level")
     raw = interpolate(raw, source)
+    raw, notes = read_aliases(raw, source)
+    for note in notes:
+        print(note, file=sys.stderr)
     try:
         return Config.model_validate(raw)
     except ValidationError as exc:

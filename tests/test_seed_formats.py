@@ -352,3 +352,54 @@ def test_a_kimi_dataset_missing_under_dataset_root_names_where_it_was_looked_for
     err = capsys.readouterr().err
     assert code == 2 and (f"dataset 'fleurs': Fleurs-zh.jsonl not found under dataset_root {root} (looked at {root}/Fleurs-zh/Fleurs-zh.jsonl, "
                           f"{root}/Fleurs/Fleurs-zh.jsonl, {root}/Fleurs/Fleurs-zh/Fleurs-zh.jsonl)") in err, err
+
+
+# --- AU-Harness's config key names ----------------------------------------------------------
+
+
+def test_an_au_harness_config_runs_with_one_note_per_key_read_under_lalmevals_name(ws, capsys):
+    """AU-Harness's sample config says task_metric, filter, judge_settings and generation_params_override.
+    Each is read as lalmeval's key — and does what it says there: num_samples selects 2 of 3 samples,
+    max_gen_tokens reaches the request as max_tokens, the judge is asked — with one note line each."""
+    import yaml
+
+    from lalmeval.cli import main
+    from tests.support.endpoint import answer_by_number
+
+    ws.text_questions(3)
+    with ScriptedEndpoint(answer_by_number) as ep, ScriptedEndpoint(lambda seen, n: "Rating: 1") as judge:
+        config = {
+            "task_metric": [["qs", "llm_judge_binary"]],
+            "filter": {"num_samples": 2},
+            "judge_settings": {"judge_model": "j", "judge_type": "openai", "judge_api_endpoint": judge.url, "judge_temperature": 0.0},
+            "generation_params_override": [{"task": "qs", "generation_params": {"max_gen_tokens": 64, "temperature": 0.0}}],
+            "models": [model(ep.url)], "runspec_dirs": ["runspecs"], "output_dir": str(ws.root / "runs"),
+        }
+        (ws.root / "au.yaml").write_text(yaml.safe_dump(config))
+        code = main(["run", "--config", str(ws.root / "au.yaml"), "--run-id", "t"])
+        assert [s.body["max_tokens"] for s in ep.requests] == [64, 64] and len(judge.requests) == 2
+    err = capsys.readouterr().err
+    notes = [line for line in err.splitlines() if line.startswith("note: ")]
+    path = ws.root / "au.yaml"
+    assert code == 0, err
+    assert notes == [
+        f"note: {path}: 'task_metric' is AU-Harness's name for 'dataset_metric'; read as dataset_metric",
+        f"note: {path}: 'filter' is AU-Harness's name for 'filters'; read as filters (its `length` is length_filter)",
+        f"note: {path}: 'judge_settings' is AU-Harness's name for 'judge_properties'; read as judge_properties",
+        f"note: {path}: 'generation_params_override' is AU-Harness's name for 'generation_overrides'; read as generation_overrides "
+        "(each entry's generation_params spread into it; max_gen_tokens and max_completion_tokens are max_tokens)"]
+
+
+@pytest.mark.parametrize("extra,message", [
+    ({"prompt_overrides": {"user_prompt": [{"task": "qs", "prompt": "Answer."}]}},
+     "'prompt_overrides' is AU-Harness's key, which lalmeval does not read: write them as prompt_rules"),
+    ({"logging": {"log_file": "audiobench.log"}}, "'logging' is AU-Harness's key, which lalmeval does not read"),
+    ({"task_metric": [["qs", "accuracy"]]}, "both 'dataset_metric' and 'task_metric' (AU-Harness's name for it) are given; keep 'dataset_metric'"),
+])
+def test_au_harness_keys_without_a_same_meaning_here_are_refused_naming_what_to_write(ws, extra, message):
+    from lalmeval.config import parse_config
+    from lalmeval.errors import UserError
+
+    raw = {"dataset_metric": [["qs", "accuracy"]], "models": [model("http://127.0.0.1:9/v1")], **extra}
+    with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse_config(raw, "au.yaml")
