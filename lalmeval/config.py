@@ -306,15 +306,21 @@ def parse_config(raw: Any, source: str = "config") -> Config:
         raise UserError(f"{source}: expected a mapping of keys at the top level")
     raw = interpolate(raw, source)
     raw, notes = read_aliases(raw, source)
-    for note in notes:
-        print(note, file=sys.stderr)
     try:
-        return Config.model_validate(raw)
+        config = Config.model_validate(raw)
     except ValidationError as exc:
         # A misspelt key also makes its correct spelling "missing": report the misspelling.
         errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
         # A message may quote a value (an invalid URL) that holds a token: scrub the config's secrets from it.
         raise UserError(Redactor(raw_secrets(raw))(_describe(errors[0], source))) from None
+    judge = config.judge_properties
+    if judge is not None and "judge_type" in judge.model_fields_set:
+        # Kept so that LALMEval and AU-Harness configs load; it cannot change a judge request, and says so.
+        notes.append(f"note: {source}: judge_properties.judge_type changes nothing: openai and vllm judges are asked the same way "
+                     f"(POST {{judge_api_endpoint}}/chat/completions; judge_api_version makes it Azure style); the key can be dropped")
+    for note in notes:
+        print(note, file=sys.stderr)
+    return config
 
 
 def load_config(path: str | Path) -> Config:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Optional
 
+from lalmeval.applies import check_settings_apply
 from lalmeval.config import Config, ModelInfo, PromptRule
 from lalmeval.data.filters import skip_reason
 from lalmeval.errors import UserError
@@ -83,12 +84,17 @@ class Plan:
         """How many times each sample is asked: the runspec's repeat_runs, else the config's."""
         return dataset.spec.repeat_runs or self.config.repeat_runs
 
+    def matching_rules(self, model: ModelInfo, dataset: Dataset) -> list[tuple[int, PromptRule]]:
+        """(index, rule) of every prompt rule that applies to this model on this dataset, the least specific first."""
+        ranked = [(rank, i, r) for i, r in enumerate(self.config.prompt_rules) if (rank := _rule_rank(r, model, dataset)) is not None]
+        return [(i, r) for _, i, r in sorted(ranked, key=lambda x: (x[0], x[1]))]
+
     def prompt_settings(self, model: ModelInfo, dataset: Dataset) -> PromptSettings:
         """System prompts, add-ons, instruction and MC template for this model on this dataset (prompt rules applied)."""
         config = self.config
         chosen: dict[str, Any] = {"system_prompts": config.filters.system_prompts, "user_prompt_add_ons": config.filters.user_prompt_add_ons,
                                   "instruction": None, "mc_template": dataset.spec.mc_template or "mc_options"}
-        for _, rule in sorted(((rank, r) for r in config.prompt_rules if (rank := _rule_rank(r, model, dataset)) is not None), key=lambda x: x[0]):
+        for _, rule in self.matching_rules(model, dataset):
             chosen.update({k: v for k, v in rule.model_dump(exclude={"model", "task", "language"}).items() if v is not None})
         shuffle = dataset.spec.shuffle_options if dataset.spec.shuffle_options is not None else config.shuffle_options
         return PromptSettings(tuple(pick(self.prompts, "system_prompts", chosen["system_prompts"])),
@@ -209,6 +215,7 @@ def _checked_plan(config: Config, config_path: Path) -> Plan:
     plan = Plan(config, base, catalog, kept, skipped, prompts["judge_prompts"], model_groups(config), prompts)
     _check_rules(plan)
     _check_group_params(plan)
+    check_settings_apply(plan)
     return plan
 
 

@@ -185,19 +185,40 @@ def _read_file(path: Path, category: str, where: Locations = Locations()) -> lis
             raise UserError(f"{path}: dataset '{name}': {field or 'entry'}: {err['msg'].removeprefix('Value error, ')}{hint}") from None
         spec = with_format_defaults(spec)
         iso_code(spec.language, where=f"{path}: dataset '{name}': language")
-        if spec.answer_extraction == "regex" and not spec.answer_pattern:
-            raise UserError(f"{path}: dataset '{name}': answer_extraction regex needs answer_pattern")
-        if spec.choices and spec.choices_column:
-            raise UserError(f"{path}: dataset '{name}': give choices (the same for every row) or choices_column, not both")
-        if not (spec.choices or spec.choices_column or spec.format in CHOICE_FORMATS):
-            for field in ("mc_template", "shuffle_options"):
-                if getattr(spec, field) is not None:
-                    raise UserError(f"{path}: dataset '{name}': {field} applies to multiple choice, and this dataset has no options "
-                                    "(set choices_column or choices)")
+        _check_fields_apply(spec, f"{path}: dataset '{name}'")
         if spec.target_language:
             iso_code(spec.target_language, where=f"{path}: dataset '{name}': target_language")
         datasets += per_file_datasets(where.place(Dataset(name, category, path.stem, spec, path)))
     return datasets
+
+
+def _check_fields_apply(spec: DatasetSpec, where: str) -> None:
+    """Refuse fields that would be read and then do nothing with the rest of the entry."""
+    if spec.answer_extraction == "regex" and not spec.answer_pattern:
+        raise UserError(f"{where}: answer_extraction regex needs answer_pattern")
+    if spec.answer_pattern and spec.answer_extraction != "regex":
+        raise UserError(f"{where}: answer_pattern is read only by answer_extraction regex (this entry's is '{spec.answer_extraction}')")
+    if spec.choices and spec.choices_column:
+        raise UserError(f"{where}: give choices (the same for every row) or choices_column, not both")
+    if not (spec.choices or spec.choices_column or spec.format in CHOICE_FORMATS):
+        for field in ("mc_template", "shuffle_options"):
+            if getattr(spec, field) is not None:
+                raise UserError(f"{where}: {field} applies to multiple choice, and this dataset has no options (set choices_column or choices)")
+        if spec.answer_extraction != "default":
+            raise UserError(f"{where}: answer_extraction reads a multiple-choice answer, and this dataset has no options "
+                            "(set choices_column or choices); other replies are compared with the reference as a label")
+    if spec.format != "callhome":
+        for field in ("segment", "window_s"):
+            if field in spec.model_fields_set:
+                raise UserError(f"{where}: {field} cuts a CallHome folder (format callhome), and this entry's format is "
+                                f"{spec.format or 'not set'}")
+    elif "window_s" in spec.model_fields_set and spec.segment != "turns":
+        raise UserError(f"{where}: window_s sizes the windows of segment turns; with segment utterance every sample is one utterance")
+    if spec.messages_column or spec.format == "general_vqa":  # the message list is the whole prompt: these would be read and never sent
+        for field in ("instruction", "additional_instruction_column", "textual_input_column", "turns_column", "choices_column", "choices"):
+            if getattr(spec, field):
+                raise UserError(f"{where}: {field} cannot apply with messages_column: each row's message list is its whole prompt "
+                                "(write the instruction into the messages)")
 
 
 class Catalog:

@@ -387,7 +387,9 @@ def test_an_au_harness_config_runs_with_one_note_per_key_read_under_lalmevals_na
         f"note: {path}: 'filter' is AU-Harness's name for 'filters'; read as filters (its `length` is length_filter)",
         f"note: {path}: 'judge_settings' is AU-Harness's name for 'judge_properties'; read as judge_properties",
         f"note: {path}: 'generation_params_override' is AU-Harness's name for 'generation_overrides'; read as generation_overrides "
-        "(each entry's generation_params spread into it; max_gen_tokens and max_completion_tokens are max_tokens)"]
+        "(each entry's generation_params spread into it; max_gen_tokens and max_completion_tokens are max_tokens)",
+        f"note: {path}: judge_properties.judge_type changes nothing: openai and vllm judges are asked the same way "
+        "(POST {judge_api_endpoint}/chat/completions; judge_api_version makes it Azure style); the key can be dropped"]
 
 
 @pytest.mark.parametrize("extra,message", [
