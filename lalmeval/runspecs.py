@@ -219,6 +219,10 @@ def _check_fields_apply(spec: DatasetSpec, where: str) -> None:
             if getattr(spec, field):
                 raise UserError(f"{where}: {field} cannot apply with messages_column: each row's message list is its whole prompt "
                                 "(write the instruction into the messages)")
+    if spec.turns_column:  # a dialogue's user turns are its text
+        for field in ("textual_input_column", "choices_column", "choices"):
+            if getattr(spec, field):
+                raise UserError(f"{where}: {field} cannot apply with turns_column: each turn is the user's text, sent as written")
 
 
 class Catalog:

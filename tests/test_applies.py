@@ -98,6 +98,8 @@ RUNSPEC_CASES = {
     "instruction on message lists": ({"format": "general_vqa", "instruction": "Answer."}, "instruction cannot apply with messages_column"),
     "text input on message lists": ({"messages_column": "m", "textual_input_column": "q"}, "textual_input_column cannot apply with messages_column"),
     "turns on message lists": ({"messages_column": "m", "turns_column": "t"}, "turns_column cannot apply with messages_column"),
+    "text input beside turns": ({"turns_column": "t", "textual_input_column": "q"}, "textual_input_column cannot apply with turns_column"),
+    "options beside turns": ({"turns_column": "t", "choices": ["a", "b"]}, "choices cannot apply with turns_column"),
 }
 
 
