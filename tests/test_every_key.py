@@ -140,7 +140,7 @@ class Lab:
         self.runs += 1
         start, judged, err = len(self.ep.requests), len(self.judge.requests), io.StringIO()
         obs = Obs()
-        with contextlib.redirect_stderr(err), contextlib.chdir(self.ws.root):
+        with contextlib.redirect_stderr(err):  # the lab fixture works from the workspace: relative paths land there
             try:
                 plan = self.ws.plan()
                 out = Path(plan.config.output_dir)
@@ -174,8 +174,9 @@ def endpoints():
 
 
 @pytest.fixture
-def lab(ws, endpoints):
+def lab(ws, endpoints, monkeypatch):
     model_ep, judge_ep = endpoints
+    monkeypatch.chdir(ws.root)
     yield Lab(ws, model_ep, judge_ep)
     model_ep.handler, judge_ep.handler = default_reply, (lambda seen, n: "Rating: 1")
 
