@@ -9,11 +9,15 @@ import shlex
 import signal
 import sys
 from pathlib import Path
-from typing import Optional, Sequence, TextIO
+from typing import TYPE_CHECKING, Optional, Sequence, TextIO
 
 from lalmeval import __version__
 from lalmeval.entry import program, run_command
 from lalmeval.errors import Interrupted, UserError, WriteFailed
+
+if TYPE_CHECKING:
+    from lalmeval.config import Config
+    from lalmeval.runspecs import Dataset
 
 EXIT_USER_ERROR = 2
 
@@ -192,7 +196,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_USER_ERROR if problems else 0
 
 
-def _validate_rows(dataset, config, columns: int) -> int:
+def _validate_rows(dataset: "Dataset", config: "Config", columns: int) -> int:
     """Read a local dataset's selected rows as a run would; print what would fail (at most 3, then a count). 1 when some would."""
     from lalmeval.data.source import locate, row_problems
 

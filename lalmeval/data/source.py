@@ -355,6 +355,10 @@ def to_sample(row: dict[str, Any], index: int, dataset: Dataset, base: Path, whe
     return sample
 
 
+class EmptySelection(UserError):
+    """A dataset that keeps no sample: the message names the filters that left its rows out."""
+
+
 def _select(scan: Iterator[dict[str, Any]], dataset: Dataset, keep: RowFilter, filters: Filters, seed: int, where: str) -> tuple[list[int], list[str]]:
     """Indices and ids of the selected rows, in file order, from the light scan."""
     kept: list[int] = []
@@ -378,10 +382,6 @@ def _select(scan: Iterator[dict[str, Any]], dataset: Dataset, keep: RowFilter, f
         raise EmptySelection(f"{where}: {selection.empty(dataset.name, keep)}")
     chosen = sample_count(kept, filters, seed)
     return chosen, [ids[i] for i in chosen]
-
-
-class EmptySelection(UserError):
-    """A dataset that keeps no sample: the message names the filters that left its rows out."""
 
 
 def unique_id(sample_id: str, seen: set[str], dataset: Dataset, where: str) -> None:
