@@ -9,11 +9,15 @@ import shlex
 import signal
 import sys
 from pathlib import Path
-from typing import Optional, Sequence, TextIO
+from typing import TYPE_CHECKING, Optional, Sequence, TextIO
 
 from lalmeval import __version__
 from lalmeval.entry import program, run_command
 from lalmeval.errors import Interrupted, UserError, WriteFailed
+
+if TYPE_CHECKING:
+    from lalmeval.config import Config
+    from lalmeval.runspecs import Dataset
 
 EXIT_USER_ERROR = 2
 
@@ -138,7 +142,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"error: {exc}. Free space (or fix the folder), then run again with: {command} --run-id {run_id}", file=sys.stderr)
         return EXIT_WRITE_FAILED
     if result.data_errors:
-        print(f"{len(result.data_errors)} dataset(s) could not be read (see above); the others were evaluated.", file=sys.stderr)
+        print(f"{len(result.data_errors)} dataset(s) were not evaluated (see above); the others were.", file=sys.stderr)
         return EXIT_USER_ERROR
     if result.write_error:
         print(f"error: {result.write_error}. Free space (or fix the folder), then resume with: {again}", file=sys.stderr)
@@ -196,19 +200,40 @@ def cmd_validate(args: argparse.Namespace) -> int:
         template = plan.judge_templates.get((dataset.name, metric))
         judged = f", judge template {template.name}" if template else ""
         print(f"  {dataset.name} × {metric}  ({dataset.category}/{dataset.task_type}, {dataset.source}{judged})")
+    for dataset in plan.datasets:  # where each definition comes from, as its runspec says
+        if dataset.spec.origin:
+            print(f"  origin of {dataset.name}: {dataset.spec.origin}")
     for name, reason in plan.skipped.items():
         print(f"  skipped {name}: {reason}")
     for line in short_secret_warnings(plan.config):
         print(line, file=sys.stderr)
     problems = 0
-    for dataset in plan.datasets:  # open every data file and check every mapped column
+    for dataset in plan.datasets:  # open every data file, check every mapped column, read every selected local row
         try:
             columns = inspect(dataset, plan.config.streaming)
-            print(f"  data of {dataset.name}: OK ({len(columns)} columns)")
+            problems += _validate_rows(dataset, plan.config, len(columns))
         except UserError as exc:
             problems += 1
             print(f"error: {exc}", file=sys.stderr)
     return EXIT_USER_ERROR if problems else 0
+
+
+def _validate_rows(dataset: "Dataset", config: "Config", columns: int) -> int:
+    """Read a local dataset's selected rows as a run would; print what would fail (at most 3, then a count). 1 when some would."""
+    from lalmeval.data.source import locate, row_problems
+
+    kind, path = locate(dataset)
+    if kind == "hub" and not path.is_dir():  # not downloaded by validate: its columns were checked from the metadata
+        print(f"  data of {dataset.name}: OK ({columns} columns; a hub dataset's rows are read by the run)")
+        return 0
+    count, problems = row_problems(dataset, config.filters, config.seed, config.streaming)
+    for sample_id, problem in problems[:3]:
+        print(f"error: dataset '{dataset.name}' ({dataset.source}): sample '{sample_id}' would fail: {problem}", file=sys.stderr)
+    if len(problems) > 3:
+        print(f"error: dataset '{dataset.name}': {len(problems) - 3} more sample(s) would fail", file=sys.stderr)
+    if not problems:
+        print(f"  data of {dataset.name}: OK ({columns} columns, {count} sample(s) selected)")
+    return int(bool(problems))
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -225,15 +250,16 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     from lalmeval.listing import lines
-    from lalmeval.runspecs import Catalog, runspec_dirs
+    from lalmeval.runspecs import Catalog, Locations, locations, runspec_dirs
 
+    base, where = Path.cwd(), Locations()
     extra: list[str] = []
-    base = Path.cwd()
     if args.config:
         from lalmeval.config import load_config
 
-        extra, base = load_config(args.config).runspec_dirs, Path(args.config).resolve().parent
-    catalog = Catalog.load(runspec_dirs(extra, base))
+        config, base = load_config(args.config), Path(args.config).resolve().parent
+        extra, where = config.runspec_dirs, locations(config.dataset_paths, config.dataset_root, base)
+    catalog = Catalog.load(runspec_dirs(extra, base), where)
     for line in lines(catalog, expand=args.expand, name=args.name):
         print(line)
     return 0

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Literal, Optional, Union
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
+from lalmeval.aliases import read_aliases
 from lalmeval.errors import UserError, closest
 from lalmeval.files import load_yaml
 from lalmeval.generation import Generation
@@ -233,6 +235,8 @@ class Config(Strict):
     repeat_runs: int = Field(1, ge=1, le=100, description="Ask every sample this many times; scores are the mean over repeats, with details.repeats and details.std; a runspec may override.")
     models: list[ModelInfo] = Field(min_length=1, description="The endpoints to evaluate.")
     runspec_dirs: list[str] = Field(default_factory=list, description="Extra folders of runspec JSON files (relative to this config file).")
+    dataset_paths: dict[str, str] = Field(default_factory=dict, description="Dataset name → its data file or folder (relative to this config file), instead of the runspec's hf_repo (Kimi-Audio-Evalkit's DATASETS.datasets map).")
+    dataset_root: Optional[str] = Field(None, description="Kimi-Audio-Evalkit's DATASETS.dataset_root (relative to this config file): format kimi datasets are found in it as Kimi finds them, and their relative audio paths start there.")
     prompts_file: Optional[str] = Field(None, description="YAML file adding or overriding system prompts and user prompt add-ons.")
     streaming: bool = Field(False, description="Stream hub datasets instead of downloading them whole.")
     seed: int = Field(0, ge=0, le=2**32 - 1, description="Seed for sampling (filters.shuffle) and for the bootstrap of score intervals and comparisons.")
@@ -295,17 +299,27 @@ def _describe(err: dict, source: str) -> str:
 
 
 def parse_config(raw: Any, source: str = "config") -> Config:
-    """Validate an already-loaded mapping as a Config; errors name the key."""
+    """Validate an already-loaded mapping as a Config; errors name the key. AU-Harness's key names are
+    read as lalmeval's, each with one note line on stderr."""
     if not isinstance(raw, dict):
         raise UserError(f"{source}: expected a mapping of keys at the top level")
     raw = interpolate(raw, source)
+    raw, notes = read_aliases(raw, source)
     try:
-        return Config.model_validate(raw)
+        config = Config.model_validate(raw)
     except ValidationError as exc:
         # A misspelt key also makes its correct spelling "missing": report the misspelling.
         errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
         # A message may quote a value (an invalid URL) that holds a token: scrub the config's secrets from it.
         raise UserError(Redactor(raw_secrets(raw))(_describe(errors[0], source))) from None
+    judge = config.judge_properties
+    if judge is not None and "judge_type" in judge.model_fields_set:
+        # Kept so that LALMEval and AU-Harness configs load; it cannot change a judge request, and says so.
+        notes.append(f"note: {source}: judge_properties.judge_type changes nothing: openai and vllm judges are asked the same way "
+                     f"(POST {{judge_api_endpoint}}/chat/completions; judge_api_version makes it Azure style); the key can be dropped")
+    for note in notes:
+        print(note, file=sys.stderr)
+    return config
 
 
 def load_config(path: str | Path) -> Config:

@@ -130,7 +130,7 @@ def _start(state: Execution, plan: Plan, store: RunStore, options: RunOptions) -
     for line in short_secret_warnings(plan.config):
         print(line, file=sys.stderr)
     for name, reason in plan.skipped.items():
-        print(f"skipping dataset '{name}': filtered out ({reason})", file=sys.stderr)
+        print(f"skipping dataset '{name}': {reason}", file=sys.stderr)
 
 
 def _result(state: Execution, scores: list[Score], jobs: Jobs) -> RunResult:
@@ -142,6 +142,11 @@ def _result(state: Execution, scores: list[Score], jobs: Jobs) -> RunResult:
             score.details["from_cache"] = {"answers": sum(job.stream.cached.values()), "runs": dict(job.stream.cached.most_common())}
         if len(state.endpoints.get(score.model, ())) > 1:  # one score pooled from several servers: name them
             score.details["replicas"] = [e.shown_url for e in state.endpoints[score.model]]
+        if job is not None and job.empty:
+            score.details["error"] = f"data: {job.empty}"
+    for (dataset, _), job in jobs.items():  # a stream whose filters kept nothing is reported like data that could not be opened
+        if job.empty:
+            state.data_errors.setdefault(dataset, job.empty)
     caches = {id(c): c for c in [*(j.cache for j in jobs.values()), state.judge.cache if state.judge else None] if c}
     write_failure = state.write_error or write_error() or next((j.failure for j in jobs.values() if j.failure and j.failure.startswith("cannot write")), None)
     named = [(f"{name} ({e.shown_url})" if len(group) > 1 else name, e) for name, group in state.endpoints.items() for e in group]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, Optional, Union
 
@@ -32,7 +32,7 @@ class DatasetSpec(BaseModel):
     language: str = Field(description="Language of the dataset: ISO code or English name.")
     target_language: Optional[str] = Field(None, description="Language of the references when it differs (speech translation); decides BLEU tokenization.")
     modality: Literal["audio", "text", "audio_text"] = Field("audio", description="audio: send the clip; text: send textual_input_column instead; audio_text: send both.")
-    audio_column: Optional[str] = Field("audio", description="Column holding the audio (HF audio struct or a file path).")
+    audio_column: Optional[Union[str, list[str]]] = Field("audio", description="Column(s) holding the audio: an HF audio struct, bytes, a file path (relative to the data file), a {path, start, end} span, or a list of those; several columns are the sample's clips in order (<audio 1>, <audio 2>, ...).")
     target_column: Optional[Union[str, list[str]]] = Field("reference", description="Column holding the reference answer; a list of columns makes the reference a JSON object of their values (for metrics that check several fields: IFEval's instruction_id_list and kwargs, BFCL's reference and tools).")
     additional_instruction_column: Optional[str] = Field(None, description="Column holding a per-row instruction (replaces `instruction`).")
     textual_input_column: Optional[str] = Field(None, description="Column holding text input (the question, or a transcript of the audio).")
@@ -80,7 +80,10 @@ _FORMAT_SPEC = {
 def with_format_defaults(spec: "DatasetSpec") -> "DatasetSpec":
     """The spec with its format's presets filled in wherever the runspec gave nothing."""
     preset = _FORMAT_SPEC.get(spec.format or "", {})
-    return spec.model_copy(update={k: v for k, v in preset.items() if k not in spec.model_fields_set})
+    filled = spec.model_copy(update={k: v for k, v in preset.items() if k not in spec.model_fields_set})
+    # Presets are not the runspec's own choice: the data's columns may still refine them (general_vmcq with audio_k).
+    object.__setattr__(filled, "__pydantic_fields_set__", set(spec.model_fields_set))
+    return filled
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,8 @@ class Dataset:
     task_type: str
     spec: DatasetSpec
     source: Path
+    group: Optional[str] = None   # the runspec entry whose folder it is one file of (a per-file format's folder)
+    data_root: Optional[Path] = None  # format kimi under the config's dataset_root: where Kimi's lookup starts
 
     @property
     def iso_language(self) -> str:
@@ -107,8 +112,8 @@ class Dataset:
         return (self.source.parent / value).resolve()
 
     def matches(self, name: str) -> bool:
-        """Whether `name` denotes this dataset, its task type or its category."""
-        return name in (self.name, self.task_type, self.category)
+        """Whether `name` denotes this dataset, its folder's entry, its task type or its category."""
+        return name in (self.name, self.group, self.task_type, self.category)
 
 
 PEERS = ("au_harness", "lmms", "lmms_v0.3", "kimi")  # whose declarations `reproduces` may name
@@ -154,24 +159,68 @@ def _check_reproduces(path: Path, name: str, value: Optional[str]) -> None:
 
 
 def _check_spec(path: Path, name: str, spec: DatasetSpec) -> None:
-    iso_code(spec.language, where=f"{path}: dataset '{name}': language")
-    if spec.answer_extraction == "regex" and not spec.answer_pattern:
-        raise UserError(f"{path}: dataset '{name}': answer_extraction regex needs answer_pattern")
-    if spec.choices and spec.choices_column:
-        raise UserError(f"{path}: dataset '{name}': give choices (the same for every row) or choices_column, not both")
+    where = f"{path}: dataset '{name}'"
+    iso_code(spec.language, where=f"{where}: language")
     if isinstance(spec.target_column, list) and (spec.choices or spec.choices_column or spec.format in CHOICE_FORMATS):
-        raise UserError(f"{path}: dataset '{name}': multiple choice reads its gold answer from one target_column, not a list")
-    if not (spec.choices or spec.choices_column or spec.format in CHOICE_FORMATS):
-        for field in ("mc_template", "shuffle_options"):
-            if getattr(spec, field) is not None:
-                raise UserError(f"{path}: dataset '{name}': {field} applies to multiple choice, and this dataset has no options "
-                                "(set choices_column or choices)")
+        raise UserError(f"{where}: multiple choice reads its gold answer from one target_column, not a list")
+    _check_fields_apply(spec, where)
     if spec.target_language:
-        iso_code(spec.target_language, where=f"{path}: dataset '{name}': target_language")
+        iso_code(spec.target_language, where=f"{where}: target_language")
     _check_reproduces(path, name, spec.reproduces)
 
 
-def _read_file(path: Path, category: str) -> list[Union[Dataset, Group]]:
+_SAVED_MARKERS = ("dataset_info.json", "dataset_dict.json", "state.json")
+
+
+def per_file_datasets(dataset: Dataset) -> list[Dataset]:
+    """A folder of several data files in a format whose tool scores each file on its own (Twinkle Eval's
+    folder, EvalScope's subset files): one dataset per file, `<entry>/<file>`, grouped under the entry."""
+    from lalmeval.data.folder import PER_FILE_FORMATS, declares_configs, per_file
+
+    folder = dataset.resolve_path(dataset.spec.hf_repo)
+    if dataset.spec.format not in PER_FILE_FORMATS or not folder.is_dir() or any((folder / m).exists() for m in _SAVED_MARKERS):
+        return [dataset]
+    if dataset.spec.subset is not None or declares_configs(folder):  # a hub snapshot: its README says which files are which
+        return [dataset]
+    files = per_file(folder)
+    if len(files) < 2:  # one file is the dataset itself
+        return [dataset]
+    return [Dataset(f"{dataset.name}/{name}", dataset.category, dataset.task_type, dataset.spec.model_copy(update={"hf_repo": str(path)}),
+                    dataset.source, group=dataset.name) for name, path in files]
+
+
+@dataclass(frozen=True)
+class Locations:
+    """Where the config says data lives: a path per dataset (dataset_paths), Kimi's dataset_root."""
+
+    paths: dict[str, Path] = field(default_factory=dict)
+    kimi_root: Optional[Path] = None
+
+    def place(self, dataset: Dataset) -> Dataset:
+        """The dataset read from where the config says (a named path wins over the Kimi root)."""
+        if dataset.name in self.paths:
+            return replace(dataset, spec=dataset.spec.model_copy(update={"hf_repo": str(self.paths[dataset.name])}))
+        if self.kimi_root is not None and dataset.spec.format == "kimi":
+            return replace(dataset, data_root=self.kimi_root)
+        return dataset
+
+
+def kimi_file(dataset: Dataset) -> Path:
+    """A format kimi dataset's jsonl under dataset_root, found as Kimi-Audio-Evalkit finds it: the runspec's
+    hf_repo ends in <series>/<name>.jsonl, looked for at <root>/<name>/<name>.jsonl, <root>/<series>/<name>.jsonl
+    and <root>/<series>/<name>/<name>.jsonl."""
+    assert dataset.data_root is not None
+    written = Path(dataset.spec.hf_repo)
+    name, series, root = written.stem, written.parent.name or written.stem, dataset.data_root
+    candidates = [root / name / f"{name}.jsonl", root / series / f"{name}.jsonl", root / series / name / f"{name}.jsonl"]
+    for candidate in dict.fromkeys(candidates):
+        if candidate.is_file():
+            return candidate
+    tried = ", ".join(str(c) for c in dict.fromkeys(candidates))
+    raise UserError(f"{dataset.source}: dataset '{dataset.name}': {name}.jsonl not found under dataset_root {root} (looked at {tried})")
+
+
+def _read_file(path: Path, category: str, where: Locations = Locations()) -> list[Union[Dataset, Group]]:
     raw = load_json(path, "runspec")
     if not isinstance(raw, dict):
         raise UserError(f"{path}: a runspec must be a JSON object of dataset name → settings")
@@ -190,8 +239,41 @@ def _read_file(path: Path, category: str) -> list[Union[Dataset, Group]]:
             continue
         spec = with_format_defaults(spec)
         _check_spec(path, name, spec)
-        entries.append(Dataset(name, category, path.stem, spec, path))
+        entries += per_file_datasets(where.place(Dataset(name, category, path.stem, spec, path)))
     return entries
+
+
+def _check_fields_apply(spec: DatasetSpec, where: str) -> None:
+    """Refuse fields that would be read and then do nothing with the rest of the entry."""
+    if spec.answer_extraction == "regex" and not spec.answer_pattern:
+        raise UserError(f"{where}: answer_extraction regex needs answer_pattern")
+    if spec.answer_pattern and spec.answer_extraction != "regex":
+        raise UserError(f"{where}: answer_pattern is read only by answer_extraction regex (this entry's is '{spec.answer_extraction}')")
+    if spec.choices and spec.choices_column:
+        raise UserError(f"{where}: give choices (the same for every row) or choices_column, not both")
+    if not (spec.choices or spec.choices_column or spec.format in CHOICE_FORMATS):
+        for field in ("mc_template", "shuffle_options"):
+            if getattr(spec, field) is not None:
+                raise UserError(f"{where}: {field} applies to multiple choice, and this dataset has no options (set choices_column or choices)")
+        if spec.answer_extraction != "default":
+            raise UserError(f"{where}: answer_extraction reads a multiple-choice answer, and this dataset has no options "
+                            "(set choices_column or choices); other replies are compared with the reference as a label")
+    if spec.format != "callhome":
+        for field in ("segment", "window_s"):
+            if field in spec.model_fields_set:
+                raise UserError(f"{where}: {field} cuts a CallHome folder (format callhome), and this entry's format is "
+                                f"{spec.format or 'not set'}")
+    elif "window_s" in spec.model_fields_set and spec.segment != "turns":
+        raise UserError(f"{where}: window_s sizes the windows of segment turns; with segment utterance every sample is one utterance")
+    if spec.messages_column or spec.format == "general_vqa":  # the message list is the whole prompt: these would be read and never sent
+        for field in ("instruction", "additional_instruction_column", "textual_input_column", "turns_column", "choices_column", "choices"):
+            if getattr(spec, field):
+                raise UserError(f"{where}: {field} cannot apply with messages_column: each row's message list is its whole prompt "
+                                "(write the instruction into the messages)")
+    if spec.turns_column:  # a dialogue's user turns are its text
+        for field in ("textual_input_column", "choices_column", "choices"):
+            if getattr(spec, field):
+                raise UserError(f"{where}: {field} cannot apply with turns_column: each turn is the user's text, sent as written")
 
 
 class Catalog:
@@ -202,9 +284,9 @@ class Catalog:
         self.groups = {g.name: g for g in groups or []}
 
     @classmethod
-    def load(cls, dirs: list[Path]) -> "Catalog":
-        """Read every runspec under `dirs`; a duplicate name is an error naming both files, a group member that
-        names nothing is an error naming the group's file."""
+    def load(cls, dirs: list[Path], where: Locations = Locations()) -> "Catalog":
+        """Read every runspec under `dirs` (data where `where` says); a duplicate name is an error naming both
+        files, a group member that names nothing is an error naming the group's file."""
         found: dict[str, Union[Dataset, Group]] = {}
         for root in dirs:
             if not root.is_dir():
@@ -212,11 +294,16 @@ class Catalog:
             # <dir>/<category>/<task_type>.json (or <dir>/<task_type>.json): data folders below stay out.
             for path in sorted([*root.glob("*.json"), *root.glob("*/*.json")]):
                 category = path.parent.name if path.parent != root else path.stem
-                for entry in _read_file(path, category):
+                for entry in _read_file(path, category, where):
                     if entry.name in found:
                         raise UserError(f"dataset '{entry.name}' is defined twice: {found[entry.name].source} and {path}")
                     found[entry.name] = entry
-        catalog = cls([e for e in found.values() if isinstance(e, Dataset)], [e for e in found.values() if isinstance(e, Group)])
+        datasets = [e for e in found.values() if isinstance(e, Dataset)]
+        entries = set(found) | {d.group for d in datasets if d.group}
+        for name in where.paths:
+            if name not in entries:
+                raise UserError(f"dataset_paths: unknown dataset '{name}'{closest(name, entries)}")
+        catalog = cls(datasets, [e for e in found.values() if isinstance(e, Group)])
         catalog._check_groups()
         return catalog
 
@@ -244,11 +331,12 @@ class Catalog:
             return [self.datasets[name]]
         if name in self.groups:
             return self.members(name)
-        for level in ("task_type", "category"):
+        for level in ("group", "task_type", "category"):
             hits = [d for d in self.datasets.values() if getattr(d, level) == name]
             if hits:
                 return sorted(hits, key=lambda d: d.name)
         choices = set(self.datasets) | set(self.groups) | {d.task_type for d in self.datasets.values()} | {d.category for d in self.datasets.values()}
+        choices |= {d.group for d in self.datasets.values() if d.group}
         raise UserError(f"unknown dataset, task type or category '{name}'{closest(name, choices)}")
 
     def tree(self) -> dict[str, dict[str, list[str]]]:
@@ -263,3 +351,9 @@ def runspec_dirs(extra: list[str], base: Path) -> list[Path]:
     """The built-in runspec directory plus the config's extra ones (relative to the config)."""
     dirs = [BUILTIN_DIR] if BUILTIN_DIR.is_dir() else []
     return dirs + [(base / d).resolve() for d in extra]
+
+
+def locations(paths: dict[str, str], root: Optional[str], base: Path) -> Locations:
+    """The config's dataset_paths and dataset_root, relative to the config's folder."""
+    return Locations({name: (base / path).expanduser().resolve() for name, path in paths.items()},
+                     (base / root).expanduser().resolve() if root else None)

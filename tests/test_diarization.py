@@ -145,10 +145,10 @@ def test_empty_prediction_deletes_every_reference_word():
     assert items[0]["wder"] is None and details["wder"] is None
 
 
-def test_window_with_empty_reference_adds_its_insertions_as_meeteval_combines():
-    value, details, items = run([("A:", "A: ha ha"), ("A: hello there", "A: hello there")])
-    assert items[0]["score"] is None and items[0]["insertions"] == 2
-    assert value == pytest.approx(100.0) and details["empty_references"] == 1
+def test_a_window_whose_reference_normalizes_to_nothing_is_unscored_not_counted():
+    value, details, items = run([("A: [laughter]", "A: ha ha"), ("A: hello there", "A: hello there")])
+    assert items[0] == {"score": None, "reason": "empty reference after normalization"}
+    assert value == pytest.approx(0.0) and details["insertions"] == 0 and details["windows"] == 1
 
 
 def test_unspaced_scripts_are_scored_by_characters():

@@ -107,7 +107,8 @@ def test_binary_judge_without_reference_is_a_counted_failure(ws):
     with ScriptedEndpoint(lambda s, n: "x") as m, ScriptedEndpoint(lambda s, n: "Rating: 1") as j:
         score = go(ws, m, j, "llm_judge_binary").scores[0]
         assert j.requests == []
-    assert score.score is None and score.details["num_judge_failed"] == 2
+    # the judge is never asked; like every metric without a reference, the samples fail under that reason
+    assert score.score is None and score.num_failed == 2 and score.details["failures"] == {"empty reference": 2}
 
 
 def test_unparseable_and_failed_judgments_are_counted_not_zeroed(ws):

@@ -17,7 +17,7 @@ from lalmeval.choices import LETTERS
 from lalmeval.data.audio import AudioError, PreparedAudio, audio_identity, prepare
 from lalmeval.data.images import ImageError, ImagePart
 from lalmeval.data.messages import Conversation, Text, Turn, image_parts
-from lalmeval.data.source import Source
+from lalmeval.data.source import EmptySelection, Source
 from lalmeval.errors import UserError
 from lalmeval.inference.client import Endpoint, RequestFailed
 from lalmeval.inference.protocols import Answer, Protocol, ReplyError, RequestError
@@ -162,6 +162,7 @@ class SampleQueue:
         self._samples, self._admit, self.repeats = samples, admit, repeats
         self._queue: asyncio.Queue = asyncio.Queue(maxsize=max(ahead, READ_AHEAD))
         self.failure: Optional[str] = None
+        self.empty: Optional[str] = None   # a stream that selected no sample: why (naming the filters)
         self.read = 0
 
     def _take(self) -> tuple[list[Sample], Optional[Exception]]:
@@ -191,6 +192,8 @@ class SampleQueue:
                     raise error
                 if not batch:
                     break
+        except EmptySelection as exc:  # read to its end, nothing kept: not broken, but nothing to evaluate
+            self.empty = str(exc)
         except UserError as exc:  # bad data met while reading: its own one-line message
             self.failure = str(exc)
         except InvariantError as exc:  # a streamed dataset repeats an id: bad data too
@@ -255,6 +258,7 @@ class InferenceJob:
         self.reused = 0
         self.failure: Optional[str] = None   # why the pass as a whole could not go on, if it could not
         self.broken_off: Optional[str] = None  # the data could not be read to its end: why, and after how many rows
+        self.empty: Optional[str] = None       # a streamed dataset whose filters kept no sample: why
         self.before_request: Optional[Callable[[], Awaitable[None]]] = None  # e.g. start a server not launched up front
         self.started: Optional[float] = None
         self._writer: Optional[JsonlWriter] = None
@@ -354,6 +358,7 @@ class InferenceJob:
             await asyncio.gather(reader, stopper, return_exceptions=True)
         # The data broke off: what it still owed cannot be read. (A stopped run leaves its open samples
         # interrupted instead, for a resume to request; the break shows again then.)
+        self.empty = queue.empty
         if queue.failure is not None and not self.stop.is_set():
             self.failure = f"data: {queue.failure}"
             self.broken_off = f"the data broke off after {queue.read} row(s): {queue.failure}"

@@ -16,8 +16,9 @@ scores its WER. Speakers without a word after normalization do not count.
   reference speakers so that the total word errors are minimal, and errors / reference words.
   Computed by `meeteval.wer.cp_word_error_rate` (von Neumann et al., "MeetEval",
   arXiv:2307.11394). The score is the corpus value in percent: Σ errors / Σ reference words
-  over windows, as `meeteval.wer.combine_error_rates` combines them (so a window with an empty
-  reference adds its insertions). `details.cpwer` is the same as a fraction.
+  over windows, as `meeteval.wer.combine_error_rates` combines them. A window whose reference has
+  no word after normalization is not scored (lalmeval's rule for every metric: it fails with
+  `empty reference after normalization`). `details.cpwer` is the same as a fraction.
 - **WDER** (word diarization error rate; Shafey et al., arXiv:1907.05337, as implemented by
   DiarizationLM, Wang et al., arXiv:2401.03506, `diarizationlm/metrics.py` in
   github.com/google/speaker-id): the word sequences are aligned ignoring speakers (Levenshtein,
@@ -37,7 +38,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from lalmeval.metrics.base import METRICS, SampleScore
+from lalmeval.metrics.base import METRICS, SampleScore, empty_reference, sample_stats, unscored
 from lalmeval.metrics.wer import UnitMetric
 from lalmeval.records import Record
 from lalmeval.stats import SampleStats, ratio
@@ -184,16 +185,16 @@ class SpeakerDiarization(UnitMetric):
     name = "speaker_diarization"
 
     def score_record(self, record: Record) -> SampleScore:
-        return score_window(record.reference or "", record.prediction or "", self.units)
+        item = score_window(record.reference or "", record.prediction or "", self.units)
+        if (empty := empty_reference(record.reference, item["ref_words"])) is not None:
+            return unscored(empty)
+        return item
 
     def sample_stats(self, items: list[SampleScore]) -> Optional[SampleStats]:
-        # Every window, empty references included: their insertions count, as in the corpus value.
-        if not items:
-            return None
-        ids = tuple(str(x.get("id", i)) for i, x in enumerate(items))
-        return SampleStats(ids, np.asarray([[x["errors"], x["ref_words"]] for x in items], dtype=np.float64), ratio(100.0))
+        return sample_stats(items, lambda x: (x["errors"], x["ref_words"]), ratio(100.0))
 
     def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
+        items = [x for x in items if x["score"] is not None]
         total = {key: sum(x[key] for x in items) for key in (
             "errors", "ref_words", "substitutions", "deletions", "insertions",
             "missed_speakers", "falarm_speakers", "wder_errors", "wder_words")}
@@ -204,7 +205,6 @@ class SpeakerDiarization(UnitMetric):
             "speaker_count_error": _ratio(sum(abs(x["speaker_count_error"]) for x in items), len(items)),
             **{("reference_words" if k == "ref_words" else k): v for k, v in total.items()},
             "windows": len(items),
-            "empty_references": sum(1 for x in items if not x["ref_words"]),
             "normalizer": self.units.normalizer_name, "unit": self.units.unit,
         }
         return (100.0 * cp if cp is not None else None), details

@@ -6,7 +6,7 @@ import functools
 from typing import Any, Optional
 
 from lalmeval.languages import default_error_unit, default_normalizer
-from lalmeval.metrics.base import METRICS, MeanMetric, SampleScore, text_pair
+from lalmeval.metrics.base import METRICS, MeanMetric, SampleScore, empty_reference, text_pair, unscored
 from lalmeval.metrics.normalize import normalizer, split_units
 from lalmeval.records import Record
 
@@ -42,8 +42,8 @@ class Rouge(MeanMetric):
 
     def score_record(self, record: Record) -> SampleScore:
         hypothesis, reference = text_pair(record)
-        if not reference:
-            return {"score": None, "reason": "empty reference"}
+        if (empty := empty_reference(reference, reference and self._scorer._tokenizer.tokenize(reference))) is not None:
+            return unscored(empty)
         values = {name: 100.0 * s.fmeasure for name, s in self._scorer.score(reference, hypothesis).items()}
         return {"score": values["rougeL"], **values}
 
@@ -55,4 +55,4 @@ class Rouge(MeanMetric):
         tokens = getattr(self._scorer, "_tokenizer", None)
         tokenizer = (f"normalizer {tokens.normalizer_name}, unit {tokens.unit}" if isinstance(tokens, _Tokens)
                      else "rouge-score default, Porter stemmer")
-        return means["rougeL"], {**means, "tokenizer": tokenizer, "scored": len(kept), "empty_references": len(items) - len(kept)}
+        return means["rougeL"], {**means, "tokenizer": tokenizer, "scored": len(kept)}

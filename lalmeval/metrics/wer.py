@@ -6,10 +6,9 @@ import functools
 from typing import Any, Optional
 
 import jiwer
-import numpy as np
 
 from lalmeval.languages import default_error_unit, default_normalizer
-from lalmeval.metrics.base import METRICS, Metric, SampleScore
+from lalmeval.metrics.base import METRICS, Metric, SampleScore, empty_reference, sample_stats, unscored
 from lalmeval.metrics.normalize import normalizer, require, split_units
 from lalmeval.records import Record
 from lalmeval.runspecs import Dataset
@@ -75,35 +74,32 @@ class WordErrorRate(UnitMetric):
     def score_record(self, record: Record) -> SampleScore:
         ref = self.tokens(record.reference or "")
         hyp = self.tokens(record.prediction or "")
+        if (empty := empty_reference(record.reference, ref)) is not None:
+            return unscored(empty, prediction_norm=" ".join(hyp))
         s, d, i = edit_counts(ref, hyp)
         errors = s + d + i
         return {
-            "score": errors / len(ref) if ref else None,
+            "score": errors / len(ref),
             "errors": errors, "substitutions": s, "deletions": d, "insertions": i,
             "ref_tokens": len(ref), "reference_norm": " ".join(ref), "prediction_norm": " ".join(hyp),
         }
 
     def sample_stats(self, items: list[SampleScore]) -> Optional[SampleStats]:
-        # Every sample, empty references included: their insertions count in the numerator.
-        if not items:
-            return None
-        ids = tuple(str(x.get("id", i)) for i, x in enumerate(items))
-        values = np.asarray([[x["errors"], x["ref_tokens"]] for x in items], dtype=np.float64)
-        return SampleStats(ids, values, ratio(100.0))
+        return sample_stats(items, lambda x: (x["errors"], x["ref_tokens"]), ratio(100.0))
 
     def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
-        ref_total = sum(x["ref_tokens"] for x in items)
-        errors = sum(x["errors"] for x in items)
-        per_sample = [x["score"] for x in items if x["score"] is not None]
+        scored = [x for x in items if x["score"] is not None]
+        ref_total = sum(x["ref_tokens"] for x in scored)
+        errors = sum(x["errors"] for x in scored)
         details = {
             "unit": self.unit,
             "normalizer": self.normalizer_name,
             "corpus_wer": errors / ref_total if ref_total else None,
-            "mean_sample_wer": sum(per_sample) / len(per_sample) if per_sample else None,
-            "substitutions": sum(x["substitutions"] for x in items),
-            "deletions": sum(x["deletions"] for x in items),
-            "insertions": sum(x["insertions"] for x in items),
+            "mean_sample_wer": sum(x["score"] for x in scored) / len(scored) if scored else None,
+            "substitutions": sum(x["substitutions"] for x in scored),
+            "deletions": sum(x["deletions"] for x in scored),
+            "insertions": sum(x["insertions"] for x in scored),
             "reference_tokens": ref_total,
-            "empty_references": len(items) - len(per_sample),
+            "scored": len(scored),
         }
         return (100.0 * errors / ref_total if ref_total else None), details

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Optional
 
 from lalmeval.choices import apply, format_prompt, permutation, remap_gold
-from lalmeval.data.messages import Audio, Conversation, Text, Turn, interleave
+from lalmeval.data.messages import Audio, Conversation, Text, Turn, has_placeholder, interleave
 from lalmeval.preprocess.base import PREPROCESSORS, Preprocessor
 from lalmeval.records import Prompt, Sample
 
@@ -30,7 +30,8 @@ class GeneralPreprocessor(Preprocessor):
 
     def prompt(self, sample: Sample, repeat: int = 0) -> Prompt:
         spec = self.dataset.spec
-        with_audio = spec.modality != "text"
+        # general_vmcq's audio_k columns are like its image_k ones: a row may have none, and is then text only.
+        with_audio = spec.modality != "text" and (bool(sample.audio) or spec.format != "general_vmcq")
         if sample.conversation is not None:
             return self._conversation(sample, with_audio)
         if sample.turns:
@@ -46,19 +47,26 @@ class GeneralPreprocessor(Preprocessor):
             choice = {"options": tuple(shown), "gold": gold, "permutation": tuple(perm)}
         text = _join(question, *self.add_ons)
         audios = len(sample.audio) if with_audio else 0
-        conversation = Conversation.user(interleave(text, list(sample.images), audios), self.system) if sample.images else None
+        # Images, and clips a <audio k> places, stand where the text puts them; otherwise the clips follow the text.
+        placed = sample.images or has_placeholder(text)
+        conversation = Conversation.user(interleave(text, list(sample.images), audios), self.system) if placed else None
         return Prompt(text=text, system=self.system, with_audio=with_audio, conversation=conversation, **choice)
 
     def _conversation(self, sample: Sample, with_audio: bool) -> Prompt:
-        """A message list (general_vqa) is the prompt: its system message after ours, add-ons on its last turn."""
+        """A message list (general_vqa) is the prompt: its system message after ours, add-ons on its last turn.
+
+        Its own clips stand where its parts put them and are sent whatever the modality; clips of an
+        audio column follow its last turn (with a modality that sends audio)."""
         conv = sample.conversation
         turns = list(conv.turns)
         if self.add_ons:
             last = turns[-1]
             turns[-1] = Turn(last.role, last.parts + (Text(_join(*self.add_ons)),))
-        if with_audio and sample.audio:  # clips the messages do not place go after the last turn's parts
+        own = len(conv.audio)
+        if with_audio and len(sample.audio) > own:  # clips the messages do not place go after the last turn's parts
             last = turns[-1]
-            turns[-1] = Turn(last.role, last.parts + tuple(Audio(i) for i in range(len(sample.audio))))
+            turns[-1] = Turn(last.role, last.parts + tuple(Audio(i) for i in range(own, len(sample.audio))))
+        with_audio = with_audio or own > 0
         system = _join(self.system, conv.system, sep="\n\n") or None
         text = _join(*(p.text for t in turns if t.role == "user" for p in t.parts if isinstance(p, Text)))
         return Prompt(text=text, system=system, with_audio=with_audio, conversation=Conversation(system, tuple(turns)))

@@ -83,8 +83,9 @@ def _audio_seconds(data: bytes) -> float:
 class ScriptedEndpoint:
     """Start with `with ScriptedEndpoint(handler) as ep:`; `ep.url` is the /v1 base URL."""
 
-    def __init__(self, handler: Optional[Handler] = None, latency: float = 0.0, ssl_context: Optional[ssl.SSLContext] = None):
+    def __init__(self, handler: Optional[Handler] = None, latency: float = 0.0, ssl_context: Optional[ssl.SSLContext] = None, port: int = 0):
         self.handler = handler or (lambda seen, n: "ok")
+        self._want_port = port  # 0: any free port
         self.ssl_context = ssl_context  # serve https with this context's certificate
         self.latency = latency
         self.requests: list[Seen] = []
@@ -153,7 +154,7 @@ class ScriptedEndpoint:
         self._route(app)
         runner = web.AppRunner(app, access_log=None)
         self._loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=self.ssl_context)
+        site = web.TCPSite(runner, "127.0.0.1", self._want_port, ssl_context=self.ssl_context)
         self._loop.run_until_complete(site.start())
         self.port = site._server.sockets[0].getsockname()[1]
         self._runner = runner
