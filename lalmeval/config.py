@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal, Optional, Union
 from urllib.parse import urlsplit, urlunsplit
@@ -105,11 +106,22 @@ class ModelInfo(Strict):
                 raise ValueError("a list of URLs must hold at least one")
             if len(set(value)) != len(value):
                 raise ValueError("a URL is listed twice")
+            if any("{port}" in v for v in value if isinstance(v, str)):
+                raise ValueError("{port} (a free port picked at run time) goes in a single url; use replicas: N for several")
             return [check_url(v) for v in value]
+        if isinstance(value, str) and "{port}" in value:
+            if value.count("{port}") > 1 or not re.search(r"^[a-z]+://[^/]*:\{port\}(/|$)", value):
+                raise ValueError(f"{value!r}: {{port}} stands for the port, as in http://127.0.0.1:{{port}}/v1")
+            check_url(value.replace("{port}", "1"))
+            return value
         return check_url(value)
 
     @model_validator(mode="after")
     def _replicas(self) -> "ModelInfo":
+        if isinstance(self.url, str) and "{port}" in self.url:
+            if not self.launch or "{port}" not in self.launch:
+                raise ValueError("url uses {port} (a free port picked at run time): give a launch command that uses {port} too, so the server listens there")
+            return self
         if self.replicas > 1 and isinstance(self.url, list):
             raise ValueError("give either a list of URLs or replicas: N with one URL (its port is the first replica's), not both")
         if self.replicas > 1 and urlsplit(self.url).port is None:
@@ -124,8 +136,8 @@ class ModelInfo(Strict):
         """The URL of each replica: the listed ones, or the url's port counted up `replicas` times."""
         if isinstance(self.url, list):
             return list(self.url)
-        if self.replicas == 1:
-            return [self.url]
+        if self.replicas == 1 or "{port}" in self.url:
+            return [self.url] * self.replicas
         parts = urlsplit(self.url)
         host = parts.hostname if ":" not in (parts.hostname or "") else f"[{parts.hostname}]"
         netloc = (parts.netloc.rsplit("@", 1)[0] + "@" if "@" in parts.netloc else "") + host

@@ -12,6 +12,7 @@ from typing import Callable
 
 from lalmeval.config import Config, ModelInfo
 from lalmeval.errors import UserError
+from lalmeval.inference.ports import PORT, fill_ports
 
 # Settings that decide a reply: every replica of a group must agree on them.
 _SHARED = ("temperature", "max_tokens", "audio_format", "chunk_size", "long_audio", "api_version", "generation_kwargs")
@@ -24,6 +25,7 @@ class Replica:
     info: ModelInfo
     entry: str      # the config entry it comes from
     index: int      # 0, 1, ... within that entry (the {replica} of its launch command)
+    configured: str = ""  # its URL as the config writes it: with {port} still in it when the port is picked at run time
 
     @property
     def label(self) -> str:
@@ -48,13 +50,16 @@ class ModelGroup:
 
     @property
     def identity(self) -> str:
-        """What stands for 'the same server' in a request's identity: the set of replica URLs."""
-        return " ".join(sorted(r.info.url.rstrip("/") for r in self.replicas))
+        """What stands for 'the same server' in a request's identity: the set of replica URLs as configured
+        (a port picked at run time changes every run; the server it stands for does not)."""
+        return " ".join(sorted((r.configured or r.info.url).rstrip("/") for r in self.replicas))
 
 
 def _replicas(entry: ModelInfo) -> list[Replica]:
-    urls = entry.replica_urls()
-    return [Replica(entry.model_copy(update={"url": url, "replicas": 1}), entry.name, i) for i, url in enumerate(urls)]
+    configured = entry.replica_urls()
+    urls = fill_ports(configured[0], len(configured), f"model '{entry.name}'") if PORT in configured[0] else configured
+    return [Replica(entry.model_copy(update={"url": url, "replicas": 1}), entry.name, i, template)
+            for i, (url, template) in enumerate(zip(urls, configured))]
 
 
 def model_groups(config: Config) -> list[ModelGroup]:
