@@ -135,6 +135,7 @@ REFUSALS = {
     "unknown format": ("POST", "/v1/audio/transcriptions", *multipart({"response_format": "xml"}, CLIP), 400, "'response_format' must be one of"),
     "word timestamps": ("POST", "/v1/audio/transcriptions", *multipart({"timestamp_granularities[]": "word"}, CLIP), 422, "word timestamps are not supported"),
     "translation by a model that cannot": ("POST", "/v1/audio/translations", *multipart({}, CLIP), 422, "this model does not translate"),
+    "file over --max-body-mb": ("POST", "/v1/audio/transcriptions", *multipart({}, b"\0" * (1024 * 1024 + 10)), 413, "request body too large (at most 1 MB)"),
     "body over --max-body-mb": ("POST", "/v1/chat/completions", b"{" + b" " * (1024 * 1024 + 10) + b"}", {"Content-Type": "application/json"}, 413, "request body too large (at most 1 MB)"),
 }
 

@@ -6,10 +6,9 @@ import argparse
 import os
 import socket
 import sys
-from concurrent.futures.process import BrokenProcessPool
 
 from lalmeval.errors import UserError
-from lalmeval.serve.runtime import BUILTIN
+from lalmeval.serve.builtin import BUILTIN  # names only: `lalmeval --help` imports no server code
 
 
 def add_arguments(parser: argparse.ArgumentParser, default_model: str | None = None, default_port: int = 8000) -> None:
@@ -39,14 +38,17 @@ def _listen(host: str, port: int) -> socket.socket:
 
 def serve(args: argparse.Namespace) -> int:
     """Load the model, open the port, serve until SIGINT/SIGTERM."""
+    from concurrent.futures.process import BrokenProcessPool
+
     from aiohttp import web
 
     from lalmeval.serve.app import Limits, make_app
     from lalmeval.serve.runtime import Runner, load_model
 
-    for name, value in (("--max-batch-size", args.max_batch_size), ("--max-queue", args.max_queue - 1), ("--max-body-mb", args.max_body_mb - 1)):
-        if value < 0:
-            raise UserError(f"{name} must be positive")
+    for name, value, least in (("--max-batch-size", args.max_batch_size, 0), ("--max-queue", args.max_queue, 1),
+                               ("--max-body-mb", args.max_body_mb, 1), ("--max-wait-ms", args.max_wait_ms, 0)):
+        if value < least:
+            raise UserError(f"{name} must be at least {least}")
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())  # `--model my_model:MyModel` finds my_model.py where the command runs
     model = load_model(args.model)

@@ -8,17 +8,11 @@ from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, Optional, Sequence, Union
 
 from lalmeval.errors import UserError
+from lalmeval.serve.builtin import BUILTIN
 from lalmeval.serve.errors import ApiError
 from lalmeval.serve.model import Answer, AudioModel, ChatInput, Reply, Segment, TranscriptionInput
 
 SAMPLE_RATE = 16000
-# Built-in models by name; a model's own module is imported only when it is served, so the core
-# never imports faster-whisper or pocketsphinx.
-BUILTIN = {
-    "whisper-tiny.en": "lalmeval.serve.builtin.whisper:WhisperTinyEn",
-    "pocketsphinx": "lalmeval.serve.builtin.pocketsphinx:PocketsphinxCommands",
-    "echo": "lalmeval.serve.builtin.echo:EchoInputs",
-}
 CHAT, TRANSCRIPTION = "chat", "transcription"
 
 

@@ -42,10 +42,13 @@ async def read_form(request: web.Request, limit: int) -> Form:
         while (part := await reader.next()) is not None:
             if not isinstance(part, BodyPartReader):
                 raise BadRequest("nested multipart bodies are not accepted")
-            data = bytes(await part.read())
-            size += len(data)
-            if size > limit:
-                raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=size)
+            pieces = []
+            while chunk := await part.read_chunk(1 << 16):  # counted as it arrives: an oversized file is never held whole
+                size += len(chunk)
+                if size > limit:
+                    raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=size)
+                pieces.append(chunk)
+            data = b"".join(pieces)
             if part.name == "file":
                 audio = data
             elif part.name:
