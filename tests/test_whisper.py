@@ -103,6 +103,15 @@ def test_a_clip_longer_than_whisper_hears_at_once_is_cut_in_its_silences(whisper
     assert corpus_wer([" ".join(r["reference"] for r in rows)], [result.text]) < 60
 
 
+def test_a_transcription_prompt_reaches_whisper_as_its_previous_text(whisper):
+    plain = whisper.client.audio.transcriptions.create(model="whisper-tiny.en", file=("c.flac", audio(CLIPS[1])))
+    prompted = whisper.client.audio.transcriptions.create(model="whisper-tiny.en", file=("c.flac", audio(CLIPS[1])),
+                                                          prompt="Turn on the office heater.")
+    # <|startofprev|> and the prompt's 6 tokens come before the 2-token start sequence
+    assert (plain.usage.input_tokens, prompted.usage.input_tokens) == (1502, 1509)
+    assert prompted.usage.input_token_details.audio_tokens == 1500
+
+
 def test_an_english_only_model_refuses_other_languages_and_translation(whisper):
     with pytest.raises(openai.UnprocessableEntityError, match="transcribes English only, not 'de'"):
         whisper.client.audio.transcriptions.create(model="whisper-tiny.en", file=("c.flac", audio(CLIPS[0])), language="de")

@@ -10,7 +10,7 @@ from typing import Any, Optional, Sequence, Union
 from lalmeval.errors import UserError
 from lalmeval.serve.builtin import BUILTIN
 from lalmeval.serve.errors import ApiError
-from lalmeval.serve.model import Answer, AudioModel, ChatInput, Reply, Segment, TranscriptionInput
+from lalmeval.serve.model import Answer, AudioModel, ChatInput, Reply, Segment
 
 SAMPLE_RATE = 16000
 CHAT, TRANSCRIPTION = "chat", "transcription"
