@@ -3,6 +3,7 @@ that are always OpenAI error objects — against the real server process and the
 
 import base64
 import json
+import socket
 import subprocess
 import sys
 import textwrap
@@ -149,6 +150,21 @@ def test_every_refusal_is_an_openai_error_object_with_its_status(echo, case):
     error = json.loads(answer)["error"]
     assert message in error["message"] and error["code"] == status and set(error) == {"message", "type", "param", "code"}
     assert b"Traceback" not in answer
+
+
+@pytest.mark.parametrize("raw", [b"GARBAGE\r\n\r\n", b"GET /v1/models HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n"],
+                         ids=["not HTTP", "broken header"])
+def test_a_request_that_is_not_even_http_gets_an_error_object_too(echo, raw):
+    port = int(echo.url.rsplit(":", 1)[1].split("/")[0])
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(raw)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.0 400") and b"Content-Type: application/json" in head, answer
+    error = json.loads(body)["error"]
+    assert error["code"] == 400 and error["type"] == "invalid_request_error" and error["message"]
 
 
 def test_models_list_and_model_card_answer_the_sdk(echo):

@@ -78,6 +78,11 @@ def test_max_tokens_cuts_the_reply_and_n_gives_that_many_choices(whisper):
     assert {c.finish_reason for c in cut.choices} == {"length"} and cut.usage.completion_tokens == 6
 
 
+def test_a_temperature_above_zero_samples_each_choice(whisper):
+    sampled = whisper.client.chat.completions.create(model="whisper-tiny.en", messages=chat_messages(CLIPS[0]), temperature=1.0, n=3)
+    assert len(sampled.choices) == 3 and all(c.message.content and c.finish_reason == "stop" for c in sampled.choices)
+
+
 def test_verbose_json_srt_and_vtt_carry_whisper_timestamps(whisper):
     row = CLIPS[2]
     seconds = len(decode(audio(row))) / 16000

@@ -57,6 +57,27 @@ def _http_message(exc: web.HTTPException, request: web.Request) -> str:
     return exc.reason or str(exc)
 
 
+def json_protocol_errors() -> None:
+    """Make aiohttp's own answers to requests it cannot even parse (a bad request line or header, answered
+    before any middleware runs) OpenAI error objects too. Patched on aiohttp's handler class, so it is
+    called only by `lalmeval serve`, in a process that serves nothing else."""
+    from aiohttp import web_protocol
+
+    original = web_protocol.RequestHandler.handle_error
+    if getattr(original, "json_errors", False):
+        return
+
+    def handle_error(self: Any, request: Any, status: int = 500, exc: Optional[BaseException] = None, message: Optional[str] = None) -> web.StreamResponse:
+        plain = original(self, request, status, exc, message)  # logs the error as aiohttp does
+        text = (plain.text or "").strip() if isinstance(plain, web.Response) else ""
+        response = error_response(status, " ".join(text.split()) or f"HTTP {status}")
+        response.force_close()
+        return response
+
+    handle_error.json_errors = True  # type: ignore[attr-defined]
+    web_protocol.RequestHandler.handle_error = handle_error  # type: ignore[method-assign]
+
+
 @web.middleware
 async def json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Turn refusals, aiohttp's own 404/405/413 and any bug into OpenAI error objects."""

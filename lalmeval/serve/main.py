@@ -43,6 +43,7 @@ def serve(args: argparse.Namespace) -> int:
     from aiohttp import web
 
     from lalmeval.serve.app import Limits, make_app
+    from lalmeval.serve.errors import json_protocol_errors
     from lalmeval.serve.runtime import Runner, load_model
 
     for name, value, least in (("--max-batch-size", args.max_batch_size, 0), ("--max-queue", args.max_queue, 1),
@@ -63,6 +64,7 @@ def serve(args: argparse.Namespace) -> int:
     limits = Limits(args.max_body_mb, args.max_batch_size, args.max_wait_ms, args.max_queue)
     shown = f"[{args.host}]" if ":" in args.host else args.host
     ready = f"serving {', '.join(ids)} on http://{shown}:{port}/v1 (batches of up to {limits.max_batch or model.max_batch_size}, {runner.workers} at a time)"
+    json_protocol_errors()
     web.run_app(make_app(runner, ids, limits), sock=sock, print=lambda *_: print(ready, flush=True), access_log=None,
                 handler_cancellation=True)  # a client that goes away takes its waiting requests with it
     return 0
