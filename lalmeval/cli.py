@@ -1,4 +1,4 @@
-"""Command line: lalmeval run | init | validate | check | list | report."""
+"""Command line: lalmeval run | init | validate | check | list | report | serve."""
 
 from __future__ import annotations
 
@@ -71,6 +71,12 @@ def _parser() -> argparse.ArgumentParser:
                             description="Build one leaderboard from the final_scores.json of one or more run directories.")
     report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (run_logs/<run_id>)")
     report.add_argument("--out", default="leaderboard.html", help="HTML file to write (default: leaderboard.html)")
+
+    from lalmeval.serve.main import add_arguments
+
+    serve = sub.add_parser("serve", parents=[common], help="serve a model behind an OpenAI-compatible API",
+                           description="Serve a built-in model or your own AudioModel class behind an OpenAI-compatible HTTP API.")
+    add_arguments(serve)
     return parser
 
 
@@ -265,6 +271,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from lalmeval.serve.main import serve
+
+    return serve(args)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from lalmeval.reports import write_leaderboard
     from lalmeval.store import WriteFailed
@@ -348,7 +360,8 @@ def _main(argv: Optional[Sequence[str]]) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    handlers = {"run": cmd_run, "init": cmd_init, "validate": cmd_validate, "check": cmd_check, "list": cmd_list, "report": cmd_report}
+    handlers = {"run": cmd_run, "init": cmd_init, "validate": cmd_validate, "check": cmd_check, "list": cmd_list, "report": cmd_report,
+                "serve": cmd_serve}
     try:
         return handlers[args.command](args)
     except UserError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any, Literal, Optional, Union
@@ -79,7 +80,7 @@ class Filters(Strict):
 class ModelInfo(Strict):
     name: str = Field(description="Name of this model in reports and file names. Different names are different models, even with one model id; entries sharing a name are replicas of one model.")
     inference_type: Literal["openai", "vllm", "transcription"] = Field("openai", description="openai / vllm: POST {url}/chat/completions; transcription: POST {url}/audio/transcriptions.")
-    url: Union[str, list[str]] = Field(description="Base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1; a list of URLs serves the model from several replicas.")
+    url: Union[str, list[str]] = Field(description="Base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1; a list of URLs serves the model from several replicas; with launch, http://127.0.0.1:{port}/v1 takes a free port picked at run time.")
     model: str = Field(min_length=1, description="Model id sent in the request body.")
     auth_token: Optional[SecretStr] = Field(None, description="Bearer token (or Azure api-key when api_version is set). Never written to any file.")
     api_version: Optional[str] = Field(None, description="Azure style: sends the token as an api-key header and api-version as a query parameter.")
@@ -89,8 +90,8 @@ class ModelInfo(Strict):
     batch_size: int = Field(8, ge=1, le=10_000, description="Maximum requests in flight to this endpoint, shared by every Engine.")
     chunk_size: Optional[float] = Field(None, ge=1.0, le=DAY, description="Maximum seconds of audio per request (at least 1); what happens to longer audio is long_audio.")
     long_audio: Literal["chunk", "truncate", "vad"] = Field("chunk", description="Audio longer than chunk_size: chunk (fixed cuts, outputs joined in order), truncate (the first chunk_size seconds only), vad (cuts in silences, outputs joined in order); a runspec may override.")
-    replicas: int = Field(1, ge=1, le=256, description="Serve this entry from N replicas on consecutive ports, starting at the url's port (with launch: N servers, {replica} and {port} filled in).")
-    launch: Optional[str] = Field(None, description="Shell command that serves this endpoint; started before the run, awaited until it answers, stopped at the end. With replicas, {replica} (0, 1, ...) and {port} are filled in for each.")
+    replicas: int = Field(1, ge=1, le=256, description="Serve this entry from N replicas on consecutive ports, starting at the url's port, or on N free ports when url uses {port} (with launch: N servers, {replica} and {port} filled in).")
+    launch: Optional[str] = Field(None, description="Shell command that serves this endpoint (e.g. lalmeval serve --model whisper-tiny.en --port {port}); started before the run with this environment's lalmeval and python first on PATH, awaited until it answers, stopped at the end. {port} is the url's port, {replica} the replica's index (0, 1, ...).")
     launch_timeout: float = Field(600.0, gt=0, le=DAY, description="Seconds to wait for a launched endpoint to answer.")
     temperature: float = Field(0.0, ge=0, le=2.0, description="Sampling temperature (0-2, the OpenAI range) unless a temperature_overrides entry is more specific.")
     max_tokens: Optional[int] = Field(None, gt=0, le=10_000_000, description="max_tokens sent with each chat request (omitted when unset).")
@@ -107,11 +108,22 @@ class ModelInfo(Strict):
                 raise ValueError("a list of URLs must hold at least one")
             if len(set(value)) != len(value):
                 raise ValueError("a URL is listed twice")
+            if any("{port}" in v for v in value if isinstance(v, str)):
+                raise ValueError("{port} (a free port picked at run time) goes in a single url; use replicas: N for several")
             return [check_url(v) for v in value]
+        if isinstance(value, str) and "{port}" in value:
+            if value.count("{port}") > 1 or not re.search(r"^[a-z]+://[^/]*:\{port\}(/|$)", value):
+                raise ValueError(f"{value!r}: {{port}} stands for the port, as in http://127.0.0.1:{{port}}/v1")
+            check_url(value.replace("{port}", "1"))
+            return value
         return check_url(value)
 
     @model_validator(mode="after")
     def _replicas(self) -> "ModelInfo":
+        if isinstance(self.url, str) and "{port}" in self.url:
+            if not self.launch or "{port}" not in self.launch:
+                raise ValueError("url uses {port} (a free port picked at run time): give a launch command that uses {port} too, so the server listens there")
+            return self
         if self.replicas > 1 and isinstance(self.url, list):
             raise ValueError("give either a list of URLs or replicas: N with one URL (its port is the first replica's), not both")
         if self.replicas > 1 and urlsplit(self.url).port is None:
@@ -126,8 +138,8 @@ class ModelInfo(Strict):
         """The URL of each replica: the listed ones, or the url's port counted up `replicas` times."""
         if isinstance(self.url, list):
             return list(self.url)
-        if self.replicas == 1:
-            return [self.url]
+        if self.replicas == 1 or "{port}" in self.url:
+            return [self.url] * self.replicas
         parts = urlsplit(self.url)
         host = parts.hostname if ":" not in (parts.hostname or "") else f"[{parts.hostname}]"
         netloc = (parts.netloc.rsplit("@", 1)[0] + "@" if "@" in parts.netloc else "") + host

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from lalmeval.config_change import check_config_change
 from lalmeval.engine import SCORING_FAILED
-from lalmeval.errors import Interrupted, WriteFailed
+from lalmeval.errors import Interrupted, LaunchFailed, WriteFailed
 from lalmeval.execution import Execution, Jobs
 from lalmeval.files import check_regular, check_writable_dir
 from lalmeval.options import RunOptions
@@ -92,7 +92,11 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
             with redacted_errors(redactor):  # messages name URLs and launch commands
                 state = Execution(plan, store, options, redactor)
                 _start(state, plan, store, options)
-                scores, jobs = _event_loop_run(state.execute(progress_every))
+                try:
+                    scores, jobs = _event_loop_run(state.execute(progress_every))
+                except LaunchFailed as exc:
+                    _record_failed_launch(store, run_id, redactor(str(exc)))
+                    raise
             if state.ended_early is not None:
                 raise state.ended_early
             written = "the records"
@@ -131,6 +135,19 @@ def _start(state: Execution, plan: Plan, store: RunStore, options: RunOptions) -
         print(line, file=sys.stderr)
     for name, reason in plan.skipped.items():
         print(f"skipping dataset '{name}': {reason}", file=sys.stderr)
+
+
+def _record_failed_launch(store: RunStore, run_id: str, reason: str) -> None:
+    """A run whose server never came up still leaves a valid run directory, marked failed with the reason
+    (a leaderboard over run_logs/ lists it as failed instead of refusing it); a stored result is left alone."""
+    if (store.root / "final_scores.json").exists():
+        return
+    data = final_scores(run_id, [], [])
+    data.update(failures=[], interrupted=False, launch_failed=reason)
+    try:
+        store.write_final(data)
+    except WriteFailed:
+        pass  # the launch failure is the error to report
 
 
 def _result(state: Execution, scores: list[Score], jobs: Jobs) -> RunResult:
@@ -202,6 +219,8 @@ def _print_summary(result: RunResult, store: RunStore, options: RunOptions, reda
         print(redact(f"error: dataset '{name}': {reason.rstrip('.')}; the samples after the break failed or were never read"), file=sys.stderr)
     if result.final_path:
         print(f"Results: {result.final_path}")
+        if (store.root / "report.html").is_file():
+            print(f"Report: {store.root / 'report.html'}")
 
 
 def _event_loop_run(coro):

@@ -14,7 +14,7 @@ import aiohttp
 from urllib.parse import urlsplit
 
 from lalmeval.config import ModelInfo
-from lalmeval.errors import UserError
+from lalmeval.errors import LaunchFailed
 from lalmeval.files import check_regular
 from lalmeval.inference.replicas import ModelGroup
 from lalmeval.secrets import NO_SECRETS, Redactor
@@ -33,6 +33,16 @@ def launch_list(groups: list[ModelGroup]) -> list[ModelInfo]:
             name = f"{group.name}-replica{replica.index}" if len(group.replicas) > 1 else group.name
             out.append(info.model_copy(update={"launch": command, "name": name}))
     return out
+
+
+def launch_environment() -> dict[str, str]:
+    """The environment of a launch command: this one, with the folder of the running Python first on PATH,
+    so `lalmeval serve ...` and `python ...` in a config run this environment's, from any folder."""
+    here = os.path.dirname(sys.executable)
+    path = os.environ.get("PATH", "")
+    if not here or path.split(os.pathsep)[0] == here:
+        return dict(os.environ)
+    return {**os.environ, "PATH": here + (os.pathsep + path if path else "")}
 
 
 def log_path(logdir: Path, model: ModelInfo) -> Path:
@@ -101,7 +111,7 @@ class Launcher:
         self.logdir.mkdir(parents=True, exist_ok=True)
         process = await asyncio.create_subprocess_shell(
             model.launch, cwd=self.workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-            stdin=asyncio.subprocess.DEVNULL, start_new_session=True,
+            stdin=asyncio.subprocess.DEVNULL, start_new_session=True, env=launch_environment(),
         )
         self.processes[model.launch] = process
         log = log_path(self.logdir, model)
@@ -145,7 +155,7 @@ class Launcher:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
             for model in models:
                 if await _answers(session, model):
-                    raise UserError(f"model '{model.name}': {model.url} already answers before launch: another server holds the port (stop it, or remove `launch`)")
+                    raise LaunchFailed(f"model '{model.name}': {model.url} already answers before launch: another server holds the port (stop it, or remove `launch`)")
 
     async def _wait(self, model: ModelInfo) -> None:
         process = self.processes[model.launch]
@@ -155,14 +165,14 @@ class Launcher:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session:
             while loop.time() < deadline:
                 if process.returncode is not None:
-                    raise UserError(f"model '{model.name}': launch command exited with code {process.returncode} before {model.url} answered (log: {log})")
+                    raise LaunchFailed(f"model '{model.name}': launch command exited with code {process.returncode} before {model.url} answered (log: {log})")
                 if await _answers(session, model):
                     await asyncio.sleep(0.5)  # a server that lost the port race exits right after someone else answers
                     if process.returncode is None:
                         return
-                    raise UserError(f"model '{model.name}': launch command exited with code {process.returncode} just as {model.url} answered: another server holds the port (log: {log})")
+                    raise LaunchFailed(f"model '{model.name}': launch command exited with code {process.returncode} just as {model.url} answered: another server holds the port (log: {log})")
                 await asyncio.sleep(0.3)
-        raise UserError(f"model '{model.name}': {model.url} did not answer within {model.launch_timeout:g}s of launch (log: {log})")
+        raise LaunchFailed(f"model '{model.name}': {model.url} did not answer within {model.launch_timeout:g}s of launch (log: {log})")
 
     def kill_now(self) -> None:
         """Synchronously SIGKILL every launched process group (the process is about to exit)."""

@@ -15,6 +15,7 @@ from typing import Callable
 
 from lalmeval.config import Config, ModelInfo
 from lalmeval.errors import UserError
+from lalmeval.inference.ports import PORT, fill_ports
 
 # Settings that decide a reply: every replica of a group must agree on them.
 _SHARED = ("model", "inference_type", "temperature", "max_tokens", "audio_format", "chunk_size", "long_audio", "api_version",
@@ -28,6 +29,7 @@ class Replica:
     info: ModelInfo
     entry: str      # the name of the config entry it comes from (the group's name)
     index: int      # 0, 1, ... within the group (the {replica} of a launch command)
+    configured: str = ""  # its URL as the config writes it: with {port} still in it when the port is picked at run time
 
     @property
     def label(self) -> str:
@@ -52,8 +54,16 @@ class ModelGroup:
 
     @property
     def identity(self) -> str:
-        """What stands for 'the same server' in a request's identity: the set of replica URLs."""
-        return " ".join(sorted(r.info.url.rstrip("/") for r in self.replicas))
+        """What stands for 'the same server' in a request's identity: the set of replica URLs as configured
+        (a port picked at run time changes every run; the server it stands for does not)."""
+        return " ".join(sorted((r.configured or r.info.url).rstrip("/") for r in self.replicas))
+
+
+def _urls(entry: ModelInfo) -> list[tuple[str, str]]:
+    """(URL, URL as configured) of each of an entry's replicas: a {port} becomes a free port picked now."""
+    configured = entry.replica_urls()
+    urls = fill_ports(configured[0], len(configured), f"model '{entry.name}'") if PORT in configured[0] else configured
+    return list(zip(urls, configured))
 
 
 def model_groups(config: Config) -> list[ModelGroup]:
@@ -64,10 +74,10 @@ def model_groups(config: Config) -> list[ModelGroup]:
     groups = []
     for name, entries in grouped.items():
         _check_agree(entries, lambda e: {k: getattr(e, k) for k in _SHARED})
-        urls = [url for e in entries for url in e.replica_urls()]
-        infos = [e.model_copy(update={"url": url, "replicas": 1}) for e in entries for url in e.replica_urls()]
-        group = ModelGroup(name, tuple(Replica(info, name, i) for i, info in enumerate(infos)))
-        stripped = [u.rstrip("/") for u in urls]
+        servers = [(e, url, configured) for e in entries for url, configured in _urls(e)]
+        group = ModelGroup(name, tuple(Replica(e.model_copy(update={"url": url, "replicas": 1}), name, i, configured)
+                                       for i, (e, url, configured) in enumerate(servers)))
+        stripped = [url.rstrip("/") for _, url, _ in servers]
         repeated = sorted({u for u in stripped if stripped.count(u) > 1})
         if repeated:  # one server listed twice as a replica would be sent twice the load it can take
             raise UserError(f"model '{name}': {repeated[0]} is listed twice as one of its replicas")

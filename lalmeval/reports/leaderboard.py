@@ -135,7 +135,7 @@ def _runs_table(runs: Sequence[RunDir], out_dir: Path) -> str:
     for run, name in zip(runs, _run_names(runs)):
         report = run.path / "report.html"
         link = f'<a href="{esc(Path(os.path.relpath(report, out_dir)).as_posix())}">report</a>' if report.exists() else ""
-        status = f"partial ({run.why_partial})" if run.partial else "complete"
+        status = f"failed ({run.failed})" if run.failed else f"partial ({run.why_partial})" if run.partial else "complete"
         rows.append([esc(name), esc(run.path), esc(run.final.get("created", "")), esc(status), link])
     return table(["Run", "Directory", "Created", "Status", ""], rows)
 
