@@ -68,6 +68,7 @@ def _plan(config_path: str):
     return build_plan(load_config(path), path)
 
 
+EXIT_INTERNAL_ERROR = 1
 EXIT_FAILED_SAMPLES = 3
 EXIT_WRITE_FAILED = 4
 EXIT_INTERRUPTED = 130
@@ -104,6 +105,7 @@ def _breakdown(failures: list[dict]) -> str:
 def cmd_run(args: argparse.Namespace) -> int:
     from lalmeval.options import RunOptions
     from lalmeval.runner import run
+    from lalmeval.store import INTERNAL_WRITE_ERROR
 
     plan = _plan(args.config)
     output_dir = Path(args.output_dir or plan.config.output_dir)
@@ -128,6 +130,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if result.data_errors:
         print(f"{len(result.data_errors)} dataset(s) could not be read (see above); the others were evaluated.", file=sys.stderr)
         return EXIT_USER_ERROR
+    if result.write_error and result.write_error.startswith(INTERNAL_WRITE_ERROR):  # a bug, not the disk
+        print(f"{result.write_error}. Resume with: {again}", file=sys.stderr)
+        return EXIT_INTERNAL_ERROR
     if result.write_error:
         print(f"error: {result.write_error}. Free space (or fix the folder), then resume with: {again}", file=sys.stderr)
         return EXIT_WRITE_FAILED
@@ -275,6 +280,10 @@ def _terminate(signum: int, frame: object) -> None:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; user errors print one line and return 2."""
     streams = sys.stdout, sys.stderr
+    for stream in streams:  # text from outside (a reply, a server's message) must never fail to print
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     sys.stdout, sys.stderr = _Output(sys.stdout), _Output(sys.stderr)
     try:
         return _main(argv)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 from urllib.parse import quote
 
 from lalmeval.errors import UserError
+from lalmeval.text import printable
 
 if TYPE_CHECKING:
     from lalmeval.config import Config
@@ -126,8 +127,9 @@ class Redactor:
 
 
 def clip(text: str, redactor: Redactor, limit: int) -> str:
-    """Redact first, then cut to `limit` characters: cutting first could leave a token's prefix behind."""
-    text = redactor(text)
+    """A message made of outside text: redacted first (cutting first could leave part of a token behind),
+    control characters escaped (they would drive the terminal that prints it), then cut to `limit` characters."""
+    text = printable(redactor(text))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

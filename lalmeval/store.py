@@ -18,12 +18,15 @@ from lalmeval.background import stop_if_abandoned
 from lalmeval.errors import DISK_FULL, UserError, WriteFailed, write_failed
 from lalmeval.files import check_regular
 from lalmeval.records import Record
+from lalmeval.text import without_surrogates
 
 try:
     import fcntl
 except ImportError:  # not on POSIX: runs are not locked
     fcntl = None  # type: ignore[assignment]
 
+# What the writer thread reports when a failure is not the disk's: the run stops, and says it is a bug.
+INTERNAL_WRITE_ERROR = "internal error while writing records"
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-_")
 
 
@@ -91,7 +94,8 @@ class _WriterThread:
             try:
                 self._write(batch)
             except BaseException as exc:  # noqa: BLE001 - the thread must outlive any failure
-                self._fail(f"writer error: {type(exc).__name__}: {exc}")
+                # Not the disk (its refusals are OSErrors, handled in _write): a bug, and said to be one.
+                self._fail(f"{INTERNAL_WRITE_ERROR}: {type(exc).__name__}: {exc}")
             finally:
                 for _, _, done in batch:
                     if done is not None:
@@ -101,7 +105,7 @@ class _WriterThread:
         chunks: dict[BinaryIO, list[bytes]] = {}
         for file, item, _ in batch:
             if item is not None:  # serialized here, off the event loop
-                chunks.setdefault(file, []).append((json.dumps(item, ensure_ascii=False, default=_plain) + "\n").encode())
+                chunks.setdefault(file, []).append(json_line(item))
         for file, lines in chunks.items():
             if self.error is not None:
                 return
@@ -115,6 +119,16 @@ class _WriterThread:
             self.error = reason
             if self.on_error is not None:
                 self.on_error(reason)
+
+
+def json_line(item: Any) -> bytes:
+    """One JSONL line: UTF-8 text as it reads, or — for text holding a lone surrogate, which UTF-8 cannot
+    encode — \\u escapes for everything that is not ASCII, which read back as the very same string."""
+    text = json.dumps(item, ensure_ascii=False, default=_plain)
+    try:
+        return (text + "\n").encode()
+    except UnicodeEncodeError:
+        return (json.dumps(item, default=_plain) + "\n").encode()
 
 
 def _plain(value: Any) -> Any:
@@ -279,7 +293,11 @@ def write_atomic(path: Path, text: str) -> Path:
     tmp = path.with_suffix(path.suffix + ".tmp")
     try:
         tmp.unlink(missing_ok=True)  # our scratch name: whatever is left there (a named pipe would block) goes
-        tmp.write_text(text, encoding="utf-8")
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate that came in some way nothing mended: U+FFFD, not a crash
+            data = without_surrogates(text).encode("utf-8")
+        tmp.write_bytes(data)
         os.replace(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):

@@ -20,6 +20,7 @@ from lalmeval.inference.protocols import ReplyError
 from lalmeval.inference.urls import endpoint_url, host_of, same_host
 from lalmeval.ledger import INTERRUPTED
 from lalmeval.secrets import NO_SECRETS, Redactor, clip, scrub
+from lalmeval.text import mended
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504}) | frozenset(range(520, 530))
 MAX_BACKOFF = 30.0
@@ -228,6 +229,8 @@ class Endpoint:
         """A 200 body → the parsed value; malformed JSON and wrong shapes are retryable failures."""
         try:
             payload = json.loads(raw)
+            if b"\\u" in raw:  # "\ud800" decodes to text nothing can encode: mended before anything reads it
+                payload = mended(payload)
             # A server may echo the caller's token, and JSON may spell it in any escape (`\/`, `\u0041`):
             # the decoded strings are what reach a record or the cache, so they are what is redacted.
             payload = scrub(payload, self.redact) if self.redact else payload
