@@ -168,6 +168,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from lalmeval.data.confine import allowed_dirs
     from lalmeval.data.source import inspect
     from lalmeval.secrets import Redactor, config_secrets, short_secret_warnings
 
@@ -186,7 +187,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     problems = 0
     for dataset in plan.datasets:  # open every data file and check every mapped column
         try:
-            columns = inspect(dataset, plan.config.streaming)
+            columns = inspect(dataset, plan.config.streaming, allowed_dirs(plan.config.allowed_data_dirs, plan.base))
             print(f"  data of {dataset.name}: OK ({len(columns)} columns)")
         except UserError as exc:
             problems += 1

@@ -233,6 +233,7 @@ class Config(Strict):
     repeat_runs: int = Field(1, ge=1, le=100, description="Ask every sample this many times; scores are the mean over repeats, with details.repeats and details.std; a runspec may override.")
     models: list[ModelInfo] = Field(min_length=1, description="The endpoints to evaluate.")
     runspec_dirs: list[str] = Field(default_factory=list, description="Extra folders of runspec JSON files (relative to this config file).")
+    allowed_data_dirs: list[str] = Field(default_factory=list, description="Folders (relative to this config file) in which a dataset's rows may also name local files (audio, images), besides the dataset's own folder; links are resolved first, and /proc, /sys and /dev are never read.")
     prompts_file: Optional[str] = Field(None, description="YAML file adding or overriding system prompts and user prompt add-ons.")
     streaming: bool = Field(False, description="Stream hub datasets instead of downloading them whole.")
     seed: int = Field(0, ge=0, le=2**32 - 1, description="Seed for sampling (filters.shuffle) and for the bootstrap of score intervals and comparisons.")

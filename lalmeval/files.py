@@ -45,6 +45,17 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
+# Kernel trees whose "regular" files are process state (/proc/self/environ holds every key of the
+# environment) or hardware: never read as data, whatever a dataset names or a config allows.
+SYSTEM_TREES = ("/proc", "/sys", "/dev")
+
+
+def system_tree(path: str) -> Optional[str]:
+    """The system tree (/proc, /sys, /dev) the real path of `path` lies in, if any."""
+    real = os.path.realpath(path)
+    return next((tree for tree in SYSTEM_TREES if real == tree or real.startswith(tree + os.sep)), None)
+
+
 def check_regular(path: Path, what: str) -> None:
     """A file the run will read or write must be a regular file or not exist yet: opening a named
     pipe blocks for ever, and a directory or device is no place for records."""
