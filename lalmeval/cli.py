@@ -8,6 +8,7 @@ import re
 import shlex
 import signal
 import sys
+import traceback
 from pathlib import Path
 from typing import Optional, Sequence, TextIO
 
@@ -92,7 +93,7 @@ def _run_id(args: argparse.Namespace, output_dir: Path) -> str:
         check_run_id(run_id)
     if (args.resume or args.reeval) and not (run_id and (output_dir / run_id).is_dir()):
         raise UserError(f"no run to {'resume' if args.resume else 're-evaluate'}: {output_dir / (run_id or '<run id>')} does not exist (give --run-id)")
-    return run_id or default_run_id()
+    return run_id or default_run_id(output_dir)
 
 
 def _breakdown(failures: list[dict]) -> str:
@@ -120,11 +121,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         result = run(plan, output_dir, run_id, options=options)
     except Interrupted as exc:
+        _trace(args)
         # Before the first request the run directory may not hold a run yet: --run-id starts or continues it.
         how = f"Resume with: {again}" if exc.resumable else f"Run again with: {command} --run-id {run_id}"
         print(f"interrupted {exc.stage}. {how}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except WriteFailed as exc:  # before the first request: nothing of this run is lost
+        _trace(args)
         print(f"error: {exc}. Free space (or fix the folder), then run again with: {command} --run-id {run_id}", file=sys.stderr)
         return EXIT_WRITE_FAILED
     if result.data_errors:
@@ -310,24 +313,29 @@ def _main(argv: Optional[Sequence[str]]) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    """Run the command; every way it can end is one line and its documented exit code (--debug adds the traceback)."""
     handlers = {"run": cmd_run, "init": cmd_init, "validate": cmd_validate, "list": cmd_list, "report": cmd_report}
     try:
         return handlers[args.command](args)
     except UserError as exc:
-        if args.debug:
-            raise
+        _trace(args)
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
     except WriteFailed as exc:
-        if args.debug:
-            raise
+        _trace(args)
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_WRITE_FAILED
     except KeyboardInterrupt:
+        _trace(args)
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:  # a bug, not bad input: say so without a wall of traceback
-        if args.debug:
-            raise
-        print(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", file=sys.stderr)
-        return 1
+        _trace(args)
+        print(f"internal error: {type(exc).__name__}: {exc}" + ("" if args.debug else " (rerun with --debug for the traceback)"), file=sys.stderr)
+        return EXIT_INTERNAL_ERROR
+
+
+def _trace(args: argparse.Namespace) -> None:
+    """With --debug, the traceback of the exception being handled (the exit code stays the documented one)."""
+    if args.debug:
+        traceback.print_exc()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import queue
@@ -10,7 +11,7 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable, Optional
+from typing import Any, BinaryIO, Callable, Iterable, Optional, Sequence
 
 import yaml
 
@@ -43,6 +44,30 @@ def safe_name(name: str) -> str:
             plain = False
         out.extend([ch] if plain else [f"%{byte:02X}" for byte in ch.encode("utf-8")])
     return "".join(out) or "%00"
+
+
+# Longest file name (one path component) common filesystems take: 255 bytes on ext4 and xfs.
+NAME_MAX = 255
+
+
+def file_name(parts: Sequence[str], suffix: str, prefix: str = "") -> str:
+    """`prefix` + the safe names of `parts` joined by '__' + `suffix`, at most NAME_MAX bytes: parts too
+    long for their share are cut and end in '~' and a hash of the whole name, so distinct names stay
+    distinct ('~' is escaped in every safe name, so a cut name never meets an uncut one)."""
+    safe = [safe_name(part) for part in parts]
+    room = NAME_MAX - len(prefix) - len(suffix) - 2 * (len(parts) - 1)
+    if sum(map(len, safe)) > room:
+        share = room // len(parts)
+        safe = [_shortened(s, part, share) if len(s) > share else s for s, part in zip(safe, parts)]
+    return prefix + "__".join(safe) + suffix
+
+
+def _shortened(safe: str, name: str, limit: int) -> str:
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    cut = safe[: limit - len(digest) - 1]
+    if "%" in cut[-2:]:  # never half of a %XX escape
+        cut = cut[: cut.rindex("%")]
+    return f"{cut}~{digest}"
 
 
 def read_jsonl(path: Path, what: str = "JSONL file") -> Iterable[dict[str, Any]]:
@@ -256,10 +281,10 @@ class RunStore:
             self._lock_handle = None
 
     def records_path(self, dataset: str, model: str) -> Path:
-        return self.root / "records" / f"{safe_name(dataset)}__{safe_name(model)}.jsonl"
+        return self.root / "records" / file_name([dataset, model], ".jsonl")
 
     def scores_path(self, dataset: str, metric: str, model: str) -> Path:
-        return self.root / "scores" / f"{safe_name(dataset)}__{safe_name(metric)}__{safe_name(model)}.jsonl"
+        return self.root / "scores" / file_name([dataset, metric, model], ".jsonl")
 
     def files(self) -> list[tuple[Path, str]]:
         """The run's own files besides records and scores, with what each is (for check_regular)."""

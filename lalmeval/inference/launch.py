@@ -19,6 +19,7 @@ from lalmeval.files import check_regular
 from lalmeval.inference.replicas import ModelGroup
 from lalmeval.inference.urls import endpoint_url
 from lalmeval.secrets import NO_SECRETS, USERINFO_HOLD, Redactor
+from lalmeval.store import file_name
 
 
 def launch_list(groups: list[ModelGroup]) -> list[ModelInfo]:
@@ -38,8 +39,8 @@ def launch_list(groups: list[ModelGroup]) -> list[ModelInfo]:
 
 
 def log_path(logdir: Path, model: ModelInfo) -> Path:
-    """Where a launched server's output goes: launch_<name>.log in the run directory."""
-    return logdir / f"launch_{model.name.replace('/', '_')}.log"
+    """Where a launched server's output goes: launch_<name>.log in the run directory (a file-safe name)."""
+    return logdir / file_name([model.name], ".log", prefix="launch_")
 
 
 async def _answers(session: aiohttp.ClientSession, model: ModelInfo) -> bool:
