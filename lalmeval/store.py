@@ -19,7 +19,7 @@ from lalmeval.background import stop_if_abandoned
 from lalmeval.errors import DISK_FULL, UserError, WriteFailed, write_failed
 from lalmeval.files import check_regular
 from lalmeval.records import Record
-from lalmeval.text import without_surrogates
+from lalmeval.text import mended, without_surrogates
 
 try:
     import fcntl
@@ -84,7 +84,8 @@ def read_jsonl(path: Path, what: str = "JSONL file") -> Iterable[dict[str, Any]]
             except (ValueError, RecursionError):  # a torn line, bytes that are not UTF-8, or garbage nested too deeply
                 continue
             if isinstance(item, dict):
-                yield item
+                # A line json_line wrote with \u escapes (or written before text was mended) may spell a lone surrogate.
+                yield mended(item) if b"\\u" in line else item
 
 
 class _WriterThread:
