@@ -193,3 +193,28 @@ def test_a_redirect_on_the_same_host_is_followed_with_its_credentials(ws):
         assert len(followed) == 3 and all(r.headers["Authorization"] == f"Bearer {KEY}" for r in followed)
     assert out.returncode == 0, out.stderr
     assert json.loads((ws.root / "runs" / "s" / "final_scores.json").read_text())["scores"][0]["score"] == 100.0
+
+
+def test_a_key_cut_by_the_error_body_limit_is_still_hidden(ws):
+    """The client reads at most 64 KB of an error body: a key that straddles the limit is cut in two
+    before anything else sees it, and the first half used to be written as is."""
+    ws.text_questions(1)
+    body = (" " * (64 * 1024 - 20) + KEY + " is not valid").encode()
+    with ScriptedEndpoint(lambda seen, n: Reply(status=400, raw=body)) as ep:
+        ws.config([model(ep.url, auth_token="${LALM_TOKEN}")], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        out = run_cli(ws, "s")
+    assert ws.records("qs", "m", "s")[0]["error"] == f"HTTP 400: {REDACTED}"
+    assert_no_runs_anywhere(ws, out, KEY)
+
+
+def test_a_launched_servers_log_hides_masked_keys_and_url_passwords(ws):
+    ws.text_questions(1)
+    launch = f"echo '{openai_401(KEY)}'; echo 'proxy http://svc:hunter2@10.0.0.1:3128 ready'; sleep 30"
+    ws.config([model("http://127.0.0.1:9/v1", auth_token="${LALM_TOKEN}", launch=launch, launch_timeout=1)], [["qs", "accuracy"]],
+              output_dir=str(ws.root / "runs"))
+    out = run_cli(ws, "L")
+    assert out.returncode == 2
+    log = (ws.root / "runs" / "L" / "launch_m.log").read_text()
+    assert f"Incorrect API key provided: {REDACTED}*" in log and f"http://svc:{REDACTED}@10.0.0.1:3128 ready" in log
+    assert "hunter2" not in log
+    assert_no_runs_anywhere(ws, out, KEY)
