@@ -319,11 +319,8 @@ def write_atomic(path: Path, text: str) -> Path:
     tmp = path.with_suffix(path.suffix + ".tmp")
     try:
         tmp.unlink(missing_ok=True)  # our scratch name: whatever is left there (a named pipe would block) goes
-        try:
-            data = text.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate that came in some way nothing mended: U+FFFD, not a crash
-            data = without_surrogates(text).encode("utf-8")
-        tmp.write_bytes(data)
+        # A lone surrogate that came in some way nothing mended becomes U+FFFD, not a crash.
+        tmp.write_text(without_surrogates(text), encoding="utf-8")
         os.replace(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):

@@ -14,7 +14,7 @@ from lalmeval.errors import UserError
 from lalmeval.interpolate import interpolate
 from lalmeval.runner import default_run_id
 from lalmeval.store import NAME_MAX, file_name, safe_name
-from tests.support.endpoint import Reply, ScriptedEndpoint, answer_by_number
+from tests.support.endpoint import ScriptedEndpoint, answer_by_number
 from tests.support.workspace import REPO, model
 
 
