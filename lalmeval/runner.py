@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 import time
@@ -242,6 +243,20 @@ def _event_loop_run(coro):
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
-def default_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S")
+def default_run_id(output_dir: Optional[Path] = None) -> str:
+    """A timestamp. With `output_dir`, one no other run holds: its folder is created here (atomically, so two
+    runs started in the same second cannot both take it) and a taken one gets -2, -3, ... after it."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    if output_dir is None:
+        return stamp
+    for attempt in range(1, 1000):
+        run_id = stamp if attempt == 1 else f"{stamp}-{attempt}"
+        try:
+            (output_dir / run_id).mkdir(parents=True)
+            return run_id
+        except FileExistsError:
+            continue
+        except OSError:
+            return run_id  # the folder cannot be made: the run says why, naming it
+    return f"{stamp}-{os.getpid()}"
 

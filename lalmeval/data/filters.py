@@ -8,8 +8,10 @@ from typing import Any, Optional
 
 from lalmeval.config import Filters
 from lalmeval.data.audio import duration
+from lalmeval.data.confine import DataFolders
 from lalmeval.errors import UserError
 from lalmeval.languages import iso_code
+from lalmeval.records import AudioRef
 from lalmeval.runspecs import Dataset
 
 
@@ -31,14 +33,17 @@ def _language_ok(value: Any, wanted: str) -> bool:
         return False
 
 
-def clip_seconds(value: Any, base: Path) -> Optional[float]:
-    """Total seconds of a row's audio from headers (or spans) alone; None when a header cannot be read."""
+def clip_seconds(value: Any, base: Path, folders: Optional[DataFolders] = None) -> Optional[float]:
+    """Total seconds of a row's audio from headers (or spans) alone; None when a header cannot be read
+    (or may not be: a file outside the data's `folders` is kept, so that its row fails with the reason)."""
     from lalmeval.data.source import audio_refs
 
     total = 0.0
     try:
         refs = audio_refs(value, base)
-    except ValueError:  # a malformed clip value: kept, so that its row fails with the reason
+        if folders is not None:
+            refs = tuple(AudioRef(folders.check(r.source, "audio file"), r.span) if isinstance(r.source, str) else r for r in refs)
+    except ValueError:  # a malformed clip value or a refused file: kept, so that its row fails with the reason
         return None
     for ref in refs:
         seconds = ref.span[1] - ref.span[0] if ref.span else duration(ref.source)
@@ -51,13 +56,13 @@ def clip_seconds(value: Any, base: Path) -> Optional[float]:
 class RowFilter:
     """The per-row filters (language column, clip length); whole-dataset filters are skip_reason's."""
 
-    def __init__(self, dataset: Dataset, filters: Filters, base: Path):
+    def __init__(self, dataset: Dataset, filters: Filters, base: Path, folders: Optional[DataFolders] = None):
         spec = dataset.spec
         self.language = spec.language_column if filters.language and spec.language_column else None
         self.wanted = iso_code(filters.language, where="filters.language") if self.language else None
         self.audio = spec.audio_column if filters.length_filter and spec.modality != "text" else None
         self.audio = [self.audio] if isinstance(self.audio, str) else self.audio
-        self.bounds, self.base = filters.length_filter, base
+        self.bounds, self.base, self.folders = filters.length_filter, base, folders
 
     def reject(self, row: dict[str, Any]) -> Optional[str]:
         """The filter that leaves this row out ('filters.language', 'filters.length_filter'), or None to keep it."""
@@ -69,7 +74,7 @@ class RowFilter:
             for column in self.audio:  # several clip columns (audio_1, audio_2, ...) count together
                 value = row.get(column)
                 values += list(value) if isinstance(value, (list, tuple)) else [value]
-            seconds = clip_seconds(values, self.base)
+            seconds = clip_seconds(values, self.base, self.folders)
             if seconds is not None and not self.bounds[0] <= seconds <= self.bounds[1]:
                 return "filters.length_filter"
         return None
