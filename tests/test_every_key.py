@@ -596,6 +596,21 @@ def e_max_failure_rate(lab: Lab) -> None:
     assert len(stopped.requests) < 40 and stopped.final["stopped"].startswith("stopped after")
 
 
+def e_allowed_data_dirs(lab: Lab) -> None:
+    elsewhere = lab.ws.root / "elsewhere"
+    elsewhere.mkdir(exist_ok=True)
+    rows = []
+    for row in demo_rows(2):
+        shutil.copy(DEMO / row["audio"], elsewhere / Path(row["audio"]).name)
+        rows.append({**row, "audio": str(elsewhere / Path(row["audio"]).name)})
+    lab.ws.jsonl(rows, "data/outside.jsonl")
+    with extra_dataset("outside", {**BASE["clips"], "hf_repo": "data/outside.jsonl"}):
+        refused = lab.run(pairs=[["outside", "word_error_rate"]])
+        allowed = lab.run(pairs=[["outside", "word_error_rate"]], allowed_data_dirs=["elsewhere"])
+    assert len(refused.requests) == 0 and refused.score("outside").num_failed == 2
+    assert len(allowed.requests) == 2 and allowed.score("outside").num_failed == 0
+
+
 def e_cache_dir(lab: Lab) -> None:
     lab.run(options=RunOptions(), cache=True, cache_dir="my-cache")
     assert (lab.ws.root / "my-cache" / "m.jsonl").is_file()
@@ -992,7 +1007,7 @@ EFFECTS: dict[str, Callable[[Lab], None]] = {
     "models[].verify_ssl": e_verify_ssl,
     "runspec_dirs": e_runspec_dirs, "dataset_paths": e_dataset_paths, "dataset_root": e_dataset_root, "prompts_file": e_prompts_file,
     "streaming": e_streaming, "seed": e_seed, "bootstrap_resamples": e_bootstrap_resamples, "output_dir": e_output_dir,
-    "cache": e_cache, "max_failure_rate": e_max_failure_rate, "cache_dir": e_cache_dir, "cache_sampled": e_cache_sampled,
+    "cache": e_cache, "max_failure_rate": e_max_failure_rate, "allowed_data_dirs": e_allowed_data_dirs, "cache_dir": e_cache_dir, "cache_sampled": e_cache_sampled,
     "judge_properties.judge_model": e_judge_model, "judge_properties.judge_type": e_judge_type,
     "judge_properties.judge_api_endpoint": e_judge_api_endpoint, "judge_properties.judge_api_key": e_judge_api_key,
     "judge_properties.judge_api_version": e_judge_api_version, "judge_properties.judge_concurrency": e_judge_concurrency,
