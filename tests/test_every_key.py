@@ -30,6 +30,7 @@ from lalmeval.errors import UserError
 from lalmeval.options import RunOptions
 from lalmeval.runspecs import DatasetSpec
 from tests.support.endpoint import Reply, ScriptedEndpoint, Seen
+from tests.support.ports import free_port_pair
 from tests.support.workspace import DEMO, REPO, Workspace, demo_rows
 
 # --- the walk over the schema --------------------------------------------------------------------
@@ -436,12 +437,6 @@ def e_long_audio(lab: Lab) -> None:
     chunked = lab.run(pairs=[["clips", "word_error_rate"]], model={"chunk_size": 1})
     truncated = lab.run(pairs=[["clips", "word_error_rate"]], model={"chunk_size": 1, "long_audio": "truncate"})
     assert len(chunked.requests) > 3 and len(truncated.requests) == 3
-
-
-def free_port_pair() -> int:
-    from tests.test_replicas import free_port_pair as pair
-
-    return pair()
 
 
 def e_replicas(lab: Lab) -> None:
