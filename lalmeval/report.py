@@ -10,7 +10,7 @@ from typing import Any, Optional, Sequence
 from lalmeval import __version__
 from lalmeval.records import Score
 from lalmeval.runspecs import Catalog
-from lalmeval.stats import paired_bootstrap
+from lalmeval.stats import paired_bootstrap, pooled
 
 _PACKAGES = (
     "aiohttp", "datasets", "numpy", "pydantic", "soundfile", "soxr", "scipy",
@@ -31,8 +31,10 @@ def versions() -> dict[str, str]:
     return found
 
 
-def aggregates(specs: list[tuple[str, list[str]]], scores: list[Score], catalog: Catalog) -> list[dict[str, Any]]:
-    """Per aggregate entry and model: the sample-weighted and the unweighted mean of the scores."""
+def aggregates(specs: list[tuple[str, list[str]]], scores: list[Score], catalog: Catalog,
+               resamples: int = 1000, seed: int = 0) -> list[dict[str, Any]]:
+    """Per aggregate entry and model: the pooled score (every dataset's statistics summed, with its
+    interval), the sample-weighted and the unweighted mean of the scores."""
     out = []
     for metric, names in specs:
         members = {d.name for name in names for d in catalog.resolve(name)}
@@ -40,9 +42,14 @@ def aggregates(specs: list[tuple[str, list[str]]], scores: list[Score], catalog:
             picked = [s for s in scores if s.metric == metric and s.model == model and s.dataset in members and s.score is not None]
             weights = [s.num_samples - s.num_failed for s in picked]
             total = sum(weights)
+            # Pooling needs every dataset's per-sample statistics; a score without them leaves it undefined.
+            value, interval = pooled([s.samples for s in picked], resamples, seed) if picked and all(s.samples is not None for s in picked) else (None, None)
             out.append({
                 "metric": metric, "names": names, "model": model,
                 "datasets": sorted(s.dataset for s in picked),
+                "pooled": value,
+                "pooled_ci95": list(interval.ci95) if interval and interval.ci95 else None,
+                "pooled_interval": interval.method if interval else None,
                 "weighted_mean": sum(s.score * w for s, w in zip(picked, weights)) / total if total else None,
                 "unweighted_mean": sum(s.score for s in picked) / len(picked) if picked else None,
                 "num_samples": total,
@@ -102,8 +109,9 @@ def score_table(scores: list[Score], aggregate_rows: list[dict[str, Any]]) -> st
             + ([str(s.details.get("num_judge_failed", "-"))] if judged else []) + [_fmt(s.score), _fmt_interval(s.ci95)] for s in scores]
     text = _table(["Model", "Dataset", "Metric", "Num", "Failed"] + (["Judge failed"] if judged else []) + ["Score", "95% CI"], rows)
     if aggregate_rows:
-        agg = [[a["model"], ",".join(a["names"]), a["metric"], str(a["num_samples"]), _fmt(a["weighted_mean"]), _fmt(a["unweighted_mean"])] for a in aggregate_rows]
-        text += "\n" + _table(["Model", "Aggregate", "Metric", "Num", "Weighted", "Unweighted"], agg)
+        agg = [[a["model"], ",".join(a["names"]), a["metric"], str(a["num_samples"]), _fmt(a.get("pooled")), _fmt_interval(a.get("pooled_ci95")),
+                _fmt(a["weighted_mean"]), _fmt(a["unweighted_mean"])] for a in aggregate_rows]
+        text += "\n" + _table(["Model", "Aggregate", "Metric", "Num", "Pooled", "Pooled 95% CI", "Weighted", "Unweighted"], agg)
     return text
 
 

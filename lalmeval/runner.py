@@ -152,7 +152,7 @@ def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str, re
         used = protocol_used(plan, score, redactor)
         if used is not None:
             score.details["protocol"] = used
-    result.aggregates = aggregates(plan.config.aggregate, result.scores, plan.catalog)
+    result.aggregates = aggregates(plan.config.aggregate, result.scores, plan.catalog, plan.config.bootstrap_resamples, plan.config.seed)
     result.comparisons = comparisons(result.scores, plan.config.bootstrap_resamples, plan.config.seed)
     data = final_scores(run_id, result.scores, result.aggregates, result.comparisons)
     data.update(failures=result.failures, interrupted=result.interrupted or bool(result.write_error), endpoints_down=result.down,

@@ -10,7 +10,7 @@ from lalmeval.reports.assets import BROWSER_JS, CSS
 from lalmeval.reports.rundir import RunDir, ci95, subsets
 from lalmeval.reports.samples import MAX_FIELD_CHARS, MAX_SAMPLE_BYTES, GroupStats, SampleTable
 from lalmeval.reports.plots import Scored, latency_histograms, legend, score_charts, score_histograms
-from lalmeval.reports.tables import PROTOCOL_HEADER, fmt, fmt_ci, protocol_rows
+from lalmeval.reports.tables import PROTOCOL_HEADER, fmt, fmt_ci, fmt_interval, protocol_rows
 
 # Keys of a score's details that other columns already show.
 _SHOWN_ELSEWHERE = ("failures", "subsets", "protocol")
@@ -115,10 +115,13 @@ def _protocols_section(run: RunDir) -> str:
 def _aggregates_section(run: RunDir) -> str:
     if not run.aggregates:
         return ""
-    rows = [[esc(a.get("model")), esc(", ".join(a.get("names") or [])), esc(a.get("metric")), esc(fmt(a.get("weighted_mean"))),
-             esc(fmt(a.get("unweighted_mean"))), esc(a.get("num_samples", "")), esc(", ".join(a.get("datasets") or []))] for a in run.aggregates]
-    header = ["Model", "Aggregate", "Metric", "Weighted mean", "Unweighted mean", "Scored samples", "Datasets"]
-    return f'<section id="aggregates"><h2>Aggregates</h2>{table(header, rows, [3, 4, 5])}</section>'
+    rows = [[esc(a.get("model")), esc(", ".join(a.get("names") or [])), esc(a.get("metric")), esc(fmt(a.get("pooled"))),
+             esc(fmt_interval(a.get("pooled_ci95"))), esc(fmt(a.get("weighted_mean"))), esc(fmt(a.get("unweighted_mean"))),
+             esc(a.get("num_samples", "")), esc(", ".join(a.get("datasets") or []))] for a in run.aggregates]
+    header = ["Model", "Aggregate", "Metric", "Pooled", "Pooled 95% CI", "Weighted mean", "Unweighted mean", "Scored samples", "Datasets"]
+    note = ('<p class="small">Pooled: one score over the samples of all the datasets (their statistics summed, e.g. Σ errors / '
+            "Σ reference words); weighted: the datasets' scores weighted by scored samples; unweighted: their plain mean.</p>")
+    return f'<section id="aggregates"><h2>Aggregates</h2>{table(header, rows, [3, 4, 5, 6, 7])}{note}</section>'
 
 
 def _comparisons_section(run: RunDir) -> str:

@@ -44,6 +44,13 @@ def protocol_cells(score: dict[str, Any]) -> dict[str, Optional[str]]:
             "generation": compact(used.get("generation"))}
 
 
+def fmt_interval(interval: Any) -> str:
+    """'[low, high]' with two decimals for a two-number list, '' otherwise."""
+    if isinstance(interval, (list, tuple)) and len(interval) == 2 and all(isinstance(v, (int, float)) for v in interval):
+        return f"[{interval[0]:.2f}, {interval[1]:.2f}]"
+    return ""
+
+
 def result_rows(run: RunDir) -> list[dict[str, Any]]:
     """One row per score, then one per subset of that score, with the CSV's fields."""
     rows = []
@@ -99,9 +106,9 @@ def results_md(run: RunDir) -> str:
     if protocols:
         parts += ["## Scoring protocols", markdown_table(PROTOCOL_HEADER, protocols)]
     if run.aggregates:
-        agg = [[a.get("model"), ", ".join(a.get("names") or []), a.get("metric"), fmt(a.get("weighted_mean")),
-                fmt(a.get("unweighted_mean")), _count(a.get("num_samples"))] for a in run.aggregates]
-        parts += ["## Aggregates", markdown_table(["Model", "Aggregate", "Metric", "Weighted", "Unweighted", "Samples"], agg)]
+        agg = [[a.get("model"), ", ".join(a.get("names") or []), a.get("metric"), fmt(a.get("pooled")), fmt_interval(a.get("pooled_ci95")),
+                fmt(a.get("weighted_mean")), fmt(a.get("unweighted_mean")), _count(a.get("num_samples"))] for a in run.aggregates]
+        parts += ["## Aggregates", markdown_table(["Model", "Aggregate", "Metric", "Pooled", "Pooled 95% CI", "Weighted", "Unweighted", "Samples"], agg)]
     return "\n\n".join(parts) + "\n"
 
 
