@@ -231,3 +231,51 @@ def test_a_judge_template_in_a_scores_details_is_printed(tmp_path):
     row = next(csv.DictReader(results_csv(run).splitlines()))
     assert row["judge_template"] == "audiobench (sha256 abababababab)"
     assert protocol_rows(run)[0][3:4] == ["lalmeval@1"] and "audiobench (sha256 abababababab)" in protocol_rows(run)[0]
+
+
+def _kaldialign_cell_by_cell(reference: list[str], hypothesis: list[str]) -> tuple[int, int, int]:
+    """kaldialign's LevenshteinEditDistanceCompound as written: each cell keeps (cost, S, D, I) of its chosen move."""
+    table = [[(j, 0, 0, j) for j in range(len(hypothesis) + 1)]]
+    for i in range(1, len(reference) + 1):
+        row = [(i, 0, i, 0)]
+        for j in range(1, len(hypothesis) + 1):
+            diagonal, above, left = table[i - 1][j - 1], table[i - 1][j], row[j - 1]
+            same = reference[i - 1] == hypothesis[j - 1]
+            sub, dele, ins = diagonal[0] + (not same), above[0] + 1, left[0] + 1
+            if sub < ins and sub < dele:
+                cell = diagonal if same else (sub, diagonal[1] + 1, diagonal[2], diagonal[3])
+            elif dele < ins:
+                cell = (dele, above[1], above[2] + 1, above[3])
+            else:
+                cell = (ins, left[1], left[2], left[3] + 1)
+            merged = reference[i - 1]
+            for k in range(2, i + 1):
+                merged = reference[i - k] + merged
+                if merged == hypothesis[j - 1] and table[i - k][j - 1][0] < cell[0]:
+                    cell = table[i - k][j - 1]
+            merged = hypothesis[j - 1]
+            for k in range(2, j + 1):
+                merged = hypothesis[j - k] + merged
+                if merged == reference[i - 1] and table[i - 1][j - k][0] < cell[0]:
+                    cell = table[i - 1][j - k]
+            row.append(cell)
+        table.append(row)
+    return table[-1][-1][1:]
+
+
+def test_compound_alignment_counts_what_kaldialigns_recurrence_counts_tie_for_tie():
+    import random
+
+    from lalmeval.metrics.compounds import compound_edit_counts
+    from lalmeval.metrics.wer import edit_counts
+
+    rng = random.Random(5)
+    vocab = ["a", "b", "ab", "ba", "aba", "abab", "c", "abc", "white", "paper", "whitepaper", "e", "mail", "email"]
+    merged = 0
+    for _ in range(400):
+        ref = [rng.choice(vocab) for _ in range(rng.randint(1, 30))]
+        hyp = [rng.choice(vocab) for _ in range(rng.randint(1, 30))]
+        expected = _kaldialign_cell_by_cell(ref, hyp)
+        assert compound_edit_counts(ref, hyp) == expected, (ref, hyp)
+        merged += sum(expected) < sum(edit_counts(ref, hyp))  # a compound move made it cheaper than Levenshtein
+    assert merged > 50
