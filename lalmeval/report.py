@@ -42,8 +42,9 @@ def aggregates(specs: list[tuple[str, list[str]]], scores: list[Score], catalog:
             picked = [s for s in scores if s.metric == metric and s.model == model and s.dataset in members and s.score is not None]
             weights = [s.num_samples - s.num_failed for s in picked]
             total = sum(weights)
+            stats = [s.samples for s in picked]
             # Pooling needs every dataset's per-sample statistics; a score without them leaves it undefined.
-            value, interval = pooled([s.samples for s in picked], resamples, seed) if picked and all(s.samples is not None for s in picked) else (None, None)
+            value, interval = pooled(stats, resamples, seed) if stats and all(x is not None for x in stats) else (None, None)
             out.append({
                 "metric": metric, "names": names, "model": model,
                 "datasets": sorted(s.dataset for s in picked),
