@@ -63,7 +63,7 @@ def _own_event_loop() -> Iterator[None]:
 
 
 def evaluate(config: Union[str, Path, Mapping[str, Any]], *, output_dir: Union[str, Path, None] = None,
-             run_id: Optional[str] = None, use_cache: bool = True, allow_config_change: bool = False,
+             run_id: Optional[str] = None, use_cache: Optional[bool] = None, allow_config_change: bool = False,
              quiet: bool = False) -> Evaluation:
     """Run the evaluation a config describes (a YAML path or a dict) and return its scores; bad input raises UserError."""
     from lalmeval.cli import check_run_id

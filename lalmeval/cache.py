@@ -49,34 +49,45 @@ def cache_file(folder: Path, model: str) -> Path:
     return folder / f"{safe_name(model)}.jsonl"
 
 
-class InferenceCache:
-    """Replies of one model by request key, in <dir>/<model>.jsonl (append-only)."""
+EARLIER_RUN = "an earlier run"   # where an entry written before entries named their run came from
 
-    def __init__(self, folder: Path, model: str):
+
+class InferenceCache:
+    """Replies of one model by request key, in <dir>/<model>.jsonl (append-only), each with the run that asked for it."""
+
+    def __init__(self, folder: Path, model: str, run_id: Optional[str] = None, only_run: Optional[str] = None):
         self.path = cache_file(folder, model)
-        self._replies: Optional[dict[str, str]] = None
+        self.run_id = run_id
+        self.only_run = only_run   # reuse only the entries this run wrote (a judge without the cross-run cache)
+        self._replies: Optional[dict[str, tuple[str, Optional[str]]]] = None
         self._writer: Optional[JsonlWriter] = None
         self.hits = 0
 
     def load(self) -> None:
         """Read the file (blocking: call off the loop)."""
         if self._replies is None:
-            self._replies = {item["key"]: item["reply"] for item in read_jsonl(self.path, "cache file") if "key" in item and "reply" in item}
+            self._replies = {item["key"]: (item["reply"], item.get("run")) for item in read_jsonl(self.path, "cache file")
+                             if "key" in item and "reply" in item and (self.only_run is None or item.get("run") == self.only_run)}
 
     def get(self, key: str) -> Optional[str]:
-        reply = (self._replies or {}).get(key)
-        if reply is not None:
+        entry = (self._replies or {}).get(key)
+        if entry is not None:
             self.hits += 1
-        return reply
+        return entry[0] if entry is not None else None
+
+    def origin(self, key: str) -> str:
+        """The run whose request put the entry there ('an earlier run' for entries that do not say)."""
+        entry = (self._replies or {}).get(key)
+        return str(entry[1]) if entry is not None and entry[1] else EARLIER_RUN
 
     def put(self, key: str, reply: str) -> None:
         """Keep a reply. A refused write does not lose the reply in hand: the writer reports it and the run stops."""
         if self._replies is not None:
-            self._replies[key] = reply
+            self._replies[key] = (reply, self.run_id)
         try:
             if self._writer is None:
                 self._writer = JsonlWriter(self.path)
-            self._writer.write({"key": key, "reply": reply})
+            self._writer.write({"key": key, "reply": reply, **({"run": self.run_id} if self.run_id else {})})
         except WriteFailed:
             pass
 

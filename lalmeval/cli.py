@@ -1,4 +1,4 @@
-"""Command line: lalmeval run | init | validate | list | report."""
+"""Command line: lalmeval run | init | validate | check | list | report."""
 
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--output-dir", "-o", help="parent of the run directory (default: the config's output_dir, run_logs/)")
     run.add_argument("--run-id", help="name of the run directory (default: a timestamp); an existing run is resumed")
     run.add_argument("--resume", metavar="RUN_ID", help="continue an existing run: only missing or failed samples are requested")
-    run.add_argument("--no-cache", action="store_true", help="neither read nor write the inference cache")
+    run.add_argument("--cache", action="store_true", help="answer identical requests from earlier runs' replies (the config's `cache: true`)")
+    run.add_argument("--no-cache", action="store_true", help="neither read nor write the inference cache (wins over --cache and `cache: true`)")
     run.add_argument("--allow-config-change", action="store_true",
                      help="continue an existing run although its stored config.yaml asks for other datasets, models, prompts or samples")
     mode = run.add_mutually_exclusive_group()
@@ -50,7 +51,16 @@ def _parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", parents=[common], help="check config and runspecs without sending a request")
     _add_config(validate)
 
-    listing = sub.add_parser("list", parents=[common], help="print categories, task types and datasets")
+    check = sub.add_parser("check", parents=[common], help="send one tiny request to every endpoint (each replica, the judge)",
+                           description="Send one real, tiny request to every model endpoint (each replica) and the judge; servers the config "
+                                       "launches are started and stopped. Exit 0 only when every endpoint answers.")
+    _add_config(check)
+
+    listing = sub.add_parser("list", parents=[common], help="print categories, dataset families, groups and datasets",
+                             description="Print the catalog: each category with its families (task types), then the groups. "
+                                         "NAME (a category, family, group or dataset) or --expand shows every dataset.")
+    listing.add_argument("name", nargs="?", metavar="NAME", help="show only this category, family (task type), group or dataset, with every dataset")
+    listing.add_argument("--expand", "-e", action="store_true", help="show every dataset of every family")
     listing.add_argument("--config", "-c", help="also include the config's runspec_dirs")
 
     report = sub.add_parser("report", parents=[common], help="compare runs: a leaderboard (HTML and console)",
@@ -103,17 +113,19 @@ def _breakdown(failures: list[dict]) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from lalmeval.options import RunOptions
-    from lalmeval.runner import run
+    from lalmeval.runner import run, who
 
     plan = _plan(args.config)
     output_dir = Path(args.output_dir or plan.config.output_dir)
     run_id = _run_id(args, output_dir)
     # Printed for pasting: started the way this run was (bash evaluate.sh, lalmeval, python -m lalmeval).
     # Flags that say how the run is done carry over (the cache stays off, inference stays unscored).
-    kept = "".join(flag for flag, on in ((" --no-cache", args.no_cache), (" --skip-eval", args.skip_eval)) if on)
+    kept = "".join(flag for flag, on in ((" --no-cache", args.no_cache), (" --cache", args.cache and not args.no_cache),
+                                         (" --skip-eval", args.skip_eval)) if on)
     command = f"{run_command()} --config {shlex.quote(args.config)} --output-dir {shlex.quote(str(output_dir))}{kept}"
     again = f"{command} --resume {run_id}"
-    options = RunOptions(use_cache=not args.no_cache, skip_eval=args.skip_eval, reeval=args.reeval, force_reinfer=args.force_reinfer,
+    use_cache = False if args.no_cache else (True if args.cache else None)   # None: the config's `cache`
+    options = RunOptions(use_cache=use_cache, skip_eval=args.skip_eval, reeval=args.reeval, force_reinfer=args.force_reinfer,
                          allow_config_change=args.allow_config_change)
     try:
         result = run(plan, output_dir, run_id, options=options)
@@ -131,12 +143,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     if result.write_error:
         print(f"error: {result.write_error}. Free space (or fix the folder), then resume with: {again}", file=sys.stderr)
         return EXIT_WRITE_FAILED
+    if result.stopped:
+        print(f"error: {result.stopped}; the scores above are partial. Fix the cause (see the failures above), then resume with: {again}",
+              file=sys.stderr)
+        return EXIT_FAILED_SAMPLES
     if result.interrupted:
         print(f"Interrupted: the scores above are partial. Resume with: {again}", file=sys.stderr)
         return EXIT_INTERRUPTED
     if result.broken_off:
         print(f"{len(result.broken_off)} dataset(s) could not be read to the end (see above): fix the data, then resume with: {again}",
               file=sys.stderr)
+        return EXIT_USER_ERROR
+    if result.refused and not result.complete:  # a replica refusing while the others answered everything is only a warning
+        for name, diagnosis in result.refused.items():
+            print(f"error: {who(name)}: {diagnosis}; its samples failed: after the fix, retry them with: {again}", file=sys.stderr)
         return EXIT_USER_ERROR
     if not result.complete:
         parts = []
@@ -168,12 +188,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     plan = _plan(args.config)
     redact = Redactor(config_secrets(plan.config))
-    print(f"{args.config}: config and runspecs OK — {len(plan.config.models)} model entr(ies) in {len(plan.groups)} group(s), {len(plan.pairs)} dataset–metric pair(s)")
+    print(f"{args.config}: config and runspecs OK — {len(plan.groups)} model(s) from {len(plan.config.models)} entr(ies), {len(plan.pairs)} dataset–metric pair(s)")
     for group in plan.groups:
         if len(group.replicas) > 1:
             print(redact(f"  model '{group.name}': {len(group.replicas)} replicas ({', '.join(r.info.url for r in group.replicas)})"))
     for dataset, metric in plan.pairs:
-        print(f"  {dataset.name} × {metric}  ({dataset.category}/{dataset.task_type}, {dataset.source})")
+        template = plan.judge_templates.get((dataset.name, metric))
+        judged = f", judge template {template.name}" if template else ""
+        print(f"  {dataset.name} × {metric}  ({dataset.category}/{dataset.task_type}, {dataset.source}{judged})")
     for name, reason in plan.skipped.items():
         print(f"  skipped {name}: {reason}")
     for line in short_secret_warnings(plan.config):
@@ -189,8 +211,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_USER_ERROR if problems else 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from lalmeval.check import run_check
+
+    plan = _plan(args.config)
+    lines, ok = run_check(plan, Path(plan.config.output_dir) / ".check")
+    for text in lines:
+        print(text)
+    if not ok:
+        print(f"error: {sum(not t.startswith('OK') for t in lines)} of {len(lines)} endpoint(s) did not answer (see FAIL above)", file=sys.stderr)
+    return 0 if ok else EXIT_USER_ERROR
+
+
 def cmd_list(args: argparse.Namespace) -> int:
-    from lalmeval.languages import NAMES
+    from lalmeval.listing import lines
     from lalmeval.runspecs import Catalog, runspec_dirs
 
     extra: list[str] = []
@@ -200,20 +234,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
         extra, base = load_config(args.config).runspec_dirs, Path(args.config).resolve().parent
     catalog = Catalog.load(runspec_dirs(extra, base))
-    tree = catalog.tree()
-    for category, task_types in tree.items():
-        print(f"{category} ({sum(len(names) for names in task_types.values())})")
-        for task_type, names in task_types.items():
-            print(f"  {task_type} ({len(names)})")
-            width = max(len(name) for name in names)
-            for name in names:
-                dataset = catalog.datasets[name]
-                # A path, not a hub id: the data must be put there by hand before a run.
-                local = "; local data" if dataset.spec.hf_repo.startswith((".", "/", "~")) else ""
-                # A code as written keeps its region (zh-TW); an English name shows as its code.
-                language = dataset.iso_language if dataset.spec.language.lower() in NAMES else dataset.spec.language
-                print(f"    {name:<{width}}  [{language}; {', '.join(dataset.spec.metrics) or 'no metrics'}{local}]")
-    print(f"{len(catalog.datasets)} datasets in {len(tree)} categories")
+    for line in lines(catalog, expand=args.expand, name=args.name):
+        print(line)
     return 0
 
 
@@ -300,7 +322,7 @@ def _main(argv: Optional[Sequence[str]]) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    handlers = {"run": cmd_run, "init": cmd_init, "validate": cmd_validate, "list": cmd_list, "report": cmd_report}
+    handlers = {"run": cmd_run, "init": cmd_init, "validate": cmd_validate, "check": cmd_check, "list": cmd_list, "report": cmd_report}
     try:
         return handlers[args.command](args)
     except UserError as exc:

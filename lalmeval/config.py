@@ -75,7 +75,7 @@ class Filters(Strict):
 
 
 class ModelInfo(Strict):
-    name: str = Field(description="Unique name of this model entry, used in reports and file names.")
+    name: str = Field(description="Name of this model in reports and file names. Different names are different models, even with one model id; entries sharing a name are replicas of one model.")
     inference_type: Literal["openai", "vllm", "transcription"] = Field("openai", description="openai / vllm: POST {url}/chat/completions; transcription: POST {url}/audio/transcriptions.")
     url: Union[str, list[str]] = Field(description="Base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1; a list of URLs serves the model from several replicas.")
     model: str = Field(min_length=1, description="Model id sent in the request body.")
@@ -194,11 +194,11 @@ class JudgeProperties(Strict):
     judge_api_key: Optional[SecretStr] = Field(None, description="Judge API key (Bearer, or Azure api-key with judge_api_version). Never written to any file.")
     judge_api_version: Optional[str] = Field(None, description="Azure style api-version for the judge endpoint.")
     judge_concurrency: int = Field(8, ge=1, le=10_000, description="Maximum judge requests in flight.")
-    judge_temperature: float = Field(0.0, ge=0, le=2.0, description="Judge sampling temperature (0-2).")
-    judge_prompt_model_override: Optional[str] = Field(None, description="Use the prompt variant tuned for this model instead of judge_model's.")
+    judge_temperature: float = Field(0.0, ge=0, le=2.0, description="Judge sampling temperature (0-2); a judge template that fixes its own wins.")
+    judge_prompt_model_override: Optional[str] = Field(None, description="Default judge template: use the prompt variant tuned for this model instead of judge_model's (a variant that exists in judge_prompts).")
     judge_timeout: float = Field(120.0, gt=0, le=DAY, description="Seconds per judge attempt.")
     judge_retry_attempts: int = Field(5, ge=0, le=100, description="Retries of a judge request on transient failures.")
-    judge_max_tokens: Optional[int] = Field(None, gt=0, le=10_000_000, description="max_tokens for judge replies (omitted when unset).")
+    judge_max_tokens: Optional[int] = Field(None, gt=0, le=10_000_000, description="max_tokens for judge replies (omitted when unset); a judge template that fixes its own wins.")
     judge_verify_ssl: bool = Field(True, description="Verify the judge endpoint's TLS certificate; false accepts any certificate (self-signed).")
 
     @field_validator("judge_api_endpoint")
@@ -239,15 +239,14 @@ class Config(Strict):
     bootstrap_resamples: int = Field(1000, ge=0, le=100_000, description="Bootstrap resamples behind each score's ci95/stderr and each paired comparison between models; 0 turns intervals and comparisons off.")
     output_dir: str = Field("run_logs", description="Where run directories are written (relative to the working directory).")
     cache_dir: Optional[str] = Field(None, description="Folder of the inference cache, relative to the working directory (default: <output_dir>/.cache).")
+    cache: bool = Field(False, description="Answer identical requests from the replies of earlier runs (the inference cache in cache_dir), judgments too; `lalmeval run --cache` turns it on for one run, --no-cache off. Off by default: a redeployed model behind the same URL and model id would get yesterday's answers.")
+    max_failure_rate: Optional[float] = Field(None, ge=0, le=1, description="Stop the run when more than this share (0-1) of the samples finished so far failed, checked once 20 samples have finished; null: never stop for failures.")
     cache_sampled: bool = Field(False, description="Also reuse cached replies (and judgments) of requests sampled at temperature > 0 without a seed.")
     judge_properties: Optional[JudgeProperties] = Field(None, description="The LLM judge used by llm_judge_* metrics.")
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "Config":
         names = [m.name for m in self.models]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"model names must be unique; repeated: {', '.join(dupes)}")
         for kind, entries in (("temperature_overrides", self.temperature_overrides), ("generation_overrides", self.generation_overrides), ("prompt_rules", self.prompt_rules)):
             for entry in entries:
                 if entry.model is not None and entry.model not in names:

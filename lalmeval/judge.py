@@ -1,18 +1,17 @@
-"""The LLM judge: prompt templates, filling, the cached judge client and rating parsing."""
+"""The LLM judge: lalmeval's own prompt variants, what a judge is shown, and the cached judge client."""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import re
-import string
 from typing import Any, Callable, Optional
 
 from lalmeval.cache import InferenceCache, deterministic, request_key
 from lalmeval.config import JudgeProperties
 from lalmeval.errors import UserError, closest
+from lalmeval.generation import merge
 from lalmeval.inference.client import Endpoint, Interrupted, RequestFailed
 from lalmeval.inference.protocols import PROTOCOLS
+from lalmeval.judge_templates import JudgeTemplate, placeholders
 from lalmeval.records import Prompt, Record
 from lalmeval.secrets import NO_SECRETS, Redactor
 
@@ -23,11 +22,6 @@ VARIANT_FIELDS = {
     "open": ("question", "answer"),
     "open_transcript": ("question", "transcript", "answer"),
 }
-
-
-def placeholders(template: str) -> list[str]:
-    """The {names} a template asks for, in order."""
-    return [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
 
 
 def check_templates(templates: dict[str, dict[str, dict[str, str]]]) -> None:
@@ -51,42 +45,42 @@ def check_templates(templates: dict[str, dict[str, dict[str, str]]]) -> None:
                         raise UserError(f"{where}: the template never shows '{{{field}}}'")
 
 
-_RATING = re.compile(r"rating\W{0,6}\[{0,2}\s*(-?\d+(?:\.\d+)?)", re.IGNORECASE)
-_JSON = re.compile(r"\{[^{}]*\}")
-
-
-def parse_rating(text: str) -> Optional[float]:
-    """The rating of a judgment: a JSON object's score/rating, else the last 'Rating: N'."""
-    for blob in reversed(_JSON.findall(text)):
-        try:
-            data = json.loads(blob)
-        except ValueError:
-            continue
-        for key in ("score", "rating"):
-            if isinstance(data, dict) and isinstance(data.get(key), (int, float)) and not isinstance(data.get(key), bool):
-                return float(data[key])
-    matches = _RATING.findall(text)
-    return float(matches[-1]) if matches else None
-
-
-def fields_for(record: Record) -> dict[str, str]:
+def fields_for(record: Record, stand_ins: bool = True) -> dict[str, str]:
     """What a judge sees of a sample: the instruction, reference, transcript and answer."""
-    question = record.prompt.strip()
-    if not question:
-        question = "(no text instruction: the request was spoken)" if record.transcript else "(no text instruction)"
-    return {
-        "question": question,
-        "reference": (record.reference or "").strip(),
-        "transcript": (record.transcript or "").strip(),
-        "answer": (record.prediction or "").strip() or "(empty answer)",
-    }
+    return judge_fields(record.prompt, record.reference, record.transcript, record.prediction, stand_ins)
+
+
+def judge_fields(question: str, reference: Optional[str], transcript: Optional[str], answer: Optional[str], stand_ins: bool = True) -> dict[str, str]:
+    """The value of every judge template field for one answer (a single-turn one: turn 1, no history).
+
+    With `stand_ins` (lalmeval's own prompts) an empty instruction or answer is shown as a phrase
+    saying so; published templates get the texts as they are, as their peers fill them."""
+    question, transcript, answer = question.strip(), (transcript or "").strip(), (answer or "").strip()
+    if stand_ins:
+        if not question:
+            question = "(no text instruction: the request was spoken)" if transcript else "(no text instruction)"
+        answer = answer or "(empty answer)"
+    return {"question": question, "query": transcript or question, "reference": (reference or "").strip(),
+            "transcript": transcript, "answer": answer, "turn_number": "1", "history": "", "history_with_references": ""}
+
+
+def check_prompt_model(props: Optional[JudgeProperties], judge_prompts: dict[str, Any], source: str) -> None:
+    """judge_prompt_model_override must name a judge model some judge prompt has a variant for."""
+    wanted = props.judge_prompt_model_override if props else None
+    if wanted is None:
+        return
+    known = sorted({model for variants in judge_prompts.values() for by_model in variants.values() for model in by_model} - {"default"})
+    if wanted not in known:
+        listed = ", ".join(known) if known else "none (a prompts_file's judge_prompts section adds them)"
+        raise UserError(f"{source}: judge_properties.judge_prompt_model_override: no judge prompt variant for '{wanted}'"
+                        f"{closest(wanted, known)}; known variants: {listed}")
 
 
 class Judge:
-    """One judge endpoint shared by every judge metric, with its prompts and a judgment cache."""
+    """One judge endpoint shared by every judge metric, with each judged dataset's template and a judgment cache."""
 
-    def __init__(self, props: JudgeProperties, templates: dict[str, Any], cache: Optional[InferenceCache], redactor: Redactor = NO_SECRETS,
-                 cache_sampled: bool = False, stop: Optional[asyncio.Event] = None):
+    def __init__(self, props: JudgeProperties, templates: dict[tuple[str, str], JudgeTemplate], cache: Optional[InferenceCache],
+                 redactor: Redactor = NO_SECRETS, cache_sampled: bool = False, stop: Optional[asyncio.Event] = None):
         self.props = props
         self.info = props.as_model()
         self.endpoint = Endpoint(self.info, redactor, stop)   # sends nothing once the run stops
@@ -96,28 +90,35 @@ class Judge:
         self.params: dict[str, Any] = {"temperature": props.judge_temperature}
         if props.judge_max_tokens:
             self.params["max_tokens"] = props.judge_max_tokens
-        # Like model replies, a sampled judgment (judge_temperature > 0) is reused only with cache_sampled.
-        self.cache = cache if deterministic(self.params) or cache_sampled else None
+        self.cache = cache
+        self.cache_sampled = cache_sampled
         self.protocol = PROTOCOLS.get(props.judge_type)
 
-    def template(self, metric: str, variant: str) -> Optional[str]:
-        """The template for this metric and variant: the prompt model's own, else the default."""
-        by_model = self.templates.get(metric, {}).get(variant, {})
-        return by_model.get(self.prompt_model, by_model.get("default"))
+    def template(self, dataset: str, metric: str) -> JudgeTemplate:
+        """The template the plan resolved for this dataset and judge metric."""
+        return self.templates[(dataset, metric)]
 
-    async def ask(self, text: str, usable: Callable[[str], bool] = lambda reply: True) -> tuple[str, bool]:
+    def request_params(self, generation: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+        """What a judge request sends: judge_temperature / judge_max_tokens, under a template's own settings."""
+        return merge([self.params, generation or {}])
+
+    async def ask(self, text: str, usable: Callable[[str], bool] = lambda reply: True, system: Optional[str] = None,
+                  generation: Optional[dict[str, Any]] = None) -> tuple[str, bool]:
         """The judge's reply to a filled prompt, and whether it came from the cache.
 
         Only a judgment the caller can use is cached or reused: one cut short or off format is
-        asked again by the next run (the printed retry command), not answered from the cache."""
-        prompt = Prompt(text=text, with_audio=False)
-        key = request_key(self.info, prompt, self.params, (), "", url=self.endpoint.shown_url) if self.cache is not None else None
-        if key and (cached := self.cache.get(key)) is not None and usable(cached):
+        asked again by the next run (the printed retry command), not answered from the cache. Like
+        model replies, a sampled judgment (temperature > 0) is reused only with cache_sampled."""
+        params = self.request_params(generation)
+        prompt = Prompt(text=text, system=system, with_audio=False)
+        cache = self.cache if self.cache is not None and (deterministic(params) or self.cache_sampled) else None
+        key = request_key(self.info, prompt, params, (), "", url=self.endpoint.shown_url) if cache is not None else None
+        if key and (cached := cache.get(key)) is not None and usable(cached):
             return cached, True
-        body, content_type = self.protocol.body(self.info, prompt, [], self.params, "")
+        body, content_type = self.protocol.body(self.info, prompt, [], params, "")
         text_reply = await self._post(body, content_type)
         if key and usable(text_reply):
-            self.cache.put(key, text_reply)
+            cache.put(key, text_reply)
         return text_reply, False
 
     async def _post(self, body: bytes, content_type: str) -> str:

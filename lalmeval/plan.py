@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -12,7 +12,8 @@ from lalmeval.errors import UserError
 from lalmeval.generation import merge
 from lalmeval.inference.protocols import PROTOCOLS
 from lalmeval.inference.replicas import ModelGroup, model_groups
-from lalmeval.judge import check_templates
+from lalmeval.judge import check_prompt_model, check_templates
+from lalmeval.judge_templates import DEFAULT, JudgeTemplate, resolve
 from lalmeval.metrics import METRICS, NORMALIZERS
 from lalmeval.languages import iso_code
 from lalmeval.postprocess import POSTPROCESSORS
@@ -32,9 +33,15 @@ class Plan:
     catalog: Catalog
     pairs: list[tuple[Dataset, str]]
     skipped: dict[str, str] = field(default_factory=dict)
-    judge_templates: dict[str, Any] = field(default_factory=dict)
+    judge_templates: dict[tuple[str, str], JudgeTemplate] = field(default_factory=dict)  # (dataset, judge metric) → template
     groups: list[ModelGroup] = field(default_factory=list)
     prompts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    group_scores: list[tuple[str, list[str]]] = field(default_factory=list)  # (metric, [runspec group]) for each group dataset_metric names
+
+    @property
+    def aggregates(self) -> list[tuple[str, list[str]]]:
+        """The config's aggregate entries, then a group score for every runspec group the run names."""
+        return list(self.config.aggregate) + [g for g in self.group_scores if g not in self.config.aggregate]
 
     @property
     def uses_judge(self) -> bool:
@@ -148,6 +155,18 @@ def _pairs(config: Config, catalog: Catalog, source: str) -> list[tuple[Dataset,
     return pairs
 
 
+def _group_scores(config: Config, catalog: Catalog, pairs: list[tuple[Dataset, str]]) -> list[tuple[str, list[str]]]:
+    """(metric, [group]) for each runspec group dataset_metric names and each metric its datasets are scored with."""
+    out: list[tuple[str, list[str]]] = []
+    for name, _ in config.dataset_metric:
+        if name in catalog.groups:
+            members = {d.name for d in catalog.members(name)}
+            for metric in dict.fromkeys(m for d, m in pairs if d.name in members):
+                if (metric, [name]) not in out:
+                    out.append((metric, [name]))
+    return out
+
+
 def build_plan(config: Config, config_path: Path) -> Plan:
     """Check everything a run needs (runspecs, names, metrics, prompts) and return the Plan."""
     with redacted_errors(Redactor(config_secrets(config))):  # messages quote URLs and generation settings
@@ -174,16 +193,37 @@ def _checked_plan(config: Config, config_path: Path) -> Plan:
     for metric in sorted({m for _, m in pairs}):
         METRICS.get(metric).check(config)
     check_templates(prompts["judge_prompts"])
+    check_prompt_model(config.judge_properties, prompts["judge_prompts"], source)
     skipped = {d.name: r for d, _ in pairs if (r := skip_reason(d, config.filters))}
     kept = [(d, m) for d, m in pairs if d.name not in skipped]
     for dataset, metric in kept:
         METRICS.get(metric).check_dataset(dataset)
         if getattr(METRICS.get(metric), "needs_judge", lambda d: False)(dataset) and config.judge_properties is None:
             raise UserError(f"{dataset.source}: dataset '{dataset.name}': answer_extraction llm needs judge_properties in the config (see sample_config.yaml)")
-    plan = Plan(config, base, catalog, kept, skipped, prompts["judge_prompts"], model_groups(config), prompts)
+    templates = _judge_templates(config, kept, prompts["judge_prompts"])
+    plan = Plan(config, base, catalog, kept, skipped, templates, model_groups(config), prompts, _group_scores(config, catalog, kept))
     _check_rules(plan)
-    _check_group_params(plan)
     return plan
+
+
+def _judge_templates(config: Config, pairs: list[tuple[Dataset, str]], judge_prompts: dict[str, Any]) -> dict[tuple[str, str], JudgeTemplate]:
+    """The judge template of every (dataset, judge metric): the runspec's judge_template, else default."""
+    props = config.judge_properties
+    prompt_model = (props.judge_prompt_model_override or props.judge_model) if props else ""
+    out: dict[tuple[str, str], JudgeTemplate] = {}
+    for dataset, metric in pairs:
+        if not getattr(METRICS.get(metric), "uses_template", False):
+            continue
+        where = f"{dataset.source}: dataset '{dataset.name}': judge_template"
+        try:
+            template = resolve(dataset.spec.judge_template or DEFAULT, metric, dataset.source.parent, judge_prompts, prompt_model)
+        except UserError as exc:
+            raise UserError(f"{where}: {exc}") from None
+        if dataset.spec.format is None and not dataset.spec.transcript_column and template.variant_for(True, False) is None \
+                and template.variant_for(False, False) is None:
+            raise UserError(f"{where}: judge template '{template.name}' shows the judge a transcript of the audio, and the dataset has no transcript_column")
+        out[(dataset.name, metric)] = template
+    return out
 
 
 def _check_rules(plan: Plan) -> None:
@@ -204,22 +244,3 @@ def _check_rules(plan: Plan) -> None:
             except UserError as exc:
                 raise UserError(f"model '{model.name}' on dataset '{dataset.name}' ({dataset.source}): {exc}") from None
 
-
-def _check_group_params(plan: Plan) -> None:
-    """Replicas of one model must send the same requests on every dataset: the group is one pass,
-    built from its first entry, so an override or prompt rule naming another entry would be ignored."""
-    for group in plan.groups:
-        entries = [m for m in plan.config.models if m.name in group.entries]
-        for dataset in plan.datasets:
-            for entry in entries[1:]:
-                _agree(entries[0], entry, dataset, "generation parameters", plan.params(entries[0], dataset), plan.params(entry, dataset),
-                       "temperature_overrides and generation_overrides")
-                first, other = plan.prompt_settings(entries[0], dataset), plan.prompt_settings(entry, dataset)
-                for setting in (f.name for f in fields(first)):
-                    _agree(entries[0], entry, dataset, f"prompts ({setting})", getattr(first, setting), getattr(other, setting), "prompt_rules")
-
-
-def _agree(first: ModelInfo, entry: ModelInfo, dataset: Dataset, what: str, mine: Any, theirs: Any, check: str) -> None:
-    if mine != theirs:
-        raise UserError(f"models '{first.name}' and '{entry.name}' are replicas of model '{entry.model}' but get different {what} on "
-                        f"'{dataset.name}' ({mine!r} vs {theirs!r}): check {check}, or give them different `model` ids to evaluate them separately")

@@ -33,6 +33,8 @@ class RunResult:
     failures: list[dict[str, Any]] = field(default_factory=list)
     interrupted: bool = False
     down: dict[str, str] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)   # endpoints that refused every request: the diagnosis of each
+    stopped: Optional[str] = None   # why the run stopped itself (max_failure_rate), if it did
     reused: int = 0        # stored predictions published again (resume, --reeval)
     cache_hits: int = 0    # replies and judgments answered by the cache
     write_error: Optional[str] = None   # the disk refused a write: the run stopped early
@@ -77,7 +79,8 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
 
     A write the disk refuses before the first request raises WriteFailed. Ctrl-C raises Interrupted
     saying what is on disk (during inference it first lets the requests in flight finish)."""
-    options = replace(options, cache_sampled=plan.config.cache_sampled)
+    use_cache = plan.config.cache if options.use_cache is None else options.use_cache   # --cache / --no-cache win over the config
+    options = replace(options, cache_sampled=plan.config.cache_sampled, use_cache=use_cache, run_judgments=options.use_cache is not False)
     redactor = Redactor(config_secrets(plan.config))
     # Every folder the run writes to must take a file before the first request is sent.
     check_writable_dir(output_dir, "output directory")
@@ -119,7 +122,7 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
 
 def _start(state: Execution, plan: Plan, store: RunStore, options: RunOptions) -> None:
     """Check the cache folder and the stored config, then write this run's config.yaml."""
-    if options.use_cache and not options.reeval:
+    if (options.use_cache and not options.reeval) or (state.judge is not None and state.judge.cache is not None):
         check_writable_dir(state.cache_dir, "cache directory (cache_dir)")
     for path, what in state.files():  # a named pipe among them would block the run for ever
         check_regular(path, what)
@@ -132,16 +135,22 @@ def _start(state: Execution, plan: Plan, store: RunStore, options: RunOptions) -
 
 
 def _result(state: Execution, scores: list[Score], jobs: Jobs) -> RunResult:
-    for score in scores:  # a stream that broke off: its scores say they cover only the rows read
+    for score in scores:
         job = jobs.get((score.dataset, score.model))
-        if job is not None and job.broken_off:
+        if job is not None and job.broken_off:  # a stream that broke off: its scores say they cover only the rows read
             score.details["data_broke_off"] = job.broken_off
+        if job is not None and job.stream.cached:  # answers this run did not ask the server for, and who did
+            score.details["from_cache"] = {"answers": sum(job.stream.cached.values()), "runs": dict(job.stream.cached.most_common())}
+        if len(state.endpoints.get(score.model, ())) > 1:  # one score pooled from several servers: name them
+            score.details["replicas"] = [e.shown_url for e in state.endpoints[score.model]]
     caches = {id(c): c for c in [*(j.cache for j in jobs.values()), state.judge.cache if state.judge else None] if c}
     write_failure = state.write_error or write_error() or next((j.failure for j in jobs.values() if j.failure and j.failure.startswith("cannot write")), None)
-    down = {f"{name} ({e.shown_url})" if len(group) > 1 else name: e.down_reason
-            for name, group in state.endpoints.items() for e in group if e.down_reason}
+    named = [(f"{name} ({e.shown_url})" if len(group) > 1 else name, e) for name, group in state.endpoints.items() for e in group]
+    named += [(state.judge.info.name, state.judge.endpoint)] if state.judge is not None else []   # 'judge:<model>'
+    down = {label: e.refused or e.down_reason for label, e in named if e.down_reason}
+    refused = {label: state.redact(e.refused) for label, e in named if e.refused}
     return RunResult(scores, [], None, sum(e.requests_sent for e in state.all_endpoints()), failures(jobs),
-                     state.stop.is_set() and not write_failure, down,
+                     state.stop.is_set() and not write_failure, down, refused, state.watch.stopped,
                      reused=sum(j.reused for j in jobs.values()), cache_hits=sum(c.hits for c in caches.values()),
                      write_error=write_failure, unscored=_unscored(scores), data_errors=dict(state.data_errors),
                      broken_off={dataset: job.broken_off for (dataset, _), job in jobs.items() if job.broken_off})
@@ -152,15 +161,20 @@ def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str, re
         used = protocol_used(plan, score, redactor)
         if used is not None:
             score.details["protocol"] = used
-    result.aggregates = aggregates(plan.config.aggregate, result.scores, plan.catalog, plan.config.bootstrap_resamples, plan.config.seed)
+    result.aggregates = aggregates(plan.aggregates, result.scores, plan.catalog, plan.config.bootstrap_resamples, plan.config.seed)
     result.comparisons = comparisons(result.scores, plan.config.bootstrap_resamples, plan.config.seed)
     data = final_scores(run_id, result.scores, result.aggregates, result.comparisons)
-    data.update(failures=result.failures, interrupted=result.interrupted or bool(result.write_error), endpoints_down=result.down,
+    data.update(failures=result.failures, interrupted=result.interrupted or bool(result.write_error), stopped=result.stopped, endpoints_down=result.down,
                 data_errors=result.data_errors, broken_off=result.broken_off)
     try:
         result.final_path = store.write_final(data)
     except WriteFailed as exc:
         result.write_error = result.write_error or str(exc)
+
+
+def who(label: str) -> str:
+    """How a message names an endpoint: "model 'm'" (or "model 'm (url)'" for a replica), or 'judge:<model>'."""
+    return label if label.startswith("judge:") else f"model '{label}'"
 
 
 def _print_summary(result: RunResult, store: RunStore, options: RunOptions, redact: Redactor) -> None:
@@ -177,7 +191,11 @@ def _print_summary(result: RunResult, store: RunStore, options: RunOptions, reda
     if result.failures:
         print(redact(failure_table(result.failures)))
     for name, reason in result.down.items():
-        print(redact(f"endpoint of model '{name}' is down: {reason}"), file=sys.stderr)
+        if name in result.refused:  # a refusal that failed samples is the one line the command ends with
+            if result.complete:
+                print(redact(f"warning: {who(name)}: {result.refused[name]}; the other replicas answered its samples"), file=sys.stderr)
+        else:
+            print(redact(f"endpoint of {who(name)} is down: {reason}"), file=sys.stderr)
     for name, reason in result.data_errors.items():
         print(redact(f"error: dataset '{name}' was not evaluated: {reason}"), file=sys.stderr)
     for name, reason in result.broken_off.items():

@@ -34,7 +34,7 @@ class DatasetSpec(BaseModel):
     target_language: Optional[str] = Field(None, description="Language of the references when it differs (speech translation); decides BLEU tokenization.")
     modality: Literal["audio", "text", "audio_text"] = Field("audio", description="audio: send the clip; text: send textual_input_column instead; audio_text: send both.")
     audio_column: Optional[str] = Field("audio", description="Column holding the audio (HF audio struct or a file path).")
-    target_column: Optional[str] = Field("reference", description="Column holding the reference answer.")
+    target_column: Optional[Union[str, list[str]]] = Field("reference", description="Column holding the reference answer; a list of columns makes the reference a JSON object of their values (for metrics that check several fields: IFEval's instruction_id_list and kwargs, BFCL's reference and tools).")
     additional_instruction_column: Optional[str] = Field(None, description="Column holding a per-row instruction (replaces `instruction`).")
     textual_input_column: Optional[str] = Field(None, description="Column holding text input (the question, or a transcript of the audio).")
     transcript_column: Optional[str] = Field(None, description="Column holding the text of the audio (shown to LLM judges, never to the model).")
@@ -46,6 +46,8 @@ class DatasetSpec(BaseModel):
     postprocessor: str = Field("GeneralPostprocessor", description="Registered postprocessor name.")
     metrics: list[str] = Field(default_factory=list, description="Metrics that 'all' expands to.")
     instruction: Optional[str] = Field(None, description="Default instruction when the row has none.")
+    prompt_template: Optional[str] = Field(None, description="How the instruction is framed, as a peer frames it: '{instruction}' stands for the row's (or default) instruction, every other character is sent as written (AU-Harness's user_prompt before the dataset's instruction, lmms-eval's pre_prompt and post_prompt around its question). Without '{instruction}' the template comes first and the instruction follows on a new line.")
+    reproduces: Optional[str] = Field(None, description="The peer declaration this entry reproduces, '<peer>:<task>' (peers: au_harness, lmms, lmms_v0.3, kimi); `lalmeval list` counts entries by peer and docs/catalog.md maps each to its source.")
     choices_column: Optional[Union[str, list[str]]] = Field(None, description="Multiple choice: one column holding each row's options (a list, or a string like '(A) x (B) y'), or a list of option columns (e.g. [\"A\", \"B\", \"C\", \"D\"]).")
     choices: Optional[list[str]] = Field(None, min_length=2, max_length=26, description="Multiple choice with the same options for every row (fixed-label classification).")
     answer_extraction: Literal["default", "regex", "box", "first_letter", "llm"] = Field("default", description="How a multiple-choice reply becomes an option: default (explicit final answers, negations, CJK, option text), regex (answer_pattern), box, first_letter, or llm (the judge maps replies default cannot read).")
@@ -60,6 +62,7 @@ class DatasetSpec(BaseModel):
     generation_kwargs: Generation = Field(default_factory=Generation, description="Generation settings for this dataset (top_p, max_tokens, stop, extra_body, ...): above the model's own, below config overrides that name the task.")
     origin: Optional[str] = Field(None, description="Where this definition comes from: the dataset card and paper (documentation only).")
     protocol: str = Field("lalmeval", description="Scoring convention (a registered protocol name, or name@version): presets normalizer and error_unit (and any other field it defines) for the dataset's language; fields set here win. lalmeval, kimi, lmms, open_asr, au_harness.")
+    judge_template: Optional[str] = Field(None, min_length=1, description="LLM judges (llm_judge_binary / llm_judge_detailed): the judge template — default (lalmeval's prompts), a published one (audiobench, au_harness_binary, au_harness_detailed, kimi_yes_no, ...; see README), or a template file (.yaml) relative to this runspec file.")
     normalizer: Optional[str] = Field(None, description="Text normalizer of error rates (a registered name, or 'none'); default: the protocol's for the language (lalmeval: whisper_english for English, chinese for Chinese and Cantonese, basic otherwise).")
     error_unit: Optional[Literal["word", "character", "mixed"]] = Field(None, description="What error rates count: words, characters, or mixed (each CJK character and each other word a token); default: the protocol's for the language (lalmeval: mixed for zh/yue, character for ja/ko/th/lo/my/km, word otherwise).")
 
@@ -124,74 +127,145 @@ class Dataset:
         return name in (self.name, self.task_type, self.category)
 
 
-def _read_file(path: Path, category: str) -> list[Dataset]:
+PEERS = ("au_harness", "lmms", "lmms_v0.3", "kimi")  # whose declarations `reproduces` may name
+
+
+class GroupSpec(BaseModel):
+    """A runspec entry that stands for other entries and reports a group score over them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    members: list[str] = Field(min_length=1, description="Datasets or other groups this group stands for (a nested group contributes its datasets).")
+    aggregation: Literal["mean", "weighted_mean"] = Field("mean", description="The group score from its datasets' scores: mean (each dataset weighs 1, as AU-Harness aggregates and lm-eval's aggregate_metric_list without weight_by_size) or weighted_mean (by scored samples, weight_by_size true).")
+    reproduces: Optional[str] = Field(None, description="The peer group this reproduces, '<peer>:<group>'.")
+    origin: Optional[str] = Field(None, description="Where this group comes from (documentation only).")
+
+
+@dataclass(frozen=True)
+class Group:
+    """A named group of datasets with where it was declared."""
+
+    name: str
+    category: str
+    task_type: str
+    spec: GroupSpec
+    source: Path
+
+
+def _validation_error(path: Path, name: str, exc: ValidationError, model: type[BaseModel]) -> UserError:
+    err = exc.errors()[0]
+    field = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "extra_forbidden":
+        return UserError(f"{path}: dataset '{name}': unknown field '{field}'{closest(field, model.model_fields)}")
+    hint = ""
+    if err["type"] == "literal_error":  # e.g. error_unit: name the closest valid value
+        hint = f" (got {err['input']!r})" + closest(str(err["input"]), re.findall(r"'([^']*)'", err["ctx"]["expected"]))
+    return UserError(f"{path}: dataset '{name}': {field or 'entry'}: {err['msg'].removeprefix('Value error, ')}{hint}")
+
+
+def _check_reproduces(path: Path, name: str, value: Optional[str]) -> None:
+    peer, _, task = (value or "").partition(":")
+    if value is not None and (peer not in PEERS or not task):
+        raise UserError(f"{path}: dataset '{name}': reproduces must be '<peer>:<task>' with peer one of {', '.join(PEERS)} (got {value!r})")
+
+
+def _check_spec(path: Path, name: str, spec: DatasetSpec) -> None:
+    iso_code(spec.language, where=f"{path}: dataset '{name}': language")
+    if spec.answer_extraction == "regex" and not spec.answer_pattern:
+        raise UserError(f"{path}: dataset '{name}': answer_extraction regex needs answer_pattern")
+    if spec.choices and spec.choices_column:
+        raise UserError(f"{path}: dataset '{name}': give choices (the same for every row) or choices_column, not both")
+    if isinstance(spec.target_column, list) and (spec.choices or spec.choices_column or spec.format in CHOICE_FORMATS):
+        raise UserError(f"{path}: dataset '{name}': multiple choice reads its gold answer from one target_column, not a list")
+    if not (spec.choices or spec.choices_column or spec.format in CHOICE_FORMATS):
+        for field in ("mc_template", "shuffle_options"):
+            if getattr(spec, field) is not None:
+                raise UserError(f"{path}: dataset '{name}': {field} applies to multiple choice, and this dataset has no options "
+                                "(set choices_column or choices)")
+    if spec.target_language:
+        iso_code(spec.target_language, where=f"{path}: dataset '{name}': target_language")
+    _check_reproduces(path, name, spec.reproduces)
+
+
+def _read_file(path: Path, category: str) -> list[Union[Dataset, Group]]:
     raw = load_json(path, "runspec")
     if not isinstance(raw, dict):
         raise UserError(f"{path}: a runspec must be a JSON object of dataset name → settings")
-    datasets = []
+    entries: list[Union[Dataset, Group]] = []
     for name, entry in raw.items():
         if not name.strip() or any(ord(ch) < 32 for ch in name):
             raise UserError(f"{path}: dataset name {name!r} must be a non-empty name without control characters")
+        model: type[BaseModel] = GroupSpec if isinstance(entry, dict) and "members" in entry else DatasetSpec
         try:
-            spec = DatasetSpec.model_validate(entry)
+            spec = model.model_validate(entry)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            field = ".".join(str(p) for p in err["loc"])
-            if err["type"] == "extra_forbidden":
-                raise UserError(f"{path}: dataset '{name}': unknown field '{field}'{closest(field, DatasetSpec.model_fields)}") from None
-            hint = ""
-            if err["type"] == "literal_error":  # e.g. error_unit: name the closest valid value
-                hint = f" (got {err['input']!r})" + closest(str(err["input"]), re.findall(r"'([^']*)'", err["ctx"]["expected"]))
-            raise UserError(f"{path}: dataset '{name}': {field or 'entry'}: {err['msg'].removeprefix('Value error, ')}{hint}") from None
+            raise _validation_error(path, name, exc, model) from None
+        if isinstance(spec, GroupSpec):
+            _check_reproduces(path, name, spec.reproduces)
+            entries.append(Group(name, category, path.stem, spec, path))
+            continue
         spec = with_format_defaults(spec)
-        iso_code(spec.language, where=f"{path}: dataset '{name}': language")
+        _check_spec(path, name, spec)
         spec = with_protocol_defaults(spec, f"{path}: dataset '{name}'")
-        if spec.answer_extraction == "regex" and not spec.answer_pattern:
-            raise UserError(f"{path}: dataset '{name}': answer_extraction regex needs answer_pattern")
-        if spec.choices and spec.choices_column:
-            raise UserError(f"{path}: dataset '{name}': give choices (the same for every row) or choices_column, not both")
-        if not (spec.choices or spec.choices_column or spec.format in CHOICE_FORMATS):
-            for field in ("mc_template", "shuffle_options"):
-                if getattr(spec, field) is not None:
-                    raise UserError(f"{path}: dataset '{name}': {field} applies to multiple choice, and this dataset has no options "
-                                    "(set choices_column or choices)")
-        if spec.target_language:
-            iso_code(spec.target_language, where=f"{path}: dataset '{name}': target_language")
-        datasets.append(Dataset(name, category, path.stem, spec, path))
-    return datasets
+        entries.append(Dataset(name, category, path.stem, spec, path))
+    return entries
 
 
 class Catalog:
-    """Every dataset of the runspec directories, addressable by dataset, task type or category."""
+    """Every dataset (and group) of the runspec directories, addressable by dataset, group, task type or category."""
 
-    def __init__(self, datasets: list[Dataset]):
+    def __init__(self, datasets: list[Dataset], groups: Optional[list[Group]] = None):
         self.datasets = {d.name: d for d in datasets}
+        self.groups = {g.name: g for g in groups or []}
 
     @classmethod
     def load(cls, dirs: list[Path]) -> "Catalog":
-        """Read every runspec under `dirs`; a duplicate dataset name is an error naming both files."""
-        found: dict[str, Dataset] = {}
+        """Read every runspec under `dirs`; a duplicate name is an error naming both files, a group member that
+        names nothing is an error naming the group's file."""
+        found: dict[str, Union[Dataset, Group]] = {}
         for root in dirs:
             if not root.is_dir():
                 raise UserError(f"{root}: runspec directory not found")
             # <dir>/<category>/<task_type>.json (or <dir>/<task_type>.json): data folders below stay out.
             for path in sorted([*root.glob("*.json"), *root.glob("*/*.json")]):
                 category = path.parent.name if path.parent != root else path.stem
-                for dataset in _read_file(path, category):
-                    if dataset.name in found:
-                        raise UserError(f"dataset '{dataset.name}' is defined twice: {found[dataset.name].source} and {path}")
-                    found[dataset.name] = dataset
-        return cls(list(found.values()))
+                for entry in _read_file(path, category):
+                    if entry.name in found:
+                        raise UserError(f"dataset '{entry.name}' is defined twice: {found[entry.name].source} and {path}")
+                    found[entry.name] = entry
+        catalog = cls([e for e in found.values() if isinstance(e, Dataset)], [e for e in found.values() if isinstance(e, Group)])
+        catalog._check_groups()
+        return catalog
+
+    def _check_groups(self) -> None:
+        for group in self.groups.values():
+            for member in group.spec.members:
+                if member not in self.datasets and member not in self.groups:
+                    names = set(self.datasets) | set(self.groups)
+                    raise UserError(f"{group.source}: group '{group.name}': member '{member}' is no dataset or group{closest(member, names)}")
+            self.members(group.name)  # a cycle is an error here, once, rather than at every use
+
+    def members(self, name: str, seen: tuple[str, ...] = ()) -> list[Dataset]:
+        """The datasets a group stands for, in declaration order, nested groups flattened, each once."""
+        if name in seen:
+            raise UserError(f"{self.groups[name].source}: group '{name}' contains itself (via {' → '.join(seen + (name,))})")
+        out: dict[str, Dataset] = {}
+        for member in self.groups[name].spec.members:
+            found = [self.datasets[member]] if member in self.datasets else self.members(member, seen + (name,))
+            out.update((d.name, d) for d in found)
+        return list(out.values())
 
     def resolve(self, name: str) -> list[Dataset]:
-        """Datasets named by a dataset name, else a task type, else a category."""
+        """Datasets named by a dataset name, a group, else a task type, else a category."""
         if name in self.datasets:
             return [self.datasets[name]]
+        if name in self.groups:
+            return self.members(name)
         for level in ("task_type", "category"):
             hits = [d for d in self.datasets.values() if getattr(d, level) == name]
             if hits:
                 return sorted(hits, key=lambda d: d.name)
-        choices = set(self.datasets) | {d.task_type for d in self.datasets.values()} | {d.category for d in self.datasets.values()}
+        choices = set(self.datasets) | set(self.groups) | {d.task_type for d in self.datasets.values()} | {d.category for d in self.datasets.values()}
         raise UserError(f"unknown dataset, task type or category '{name}'{closest(name, choices)}")
 
     def tree(self) -> dict[str, dict[str, list[str]]]:

@@ -97,9 +97,12 @@ register(ScoringProtocol(
     "github.com/huggingface/open_asr_leaderboard @ d1e99b25: normalizer/normalizer.py, normalizer/eval_utils.py",
     lambda language: {"normalizer": "open_asr", "error_unit": "word"} if language == "en" else None,
 ))
+# AU-Harness's Japanese character error rate fails in its own code (the jiwer it pins rejects its
+# truth_transform), so there is no number to reproduce: lalmeval's Japanese default stands in.
 register(ScoringProtocol(
     "au_harness", "1", "AU-Harness's word error rate (normalizer au_harness): num2words, openai-whisper English or "
-    "basic normalizer, punctuation deleted; every language by words (Japanese refused: AU-Harness's own code fails there)",
+    "basic normalizer, punctuation deleted; every language by words; Japanese: lalmeval's default (basic, characters), "
+    "as AU-Harness's own Japanese scoring does not run",
     "github.com/ServiceNow/AU-Harness @ daa06166: metrics/word_error_rate_metrics.py, utils/constants.py",
-    _by_unit("au_harness"),
+    lambda language: {"normalizer": "basic", "error_unit": "character"} if language == "ja" else {"normalizer": "au_harness", "error_unit": "word"},
 ))

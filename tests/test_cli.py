@@ -37,7 +37,7 @@ def test_evaluate_sh_runs_the_shipped_demo_end_to_end(tmp_path):
 
 def test_help_documents_every_flag():
     out = subprocess.run(["bash", "evaluate.sh", "--help"], cwd=REPO, capture_output=True, text=True, timeout=60).stdout
-    for flag in ("--config", "--output-dir", "--run-id", "--debug", "--resume", "--no-cache", "--skip-eval", "--reeval", "--force-reinfer",
+    for flag in ("--config", "--output-dir", "--run-id", "--debug", "--resume", "--cache", "--no-cache", "--skip-eval", "--reeval", "--force-reinfer",
                  "--allow-config-change"):
         assert flag in out
 
@@ -311,13 +311,13 @@ def test_one_line_errors_that_name_a_url_leave_its_token_out(tmp_path, settings,
 
 
 def test_validate_and_plan_errors_leave_a_token_in_the_url_out(tmp_path):
-    """Replica URLs are listed by validate; a replica listed twice (two entries, one model) is refused naming it."""
+    """Replica URLs are listed by validate; a replica listed twice (two entries of one name) is refused naming it."""
     path = write_config(tmp_path, auth_token=URL_TOKEN, url=[url_with_token(9), url_with_token(10)])
     out = cli("validate", "--config", str(path))
     assert out.returncode == 0 and "2 replicas (http://127.0.0.1:9/gw/<redacted>/v1, " in out.stdout, out.stdout + out.stderr
     data = yaml.safe_load(path.read_text())
-    data["models"] = [{"info": {"name": name, "url": url_with_token(), "model": "one", "auth_token": URL_TOKEN}} for name in ("a", "b")]
+    data["models"] = [{"info": {"name": name, "url": url_with_token(), "model": "one", "auth_token": URL_TOKEN}} for name in ("a", "a")]
     path.write_text(yaml.safe_dump(data))
     out = cli("validate", "--config", str(path))
-    assert_one_line_error(out, "http://127.0.0.1:9/gw/<redacted>/v1 is listed twice as a replica")
+    assert_one_line_error(out, "http://127.0.0.1:9/gw/<redacted>/v1 is listed twice as one of its replicas")
     assert URL_TOKEN not in out.stdout + out.stderr

@@ -111,10 +111,12 @@ def test_open_asr_is_english_only(tmp_path):
         catalog(tmp_path, {"a": {"language": "german", "protocol": "open_asr"}})
 
 
-def test_au_harness_refuses_japanese_where_its_own_code_fails(tmp_path):
-    dataset = catalog(tmp_path, {"a": {"language": "ja", "protocol": "au_harness"}}).datasets["a"]
-    with pytest.raises(UserError, match="dataset 'a': normalizer 'au_harness' for language 'ja': .*rejects truth_transform"):
-        WordErrorRate.check_dataset(dataset)
+def test_au_harness_has_no_japanese_number_to_reproduce_so_lalmevals_default_stands_in(tmp_path):
+    loaded = catalog(tmp_path, {"a": {"language": "ja", "protocol": "au_harness"},
+                                "b": {"language": "ja", "protocol": "au_harness", "normalizer": "au_harness"}})
+    assert (loaded.datasets["a"].spec.normalizer, loaded.datasets["a"].spec.error_unit) == ("basic", "character")
+    with pytest.raises(UserError, match="dataset 'b': normalizer 'au_harness' for language 'ja': .*rejects truth_transform"):
+        WordErrorRate.check_dataset(loaded.datasets["b"])
 
 
 def test_open_asr_merges_compounds_in_the_alignment_and_says_so(tmp_path):
@@ -220,17 +222,22 @@ def test_report_html_shows_a_protocols_section(protocol_run):
     assert re.search(r'href="#protocols"', (run_dir / "report.html").read_text())
 
 
-def test_a_judge_template_in_a_scores_details_is_printed(tmp_path):
-    from lalmeval.reports.rundir import RunDir
-    from lalmeval.reports.tables import protocol_rows, results_csv
-
-    score = {"model": "m", "dataset": "d", "metric": "llm_judge_binary", "score": 50.0, "num_samples": 2, "num_failed": 0,
-             "details": {"judge_template": {"name": "audiobench", "sha256": "ab" * 32},
-                         "protocol": {"name": "lalmeval", "version": "1", "judge_template": {"name": "audiobench", "sha256": "ab" * 32}}}}
-    run = RunDir(tmp_path, {"run_id": "r", "scores": [score]})
-    row = next(csv.DictReader(results_csv(run).splitlines()))
-    assert row["judge_template"] == "audiobench (sha256 abababababab)"
-    assert protocol_rows(run)[0][3:4] == ["lalmeval@1"] and "audiobench (sha256 abababababab)" in protocol_rows(run)[0]
+def test_a_judge_template_is_printed_with_the_protocol_of_a_judged_score(ws):
+    rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(2)]
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text", "textual_input_column": "question",
+                                          "audio_column": None, "language": "zh", "protocol": "kimi", "judge_template": "kimi_yes_no"}})
+    verdicts = ["Explanation: same.\nResult: yes", "Explanation: different.\nResult: no"]
+    with ScriptedEndpoint(lambda seen, n: f"answer {seen.text.split()[-1]}") as m, \
+            ScriptedEndpoint(lambda seen, n: verdicts[int(re.search(r"question (\d+)", seen.text).group(1))]) as j:
+        ws.config([model(m.url)], [["qs", "llm_judge_binary"]], judge_properties={"judge_model": "judge-1", "judge_api_endpoint": j.url})
+        ws.run()
+    run_dir = ws.root / "runs" / "t"
+    details = json.loads((run_dir / "final_scores.json").read_text())["scores"][0]["details"]
+    assert details["protocol"]["name"] == "kimi" and details["protocol"]["judge_template"] == details["judge_template"]
+    assert details["judge_template"]["name"] == "kimi_yes_no" and len(details["judge_template"]["sha256"]) == 64
+    row = next(csv.DictReader((run_dir / "results.csv").open()))
+    assert row["judge_template"] == f"kimi_yes_no (sha256 {details['judge_template']['sha256'][:12]})" and row["normalizer"] == ""
+    assert f"| kimi@1 |  |  |  |  | kimi_yes_no (sha256 {details['judge_template']['sha256'][:12]}) |" in (run_dir / "results.md").read_text()
 
 
 def _kaldialign_cell_by_cell(reference: list[str], hypothesis: list[str]) -> tuple[int, int, int]:

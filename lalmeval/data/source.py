@@ -95,13 +95,13 @@ def mapped_columns(dataset: Dataset) -> list[tuple[str, str]]:
     spec = dataset.spec
     single = {
         "audio_column": spec.audio_column if spec.modality != "text" else None,
-        "target_column": spec.target_column, "additional_instruction_column": spec.additional_instruction_column,
+        "additional_instruction_column": spec.additional_instruction_column,
         "textual_input_column": spec.textual_input_column, "transcript_column": spec.transcript_column,
         "id_column": spec.id_column, "language_column": spec.language_column, "subset_column": spec.subset_column,
         "messages_column": spec.messages_column, "turns_column": spec.turns_column,
     }
     pairs = [(name, column) for name, column in single.items() if column]
-    for name in ("choices_column", "image_column"):
+    for name in ("target_column", "choices_column", "image_column"):
         value = getattr(spec, name)
         pairs += [(name, column) for column in ([value] if isinstance(value, str) else value or [])]
     return pairs
@@ -174,6 +174,13 @@ def _text(value: Any) -> Optional[str]:
         return value
     # default=str: a struct cell may hold dates or bytes, which are still worth showing as text
     return json.dumps(value, ensure_ascii=False, default=str) if isinstance(value, (dict, list)) else str(value)
+
+
+def _reference(row: dict[str, Any], column: Any) -> Optional[str]:
+    """The reference: one column's text, or a JSON object of several columns' values (metrics that check several fields)."""
+    if isinstance(column, list):
+        return json.dumps({c: row.get(c) for c in column}, ensure_ascii=False, default=str)
+    return _text(row.get(column)) if column else None
 
 
 def _seconds(clip: dict, key: str) -> float:
@@ -291,7 +298,7 @@ def to_sample(row: dict[str, Any], index: int, dataset: Dataset, base: Path, whe
     becomes a sample with its `problem` (it fails alone, with the reason), never an exception."""
     spec = dataset.spec
     text = lambda column: _text(row.get(column)) if column else None  # noqa: E731
-    sample = Sample(id=row_id(row, index, dataset, where), reference=text(spec.target_column), instruction=text(spec.additional_instruction_column),
+    sample = Sample(id=row_id(row, index, dataset, where), reference=_reference(row, spec.target_column), instruction=text(spec.additional_instruction_column),
                     text_input=text(spec.textual_input_column), transcript=text(spec.transcript_column),
                     language=text(spec.language_column), subset=text(spec.subset_column))
     try:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Generic, Optional, TypeVar
 import aiohttp
 
 from lalmeval.config import ModelInfo
+from lalmeval.inference.diagnose import REFUSALS, refusal_line
 from lalmeval.inference.limit import AdaptiveLimit
 from lalmeval.inference.protocols import ReplyError
 from lalmeval.ledger import INTERRUPTED
@@ -29,13 +30,15 @@ T = TypeVar("T")
 
 
 class RequestFailed(Exception):
-    """A request that ended without a usable reply; `reason` is what gets recorded."""
+    """A request that ended without a usable reply; `reason` is what gets recorded (with the timings of Reply)."""
 
-    def __init__(self, reason: str, attempts: int, retry_wait: float = 0.0):
+    def __init__(self, reason: str, attempts: int, retry_wait: float = 0.0, latency: float = 0.0, queued: float = 0.0):
         super().__init__(reason)
         self.reason = reason
         self.attempts = attempts
         self.retry_wait = retry_wait
+        self.latency = latency
+        self.queued = queued
 
 
 class Interrupted(RequestFailed):
@@ -47,10 +50,15 @@ class Interrupted(RequestFailed):
 
 @dataclass(frozen=True)
 class Reply(Generic[T]):
+    """A parsed reply. `latency`: the last attempt, from the request leaving to the reply read (the endpoint's
+    own time); `queued`: time spent waiting for a slot here (in-flight limit, `delay` spacing), every attempt;
+    `retry_wait`: the pauses between attempts."""
+
     value: T
     attempts: int
     latency: float
     retry_wait: float = 0.0
+    queued: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,7 @@ class _Outcome:
     reason: str = ""
     retryable: bool = False
     wait: Optional[float] = None
+    status: Optional[int] = None   # the HTTP status of a non-200 answer
 
 
 def retry_after(value: Optional[str]) -> Optional[float]:
@@ -101,9 +110,14 @@ class _TooLarge(Exception):
     pass
 
 
-# A request that exhausted its retries on these reasons says nothing came back from the server.
+# A request that exhausted its retries on these reasons got no answer at all from the server ...
 _UNREACHABLE = ("connection error", "timeout")
-DOWN_AFTER = 3
+# ... or none a server in working order gives: 5xx, or a body that is not JSON. (A wrong-shaped 200, such as null
+# content, may be the model's answer to that one prompt: it never takes an endpoint out.)
+_BROKEN = (*_UNREACHABLE, "HTTP 5", "malformed JSON reply")
+DOWN_AFTER = 3      # unreachable requests in a row (each after its retries) that take an endpoint out
+BROKEN_AFTER = 8    # unreachable or broken requests in a row that take out an endpoint that still answers
+REFUSED_AFTER = 5   # refusals (401/403/404/422) before any answer that stop sending to an endpoint (fewer with a small batch_size)
 
 
 class Endpoint:
@@ -123,7 +137,11 @@ class Endpoint:
         self.retries = 0
         self.retry_wait = 0.0
         self._unreachable_streak = 0
+        self._broken_streak = 0
+        self._refusal_streak = 0
+        self.answered = 0   # requests that got a usable reply
         self.down_reason: Optional[str] = None
+        self.refused: Optional[str] = None   # when every request is refused: status, URL and the likely fix, in one line
         self._token = info.auth_token.get_secret_value() if info.auth_token else ""
 
     def _headers(self) -> dict[str, str]:
@@ -183,7 +201,8 @@ class Endpoint:
                 if resp.status != 200:
                     raw = await self._read(resp, ERROR_BODY_LIMIT, strict=False)
                     reason = f"HTTP {resp.status}: " + clip(_server_message(raw), self.redact, REASON_LIMIT)
-                    return _Outcome(reason=reason, retryable=resp.status in RETRYABLE_STATUS, wait=retry_after(resp.headers.get("Retry-After")))
+                    return _Outcome(reason=reason, retryable=resp.status in RETRYABLE_STATUS, wait=retry_after(resp.headers.get("Retry-After")),
+                                    status=resp.status)
                 raw = await self._read(resp, self.max_reply, strict=True)
         except _TooLarge:
             return _Outcome(reason=f"reply too large: more than {self.info.max_reply_mb:g} MB (max_reply_mb)")
@@ -219,14 +238,28 @@ class Endpoint:
         elif reason.startswith(("HTTP 429", "timeout")):
             self.limit.overloaded()
 
-    def _settle(self, reason: str) -> None:
-        """After a request's last attempt: track whether the endpoint is answering at all."""
-        if not reason or not reason.startswith(_UNREACHABLE):
-            self._unreachable_streak = 0
+    def _settle(self, outcome: _Outcome, path: str) -> None:
+        """After a request's last attempt: track whether the endpoint answers usefully at all. Unreachable or
+        broken requests in a row take it out (down). Refusals before its first answer stop it a few requests in, with
+        their diagnosis; once it has answered, a refusal is about its sample (a 422 for one prompt), not the endpoint."""
+        self.answered += not outcome.reason
+        self._unreachable_streak = self._unreachable_streak + 1 if outcome.reason.startswith(_UNREACHABLE) else 0
+        self._broken_streak = self._broken_streak + 1 if outcome.reason.startswith(_BROKEN) else 0
+        self._refusal_streak = self._refusal_streak + 1 if outcome.status in REFUSALS else 0
+        if self.down_reason is not None:
             return
-        self._unreachable_streak += 1
-        if self._unreachable_streak >= DOWN_AFTER and self.down_reason is None:
-            self.down_reason = reason
+        if self._unreachable_streak >= DOWN_AFTER or self._broken_streak >= BROKEN_AFTER:
+            self.down_reason = outcome.reason
+        elif not self.answered and self._refusal_streak >= min(REFUSED_AFTER, self.info.batch_size + 1):  # at most 2 x batch_size sent
+            line = refusal_line(outcome.status, outcome.reason.split(": ", 1)[-1], self.shown_url, path, self.info)
+            self.refused = f"the first {self._refusal_streak} requests were refused: {line}"
+            self.down_reason = f"refused: HTTP {outcome.status}"
+
+    def unavailable(self) -> str:
+        """Why a request is not sent here any more (recorded as its failure)."""
+        if self.refused is not None:
+            return f"endpoint refused: {self.refused}"
+        return f"endpoint down ({self.down_reason}): {self.shown_url}"
 
     def _check_stop(self, attempt: int, waited: float) -> None:
         if self.stop is not None and self.stop.is_set():
@@ -235,23 +268,28 @@ class Endpoint:
     async def post(self, path: str, body: bytes, content_type: str, parse: Callable[[Any], T]) -> Reply[T]:
         """POST and parse with retries on transient failures; raises RequestFailed with the last reason."""
         attempts_allowed = self.info.retry_attempts + 1
-        started = time.perf_counter()
-        waited = 0.0
+        waited = queued = latency = 0.0
         for attempt in range(1, attempts_allowed + 1):
             if self.down_reason is not None:
-                raise RequestFailed(f"endpoint down ({self.down_reason}): {self.shown_url}", attempt - 1, waited)
+                raise RequestFailed(self.unavailable(), attempt - 1, waited, latency, queued)
             self._check_stop(attempt, waited)
+            asked = time.perf_counter()
             async with self.limit:
                 await self._pace()
+                sent = time.perf_counter()
+                queued += sent - asked
                 self._check_stop(attempt, waited)  # the run may have stopped while this request waited its turn
+                if self.down_reason is not None:   # ... or the endpoint was found down or refusing
+                    raise RequestFailed(self.unavailable(), attempt - 1, waited, latency, queued)
                 outcome = await self._attempt(path, body, content_type, parse)
+                latency = time.perf_counter() - sent
             self._observe(outcome.reason)
             if not outcome.reason:
-                self._settle("")
-                return Reply(outcome.value, attempt, time.perf_counter() - started, waited)
+                self._settle(outcome, path)
+                return Reply(outcome.value, attempt, latency, waited, queued)
             if not outcome.retryable or attempt == attempts_allowed:
-                self._settle(outcome.reason)
-                raise RequestFailed(outcome.reason, attempt, waited)
+                self._settle(outcome, path)
+                raise RequestFailed(outcome.reason, attempt, waited, latency, queued)
             pause = outcome.wait if outcome.wait is not None else backoff(attempt)
             self.retries += 1
             self.retry_wait += pause

@@ -30,8 +30,7 @@ def launch_list(groups: list[ModelGroup]) -> list[ModelInfo]:
                 continue
             port = urlsplit(info.url).port
             command = info.launch.replace("{replica}", str(replica.index)).replace("{port}", str(port) if port else "")
-            siblings = sum(1 for r in group.replicas if r.entry == replica.entry)
-            name = f"{replica.entry}-replica{replica.index}" if siblings > 1 else replica.entry
+            name = f"{group.name}-replica{replica.index}" if len(group.replicas) > 1 else group.name
             out.append(info.model_copy(update={"launch": command, "name": name}))
     return out
 

@@ -1,27 +1,32 @@
-"""llm_judge_binary and llm_judge_detailed: an LLM grades each answer; failures are counted, never 0."""
+"""llm_judge_binary and llm_judge_detailed: an LLM grades each answer; failures are counted, never 0.
+
+The dataset's judge template (runspec `judge_template`) says what the judge is shown, which
+settings its requests carry, how its verdict is read and how ratings become the printed score.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 from collections import Counter
-from dataclasses import replace
 from typing import Any, ClassVar, Optional
 
 from lalmeval.config import Config
 from lalmeval.errors import UserError
 from lalmeval.inference.client import RequestFailed
 from lalmeval.inference.protocols import ReplyError
-from lalmeval.judge import fields_for, judge_failure, parse_rating
+from lalmeval.judge import fields_for, judge_failure, judge_fields
+from lalmeval.judge_templates import JudgeTemplate
 from lalmeval.metrics.base import METRICS, Metric, SampleScore, sample_stats
 from lalmeval.records import Record
 from lalmeval.stats import SampleStats, Uncertainty, ratio, t_interval, wilson
+from lalmeval.verdicts import read_verdict
 
 
 class LLMJudge(Metric):
-    """Fills the variant's template for each record, asks the judge, parses 'Rating: N'."""
+    """Fills the dataset's judge template for each record, asks the judge and reads its verdict."""
 
-    scale: ClassVar[int] = 1
+    uses_template: ClassVar[bool] = True
     display_fields = frozenset({"judgment", "turns"})
 
     @classmethod
@@ -29,10 +34,9 @@ class LLMJudge(Metric):
         if config.judge_properties is None:
             raise UserError(f"metric '{cls.name}' needs judge_properties in the config (see sample_config.yaml)")
 
-    def variant(self, record: Record) -> Optional[str]:
-        has_reference = bool(record.reference and record.reference.strip())
-        base = "reference" if has_reference else "open"
-        return base + "_transcript" if record.transcript else base
+    @property
+    def template(self) -> JudgeTemplate:
+        return self.context.judge.template(self.dataset.name, self.name)
 
     def score_record(self, record: Record) -> SampleScore:
         raise NotImplementedError("judges score asynchronously")
@@ -43,78 +47,86 @@ class LLMJudge(Metric):
     async def _judge(self, record: Record) -> SampleScore:
         if record.extra.get("turns"):
             return await self._judge_turns(record)
-        return await self._judge_one(record)
+        fields = fields_for(record, self.template.stand_ins)
+        fields["history"] = fields["history_with_references"] = self.template.history_text([], False)
+        return await self._judge_one(fields)
 
     async def _judge_turns(self, record: Record) -> SampleScore:
         """A dialogue: every turn judged with the turns before it as context; the sample scores their mean."""
-        turns = record.extra["turns"]
-        references = _turn_references(record.reference, len(turns))
-        views = [replace(record, prompt=_in_context(turns, i), prediction=self.postprocessor.process(turn["reply"]), reference=references[i], extra={})
-                 for i, turn in enumerate(turns)]
-        judged = await asyncio.gather(*(self._judge_one(view) for view in views))
+        judged = await asyncio.gather(*(self._judge_one(view) for view in self._turn_views(record)))
         failed = [(i, x) for i, x in enumerate(judged) if x.get("judge_failed")]
         if failed:
             index, item = failed[0]
             return {"score": None, "judge_failed": f"turn {index + 1}: {item['judge_failed']}", "turns": judged}
-        return {"score": sum(x["score"] for x in judged) / len(judged), "turn_scores": [x["score"] for x in judged], "turns": judged}
+        ratings = [x["rating"] for x in judged]
+        return {"score": self.template.printed(sum(ratings) / len(ratings)), "rating": sum(ratings) / len(ratings),
+                "turn_scores": [self.template.printed(r) for r in ratings], "turns": judged}
 
-    async def _judge_one(self, record: Record) -> SampleScore:
-        judge = self.context.judge
-        variant = self.variant(record)
+    def _turn_views(self, record: Record) -> list[dict[str, str]]:
+        """What the judge is shown of each turn: with a template history section, the turn itself and the
+        conversation before it written as the template says; otherwise the turn after the earlier ones."""
+        template, turns = self.template, record.extra["turns"]
+        references = _turn_references(record.reference, len(turns))
+        replies = [self.postprocessor.process(turn["reply"]) for turn in turns]
+        earlier = [(t["prompt"], reply, ref or "") for t, reply, ref in zip(turns, replies, references)]
+        views = []
+        for i, turn in enumerate(turns):
+            question = turn["prompt"] if template.history else _in_context(turns, i)
+            view = judge_fields(question, references[i], record.transcript, replies[i], template.stand_ins)
+            view.update(turn_number=str(i + 1), history=template.history_text(earlier[:i], False),
+                        history_with_references=template.history_text(earlier[:i], True))
+            views.append(view)
+        return views
+
+    async def _judge_one(self, fields: dict[str, str]) -> SampleScore:
+        template, judge = self.template, self.context.judge
+        variant = template.variant_for(bool(fields["reference"]), bool(fields["transcript"]))
         if variant is None:
-            return {"score": None, "judge_failed": "no reference answer to judge against"}
-        template = judge.template(self.name, variant)
-        if template is None:
-            return {"score": None, "variant": variant, "judge_failed": f"no '{variant}' prompt for {self.name}"}
+            return {"score": None, "judge_failed": template.missing(bool(fields["reference"]))}
+        texts = template.render(variant, fields)
         try:
-            reply, cached = await judge.ask(template.format_map(fields_for(record)), usable=lambda text: self._problem(text) is None)
+            reply, cached = await judge.ask(texts.prompt, usable=lambda text: read_verdict(text, template.verdict).problem is None,
+                                            system=texts.system, generation=template.generation)
         except RequestFailed as exc:
             return {"score": None, "variant": variant, "judge_failed": judge_failure(exc)}
         except ReplyError as exc:
             return {"score": None, "variant": variant, "judge_failed": f"judge reply unusable: {exc}"}
-        problem = self._problem(reply)
-        if problem is not None:
-            return {"score": None, "variant": variant, "judge_failed": problem, "judgment": reply, "cached": cached}
-        return {"score": parse_rating(reply), "variant": variant, "judgment": reply, "cached": cached}
-
-    def _problem(self, judgment: str) -> Optional[str]:
-        """Why a judgment cannot be used, or None when it holds a rating on this metric's scale."""
-        rating = parse_rating(judgment)
-        if rating is None:
-            return "unparseable judgment"
-        return None if 0 <= rating <= self.scale else f"rating {rating:g} outside 0-{self.scale}"
+        reading = read_verdict(reply, template.verdict)
+        if reading.problem is not None:
+            return {"score": None, "variant": variant, "judge_failed": reading.problem, "judgment": reply, "cached": cached}
+        return {"score": template.printed(reading.value), "rating": reading.value, "variant": variant, "judgment": reply, "cached": cached}
 
     def sample_stats(self, items: list[SampleScore]) -> Optional[SampleStats]:
-        return sample_stats(items, lambda x: (100.0 * x["score"] / self.scale, 1.0), ratio())
+        return sample_stats(items, lambda x: (x["score"], 1.0), ratio())
 
     def uncertainty(self, items: list[SampleScore], score: Optional[float]) -> Uncertainty:
-        """Binary judge: Wilson score interval; rubric: Student-t interval of the mean (both on 0-100)."""
-        ratings = [x["score"] for x in items if x["score"] is not None]
+        """Binary judge: Wilson score interval; a rating scale: Student-t interval of the printed scores."""
         if score is None or self.context.resamples <= 0:
             return Uncertainty()
-        if self.scale == 1:
-            return wilson(sum(ratings), len(ratings))
-        return t_interval([100.0 * r / self.scale for r in ratings])
+        scored = [x for x in items if x["score"] is not None]
+        if self.template.binary:
+            return wilson(sum(x["rating"] for x in scored), len(scored))
+        return t_interval([x["score"] for x in scored])
 
     def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
-        ratings = [x["score"] for x in items if not x.get("judge_failed")]
+        scored = [x for x in items if not x.get("judge_failed")]
         failures = Counter(x["judge_failed"].split(":")[0] for x in items if x.get("judge_failed"))
-        judge = self.context.judge
+        judge, template = self.context.judge, self.template
         details: dict[str, Any] = {
-            "num_judge_failed": sum(failures.values()), "judged": len(ratings),
+            "num_judge_failed": sum(failures.values()), "judged": len(scored),
             "judge_model": judge.props.judge_model, "prompt_model": judge.prompt_model,
+            "judge_template": template.identity(), "judge_params": judge.request_params(template.generation),
             "variants": dict(Counter(x["variant"] for x in items if "variant" in x)),
         }
         if failures:
             details["judge_failures"] = dict(failures)
-        mean = sum(ratings) / len(ratings) if ratings else None
-        if self.scale != 1:
-            details["raw_mean"] = mean
+        if not template.binary:
+            details["raw_mean"] = sum(x["rating"] for x in scored) / len(scored) if scored else None
         per_turn = [x["turn_scores"] for x in items if x.get("turn_scores")]
-        if per_turn:  # each turn's mean rating over the dialogues, on the 0-100 scale
-            details["turns"] = [100.0 * sum(t[i] for t in per_turn if len(t) > i) / self.scale / sum(1 for t in per_turn if len(t) > i)
+        if per_turn:  # each turn's mean printed score over the dialogues
+            details["turns"] = [sum(t[i] for t in per_turn if len(t) > i) / sum(1 for t in per_turn if len(t) > i)
                                 for i in range(max(map(len, per_turn)))]
-        return (100.0 * mean / self.scale if mean is not None else None), details
+        return (sum(x["score"] for x in scored) / len(scored) if scored else None), details
 
 
 def _turn_references(reference: Optional[str], count: int) -> list[Optional[str]]:
@@ -143,20 +155,13 @@ def _in_context(turns: list[dict[str, str]], index: int) -> str:
 
 @METRICS.register("llm_judge_binary")
 class BinaryJudge(LLMJudge):
-    """Correct / incorrect against the reference, reported as percent correct."""
+    """Correct / incorrect (a binary verdict), reported as percent correct."""
 
     name = "llm_judge_binary"
-    scale = 1
-
-    def variant(self, record: Record) -> Optional[str]:
-        if not (record.reference and record.reference.strip()):
-            return None
-        return "reference_transcript" if record.transcript else "reference"
 
 
 @METRICS.register("llm_judge_detailed")
 class DetailedJudge(LLMJudge):
-    """A 0-5 rubric; reported as 0-100 with the raw 0-5 mean in details."""
+    """A rating scale (0-5 by default), reported as the template maps it (0-100 by default) with the raw mean in details."""
 
     name = "llm_judge_detailed"
-    scale = 5

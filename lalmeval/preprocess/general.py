@@ -15,6 +15,15 @@ def _join(*texts: Optional[str], sep: str = "\n") -> str:
     return sep.join(t.strip() for t in texts if t and t.strip())
 
 
+def framed(template: Optional[str], instruction: Optional[str]) -> Optional[str]:
+    """The instruction inside the runspec's prompt_template ('{instruction}' marks its place; without it, it follows)."""
+    if not template:
+        return instruction
+    if "{instruction}" in template:
+        return template.replace("{instruction}", instruction or "")
+    return _join(template, instruction)
+
+
 @PREPROCESSORS.register("GeneralPreprocessor")
 class GeneralPreprocessor(Preprocessor):
     """The default: the question (and options) with the sample's images and audio."""
@@ -27,7 +36,7 @@ class GeneralPreprocessor(Preprocessor):
         if sample.turns:
             return self._turns(sample, with_audio)
         text_input = sample.text_input if spec.modality in ("text", "audio_text") else None
-        question = _join(sample.instruction or self.settings.instruction or spec.instruction, text_input)
+        question = _join(framed(spec.prompt_template, sample.instruction or self.settings.instruction or spec.instruction), text_input)
         choice = {}
         if sample.choices:
             perm = permutation(self.settings.seed, repeat, sample.id, len(sample.choices)) if self.settings.shuffle else list(range(len(sample.choices)))
@@ -65,7 +74,8 @@ class GeneralPreprocessor(Preprocessor):
             audio = [Audio(index)] if per_turn else ([Audio(i) for i in range(clips)] if index == 0 else [])
             return (Text(text), *audio)
 
-        first = _join(sample.instruction or self.settings.instruction or self.dataset.spec.instruction, sample.turns[0], *self.add_ons)
+        spec = self.dataset.spec
+        first = _join(framed(spec.prompt_template, sample.instruction or self.settings.instruction or spec.instruction), sample.turns[0], *self.add_ons)
         followups = tuple(parts(i, turn) for i, turn in enumerate(sample.turns[1:], start=1))
         conversation = Conversation.user(parts(0, first), self.system)
         return Prompt(text="\n\n".join([first, *sample.turns[1:]]), system=self.system, with_audio=with_audio,

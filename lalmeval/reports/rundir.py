@@ -32,6 +32,8 @@ class RunDir:
     @property
     def why_partial(self) -> str:
         """Why the scores are partial, as the end of a sentence ('' when they are not)."""
+        if self.final.get("stopped"):   # max_failure_rate: the run stopped itself
+            return f"the run {self.final['stopped']}"
         if self.final.get("interrupted"):
             return "the run was interrupted"
         broken = self.final.get("broken_off")

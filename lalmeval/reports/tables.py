@@ -106,9 +106,12 @@ def results_md(run: RunDir) -> str:
     if protocols:
         parts += ["## Scoring protocols", markdown_table(PROTOCOL_HEADER, protocols)]
     if run.aggregates:
+        grouped = any("group" in a for a in run.aggregates)
         agg = [[a.get("model"), ", ".join(a.get("names") or []), a.get("metric"), fmt(a.get("pooled")), fmt_interval(a.get("pooled_ci95")),
-                fmt(a.get("weighted_mean")), fmt(a.get("unweighted_mean")), _count(a.get("num_samples"))] for a in run.aggregates]
-        parts += ["## Aggregates", markdown_table(["Model", "Aggregate", "Metric", "Pooled", "Pooled 95% CI", "Weighted", "Unweighted", "Samples"], agg)]
+                fmt(a.get("weighted_mean")), fmt(a.get("unweighted_mean")), _count(a.get("num_samples"))]
+               + ([group_cell(a)] if grouped else []) for a in run.aggregates]
+        parts += ["## Aggregates", markdown_table(["Model", "Aggregate", "Metric", "Pooled", "Pooled 95% CI", "Weighted", "Unweighted", "Samples"]
+                                                  + (["Group score"] if grouped else []), agg)]
     return "\n\n".join(parts) + "\n"
 
 
@@ -124,6 +127,14 @@ def protocol_rows(run: RunDir) -> list[list[str]]:
         if cells["protocol"] is not None:
             rows.append([score["model"], score["dataset"], score["metric"], *(cells[k] or "" for k in PROTOCOL_FIELDS)])
     return rows
+
+
+def group_cell(row: dict[str, Any]) -> str:
+    """A runspec group's score as its aggregation names it, and how many members it is short of."""
+    if "group" not in row:
+        return ""
+    missing = f" ({len(row['missing'])} of {row['members']} missing)" if row.get("missing") else ""
+    return f"{fmt(row.get('score'))} {row['aggregation']}{missing}"
 
 
 def _count(value: Optional[Any]) -> str:

@@ -187,3 +187,39 @@ class AnyPathEndpoint(ScriptedEndpoint):
     def _route(self, app: web.Application) -> None:
         app.router.add_post("/{tail:.*}", self._handle)
         app.router.add_get("/{tail:.*}", self._models)
+
+
+class ForwardingProxy:
+    """A gateway in front of another endpoint (as a LiteLLM proxy stands in front of vLLM): every request
+    to `url` + path is forwarded to the upstream base URL + path, and the upstream's answer returned as is."""
+
+    def __init__(self, upstream: str):
+        self.upstream = upstream.rstrip("/")
+        self.forwarded = 0
+        self._server = ScriptedEndpoint()
+        self._server._route = self._route  # the same background-thread server, with forwarding routes
+
+    @property
+    def url(self) -> str:
+        return self._server.url
+
+    async def _forward(self, request: web.Request) -> web.Response:
+        import aiohttp
+
+        tail = request.path.removeprefix("/v1")
+        headers = {k: v for k, v in request.headers.items() if k.lower() in ("content-type", "authorization", "api-key")}
+        async with aiohttp.ClientSession() as session:
+            async with session.request(request.method, self.upstream + tail, data=await request.read(), headers=headers) as resp:
+                body = await resp.read()
+                self.forwarded += request.method == "POST"
+                return web.Response(status=resp.status, body=body, content_type=resp.content_type)
+
+    def _route(self, app: web.Application) -> None:
+        app.router.add_route("*", "/v1/{tail:.*}", self._forward)
+
+    def __enter__(self) -> "ForwardingProxy":
+        self._server.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.__exit__(*exc)

@@ -1,0 +1,323 @@
+"""Reading a judge's verdict by a strict grammar: a rating on a scale (0-5, 1-10, 0/1) or a label (yes/no).
+
+A verdict is read only from a *statement*, never from any number that happens to stand in the
+reply. Statements come in three tiers; the first tier that holds any statement decides:
+
+  0. a statement labelled final: "Final rating: 4", "my final score is 4", "最终评分：4";
+  1. a labelled statement: "Rating: 4", "Score = 4/5", "评分：4", a JSON object's "rating" or
+     "score", "[[4]]", a line holding only the rating ("4", "**4/5**"); for labels
+     "Result: yes", "[Correct]", a line holding only the label, a line opening with it ("No, ...");
+  2. a statement in prose: "I would rate this a 4", "a score of 4 out of 5", "得分是[4]",
+     "the answer is correct".
+
+Within the deciding tier every statement must agree, otherwise the judgment is ambiguous: a later
+mention never silently wins. Echoed scales are skipped, not read: "(0-5)", "[1-10]", "/5",
+"out of 5", "on a scale of 0 to 5", "0-5", "yes or no". The value read must be on the template's
+scale: an integer, within it, and a stated denominator ("4/10") must be the scale's top.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any, Optional, Union
+
+_FINAL_TIER, _LABELLED_TIER, _LINE_TIER, _PROSE_TIER = 0, 1, 2, 3
+_NOT_AFTER_LETTER = r"(?<![A-Za-z0-9_-])"  # a label starts a word (Chinese labels may follow Chinese text)
+_QUOTE_LIMIT = 60  # characters of a statement quoted in a failure reason
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Ratings are the integers low..high."""
+
+    low: int
+    high: int
+
+    @property
+    def binary(self) -> bool:
+        return (self.low, self.high) == (0, 1)
+
+    def describe(self) -> str:
+        return "0 or 1" if self.binary else f"{self.low}-{self.high}"
+
+
+@dataclass(frozen=True)
+class Labels:
+    """The verdict is one of these words (any case), each worth a value: {"yes": 1, "no": 0}."""
+
+    values: dict[str, int]
+
+    @property
+    def binary(self) -> bool:
+        return set(self.values.values()) == {0, 1}
+
+    def describe(self) -> str:
+        return " or ".join(self.values)
+
+
+Verdict = Union[Scale, Labels]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a judgment says: a value on the verdict's scale, or the problem that prevents reading one."""
+
+    value: Optional[int] = None
+    problem: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class _Statement:
+    tier: int
+    value: Any          # a number (ratings) or a lower-case word (labels); None: a value that is no rating
+    text: str           # the statement as written, quoted in failure reasons
+    denominator: Optional[int] = None
+
+
+def read_verdict(reply: str, verdict: Verdict) -> Reading:
+    """The verdict of a judge's reply under `verdict`'s grammar (see the module docstring)."""
+    text, problem = _visible(reply)
+    if problem:
+        return Reading(problem=problem)
+    blanked, objects = _json_objects(text)
+    cleaned = _demarkdown(blanked)
+    if isinstance(verdict, Scale):
+        found = [s for obj, raw in objects for s in _json_ratings(obj, raw)] + _rating_statements(cleaned)
+    else:
+        found = [s for obj, raw in objects for s in _json_labels(obj, raw, verdict)] + _label_statements(cleaned, verdict)
+    if not found:
+        return Reading(problem=_nothing_found(cleaned, verdict))
+    tier = min(s.tier for s in found)
+    deciding = [s for s in found if s.tier == tier]
+    values = {s.value for s in deciding}
+    if len(values) > 1:
+        first, other = deciding[0], next(s for s in deciding if s.value != deciding[0].value)
+        kind = "ratings" if isinstance(verdict, Scale) else "verdicts"
+        return Reading(problem=f"ambiguous judgment: two different {kind}, {_quote(first.text)} and {_quote(other.text)}")
+    return _on_scale(deciding, verdict)
+
+
+def _on_scale(statements: list[_Statement], verdict: Verdict) -> Reading:
+    """The agreed value, if it is one the verdict allows."""
+    value, text = statements[0].value, statements[0].text
+    if isinstance(verdict, Labels):
+        return Reading(value=verdict.values[value])
+    if value is None:
+        return Reading(problem=f"rating not a number: {_quote(text)}")
+    for s in statements:
+        if s.denominator is not None and s.denominator != verdict.high:
+            return Reading(problem=f"rating on another scale: {_quote(s.text)} (this judge rates {verdict.describe()})")
+    if value != int(value):
+        return Reading(problem=f"rating not an integer: {value:g} in {_quote(text)} (the scale is {verdict.describe()})")
+    if not verdict.low <= value <= verdict.high:
+        return Reading(problem=f"rating outside the scale: {value:g} in {_quote(text)} (the scale is {verdict.describe()})")
+    return Reading(value=int(value))
+
+
+# --- what of the reply is read ------------------------------------------------------------------
+
+_THINK_END = re.compile(r"</think\s*>", re.IGNORECASE)
+_THINK_START = re.compile(r"<think\s*>", re.IGNORECASE)
+
+
+def _visible(reply: str) -> tuple[str, Optional[str]]:
+    """The reply after its reasoning block, in compatibility form (full-width digits and colons
+    become plain ones), or the problem that leaves nothing to read."""
+    text = unicodedata.normalize("NFKC", reply or "")
+    ends = list(_THINK_END.finditer(text))
+    if ends:
+        text = text[ends[-1].end():]
+    elif _THINK_START.search(text):
+        return "", "unparseable judgment: the reasoning (<think>) never ended, so no verdict was given"
+    text = text.replace("\u2212", "-")  # the minus sign NFKC keeps
+    if not text.strip():
+        return "", "unparseable judgment: empty reply"
+    return text, None
+
+
+_EMPHASIS = re.compile(r"\*+|`+|__|^[ \t]*#+[ \t]*|^[ \t]*>[ \t]?", re.MULTILINE)
+
+
+def _demarkdown(text: str) -> str:
+    """Markdown emphasis, code marks, headings and quote marks removed: "**Rating:** 4" is "Rating: 4"."""
+    return _EMPHASIS.sub("", text)
+
+
+_OBJECT = re.compile(r"\{[^{}]{0,4000}\}")
+
+
+def _json_objects(text: str) -> tuple[str, list[tuple[dict, str]]]:
+    """Every flat JSON (or Python-literal) object of the reply, and the reply with them blanked out,
+    so that an explanation inside the object is never read as a statement of its own."""
+    found: list[tuple[dict, str]] = []
+    pieces, last = [], 0
+    for match in _OBJECT.finditer(text):
+        raw = match.group(0)
+        obj = _as_object(raw)
+        if obj is None:
+            continue
+        found.append((obj, raw))
+        pieces.append(text[last:match.start()])
+        pieces.append(" ")
+        last = match.end()
+    pieces.append(text[last:])
+    return "".join(pieces), found
+
+
+def _as_object(raw: str) -> Optional[dict]:
+    for parse in (json.loads, ast.literal_eval):
+        try:
+            value = parse(raw)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if isinstance(value, dict):
+            return {str(k).strip().lower(): v for k, v in value.items()}
+    return None
+
+
+def _quote(text: str) -> str:
+    text = " ".join(text.split())
+    return f'"{text[:_QUOTE_LIMIT]}…"' if len(text) > _QUOTE_LIMIT else f'"{text}"'
+
+
+# --- ratings ------------------------------------------------------------------------------------
+
+_NUM = r"(?P<num>-?\d{1,6}(?:\.\d{1,6})?)"
+# A number possibly wrapped ([[4]], [4], (4)), then an echoed scale (/5, out of 5, points, 分).
+_WRAPPED = (r"[\[(]{0,2}[ \t]*" + _NUM + r"[ \t]*[\])]{0,2}"
+            r"(?:[ \t]*/[ \t]*(?P<den>\d{1,6})|[ \t]+out[ \t]+of[ \t]+(?P<den2>\d{1,6})|[ \t]*\([ \t]*out[ \t]+of[ \t]+(?P<den3>\d{1,6})[ \t]*\))?"
+            r"(?:[ \t]*(?:points?|pts?|分)\b|[ \t]*分)?")
+# What may follow a rating: not a range ("0-5", "1 to 10"), not a rubric line ("Score 4:"), not more digits or letters.
+_AFTER = r"(?![ \t]*(?:[-–—~]|to\b)[ \t]*\d)(?![ \t]*[:%])(?![.,]\d)(?!\w)"
+_LABEL = r"(?:rating|score|grade|mark|verdict|评分|得分|分数|打分|评级)"
+_FINAL = r"(?P<final>final|overall|total|最终|最后)?[ \t]*"
+# An echoed scale between the label and its colon: "(0-5)", "[1-10]", "on a scale of 0 to 5", "out of 5".
+_ECHO = (r"(?:[ \t]*(?:\([^()\n]{0,40}\)|\[[^\[\]\n]{0,40}\]|on[ \t]+a[ \t]+scale[ \t]+(?:of|from)[ \t]+\d+[ \t]*(?:-|–|to)[ \t]*\d+"
+         r"|out[ \t]+of[ \t]+\d+|from[ \t]+\d+[ \t]*(?:-|–|to)[ \t]*\d+))?")
+_SEP = r"(?:[ \t]*[:=][ \t]*|[ \t]+[-–—][ \t]+)"
+# An echo of the asked format after the colon: "Rating: (an integer from 0 to 5) 4", "Rating: (int): 4".
+_ECHO_AFTER = r"(?:\([^()\n]{0,40}\)[ \t]*[:=]?[ \t]*)?"
+
+_LABELLED = re.compile(_NOT_AFTER_LETTER + _FINAL + _LABEL + _ECHO + _SEP + _ECHO_AFTER + _WRAPPED + _AFTER, re.IGNORECASE)
+_DOUBLE_BRACKETS = re.compile(r"\[\[[ \t]*" + _NUM + r"[ \t]*\]\](?:[ \t]*/[ \t]*(?P<den>\d{1,6}))?" + _AFTER)
+_BOXED = re.compile(r"\\boxed\{[ \t]*" + _NUM + r"[ \t]*(?:/[ \t]*(?P<den>\d{1,6}))?[ \t]*\}")
+_LONE = re.compile(r"^[ \t]*[\"'“”]?" + _WRAPPED + r"[\"'“”]?[ \t]*[.!]?[ \t]*$", re.MULTILINE | re.IGNORECASE)
+# Prose: "a rating of 3", "the score is 4/5", "my final rating is 4".
+_PROSE_LABEL = re.compile(_NOT_AFTER_LETTER + _FINAL + _LABEL + r"[ \t]+(?:is|of|would[ \t]+be|will[ \t]+be|should[ \t]+be|as|=)[ \t]+(?:a[ \t]+|an[ \t]+)?"
+                          + _WRAPPED + _AFTER, re.IGNORECASE)
+# "I would rate this a 4", "I'd rate the response 3 out of 5" — any number after a form of "rate".
+_RATE_VERB = re.compile(_NOT_AFTER_LETTER + r"(?:rate|rated|rating)[ \t]+(?:(?:it|this|that|the|answer|response|reply|model'?s?|candidate'?s?|one|overall|as|at|with)[ \t]+){0,4}"
+                        r"(?:a[ \t]+|an[ \t]+)?" + _WRAPPED + _AFTER, re.IGNORECASE)
+# "I would give it a 4.", "deserves a 5/5" — other verbs only with an article, a scale or a sentence end after the number.
+_OTHER_VERB = re.compile(_NOT_AFTER_LETTER + r"(?:give|gives|giving|gave|assign|assigns|assigned|award|awards|awarded|deserves?|earns?|merits?|warrants?|gets?|receives?|scores?|scored)[ \t]+"
+                         r"(?:(?:it|this|that|the|answer|response|reply|model'?s?|candidate'?s?|one|overall|score|rating|of|final)[ \t]+){0,4}"
+                         r"(?:(?:a|an)[ \t]+" + _WRAPPED + _AFTER + r"|" + _WRAPPED.replace("?P<", "?P<v_") + r"(?=[ \t]*(?:[.!;,\n]|$)))",
+                         re.IGNORECASE)
+_CHINESE_PROSE = re.compile(r"(?:" + _FINAL + r"(?:评分|得分|分数)[ \t]*(?:为|是|应为|应该是|给出)[ \t]*" + _WRAPPED
+                            + r"|(?:给|打|给出|得)[ \t]*(?P<cn>\d{1,3})[ \t]*分)" + r"(?![.,]\d)(?!\d)")
+
+
+def _number(match: re.Match) -> tuple[Optional[float], Optional[int]]:
+    """(value, stated denominator) of a matched rating."""
+    groups = {k.removeprefix("v_"): v for k, v in match.groupdict().items() if v is not None}
+    raw = groups.get("num") or groups.get("cn")
+    den = groups.get("den") or groups.get("den2") or groups.get("den3")
+    return (float(raw) if raw is not None else None), (int(den) if den else None)
+
+
+def _rating_statements(text: str) -> list[_Statement]:
+    """Every rating statement of the (JSON-blanked, de-markdowned) reply, with its tier."""
+    out: list[_Statement] = []
+    for pattern, tier in ((_LABELLED, _LABELLED_TIER), (_DOUBLE_BRACKETS, _LABELLED_TIER), (_BOXED, _LABELLED_TIER), (_LONE, _LINE_TIER),
+                          (_PROSE_LABEL, _PROSE_TIER), (_RATE_VERB, _PROSE_TIER), (_OTHER_VERB, _PROSE_TIER), (_CHINESE_PROSE, _PROSE_TIER)):
+        for match in pattern.finditer(text):
+            value, den = _number(match)
+            if value is None:
+                continue
+            final = bool(match.groupdict().get("final"))
+            out.append(_Statement(_FINAL_TIER if final else tier, value, match.group(0), den))
+    return out
+
+
+_JSON_RATING_KEYS = {"rating": False, "score": False, "grade": False, "final_rating": True, "final_score": True,
+                     "overall_rating": True, "overall_score": True}
+_NUMBER_TEXT = re.compile(r"^[ \t]*" + _WRAPPED + r"[ \t]*$", re.IGNORECASE)
+
+
+def _json_ratings(obj: dict, raw: str) -> list[_Statement]:
+    """A JSON object's rating: "rating" / "score" (or final_score, ...) holding a number or a number as text."""
+    out = []
+    for key, final in _JSON_RATING_KEYS.items():
+        if key not in obj:
+            continue
+        value, den = obj[key], None
+        if isinstance(value, str) and (match := _NUMBER_TEXT.match(unicodedata.normalize("NFKC", value))):
+            value, den = _number(match)
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            value = None  # true, null, "good": a rating field that holds no rating
+        out.append(_Statement(_FINAL_TIER if final else _LABELLED_TIER, value, raw, den))
+    return out
+
+
+# --- labels (yes/no, CORRECT/INCORRECT) ---------------------------------------------------------
+
+# "Answer:" is a verdict, "Model Answer:" / "Ground Truth Answer:" (a judge echoing its input) is not.
+_VERDICT_KEY = r"(?:result|(?<!model )(?<!truth )(?<!reference )(?<!standard )(?<!candidate )(?<!official )answer|judge?ment|verdict|decision|output|conclusion|evaluation|assessment|rating|score|grade|结果|判断|结论)"
+_OPEN = r"[\"'“”‘’\[(]{0,2}[ \t]*"
+_CLOSE = r"[ \t]*[\"'“”‘’\])]{0,2}"
+
+
+def _label_patterns(words: str) -> list[tuple[re.Pattern, int]]:
+    echo = r"(?![ \t]*[\"'“”‘’\])]{0,2}[ \t]*(?:or|/|\||、|and)[ \t]*" + _OPEN + r"(?:" + words + r")\b)"
+    word = r"(?P<word>" + words + r")\b" + echo
+    return [
+        (re.compile(_NOT_AFTER_LETTER + r"(?P<final>final[ \t]+)?" + _VERDICT_KEY + _SEP + _OPEN + word, re.IGNORECASE), _LABELLED_TIER),
+        (re.compile(r"\[[ \t]*" + word + r"[ \t]*\]", re.IGNORECASE), _LABELLED_TIER),
+        (re.compile(r"^[ \t]*(?:[-•][ \t]*)?" + _OPEN + word + _CLOSE + r"[ \t]*[.!]?[ \t]*$", re.IGNORECASE | re.MULTILINE), _LABELLED_TIER),
+        (re.compile(r"^[ \t]*(?:[-•][ \t]*)?" + _OPEN + word + _CLOSE + r"[ \t]*[.!,:;—–-]", re.IGNORECASE | re.MULTILINE), _LINE_TIER),
+        # The label as the last sentence of a line: "... matching the official answer. CORRECT"
+        (re.compile(r"[.!?][ \t]+" + _OPEN + word + _CLOSE + r"[ \t]*[.!]?[ \t]*$", re.IGNORECASE | re.MULTILINE), _LABELLED_TIER),
+        (re.compile(_NOT_AFTER_LETTER + r"(?:is|be|was|as)[ \t]+" + _OPEN + word, re.IGNORECASE), _PROSE_TIER),
+    ]
+
+
+def _label_statements(text: str, verdict: Labels) -> list[_Statement]:
+    words = "|".join(re.escape(w) for w in sorted(verdict.values, key=len, reverse=True))
+    out = []
+    for pattern, tier in _label_patterns(words):
+        for match in pattern.finditer(text):
+            final = bool(match.groupdict().get("final"))
+            out.append(_Statement(_FINAL_TIER if final else tier, match.group("word").lower(), match.group(0)))
+    return out
+
+
+_JSON_LABEL_KEYS = ("judgment", "judgement", "verdict", "result", "answer", "decision", "correct")
+
+
+def _json_labels(obj: dict, raw: str, verdict: Labels) -> list[_Statement]:
+    """A JSON object's verdict: "judgment" (or verdict, result, ...) holding one of the words."""
+    out = []
+    for key in _JSON_LABEL_KEYS:
+        value = obj.get(key)
+        if isinstance(value, str) and value.strip().strip(".").lower() in verdict.values:
+            out.append(_Statement(_LABELLED_TIER, value.strip().strip(".").lower(), raw))
+    return out
+
+
+# --- why nothing was read -----------------------------------------------------------------------
+
+_BARE_LABEL = re.compile(_NOT_AFTER_LETTER + _FINAL + _LABEL + _ECHO + _SEP + r"[^\n]{0,40}", re.IGNORECASE)
+
+
+def _nothing_found(text: str, verdict: Verdict) -> str:
+    """Why no verdict was read: the reply names none, or only echoes the scale ("Rating (0-5):")."""
+    if isinstance(verdict, Labels):
+        return f"unparseable judgment: no verdict ({verdict.describe()}) found"
+    echoed = _BARE_LABEL.search(text)
+    if echoed:
+        return f"unparseable judgment: {_quote(echoed.group(0))} holds no rating on the {verdict.describe()} scale"
+    return f"unparseable judgment: no rating ({verdict.describe()}) found"
