@@ -239,7 +239,7 @@ class JudgeProperties(Strict):
 class Config(Strict):
     dataset_metric: list[tuple[str, str]] = Field(min_length=1, description="[name, metric] pairs; name is a dataset, task type or category; metric 'all' means the runspec's metrics.")
     filters: Filters = Field(default_factory=Filters, description="Sample selection and prompt additions.")
-    aggregate: list[tuple[str, list[str]]] = Field(default_factory=list, description="[metric, [names...]]: weighted and unweighted means over datasets, task types or categories.")
+    aggregate: list[tuple[str, list[str]]] = Field(default_factory=list, description="[metric, [names...]]: the pooled score (statistics summed over every sample), the sample-weighted and the unweighted mean over datasets, task types or categories.")
     temperature_overrides: list[TemperatureOverride] = Field(default_factory=list, description="Temperatures by model, by task, or both; the most specific wins.")
     generation_overrides: list[GenerationOverride] = Field(default_factory=list, description="Any generation setting by model, by task, or both: model+task > task > runspec generation_kwargs > model.")
     prompt_rules: list[PromptRule] = Field(default_factory=list, description="System prompts, add-ons, instructions and MC templates by model, task and language; more specific rules win.")

@@ -18,6 +18,7 @@ from lalmeval.execution import Execution, Jobs
 from lalmeval.files import check_regular, check_writable_dir
 from lalmeval.options import RunOptions
 from lalmeval.plan import Plan
+from lalmeval.protocol_used import protocol_used
 from lalmeval.records import Score
 from lalmeval.report import aggregates, comparison_table, comparisons, failure_table, final_scores, score_table
 from lalmeval.secrets import Redactor, config_secrets, redacted_config, redacted_errors, short_secret_warnings
@@ -104,7 +105,7 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
             stopped = Interrupted(f"before final_scores.json was written: {written} are on disk")
             result = _result(state, scores, jobs)
             if not options.skip_eval:
-                _write_final(result, plan, store, run_id)
+                _write_final(result, plan, store, run_id, redactor)
                 if result.final_path:
                     written = "the records and final_scores.json"
                     stopped = Interrupted(f"while writing the reports: {written} are on disk")
@@ -178,8 +179,12 @@ def _result(state: Execution, scores: list[Score], jobs: Jobs) -> RunResult:
                      broken_off={dataset: job.broken_off for (dataset, _), job in jobs.items() if job.broken_off})
 
 
-def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str) -> None:
-    result.aggregates = aggregates(plan.aggregates, result.scores, plan.catalog)
+def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str, redactor: Redactor) -> None:
+    for score in result.scores:  # what each score was scored and asked with, as reports print it
+        used = protocol_used(plan, score, redactor)
+        if used is not None:
+            score.details["protocol"] = used
+    result.aggregates = aggregates(plan.aggregates, result.scores, plan.catalog, plan.config.bootstrap_resamples, plan.config.seed)
     result.comparisons = comparisons(result.scores, plan.config.bootstrap_resamples, plan.config.seed)
     data = final_scores(run_id, result.scores, result.aggregates, result.comparisons)
     data.update(failures=result.failures, interrupted=result.interrupted or bool(result.write_error), stopped=result.stopped, endpoints_down=result.down,

@@ -13,6 +13,7 @@ from lalmeval.errors import UserError, closest
 from lalmeval.files import load_json
 from lalmeval.generation import Generation
 from lalmeval.languages import iso_code
+from lalmeval.scoring_protocols import resolve as resolve_protocol
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "runspecs"
 
@@ -60,9 +61,10 @@ class DatasetSpec(BaseModel):
     repeat_runs: Optional[int] = Field(None, ge=1, le=100, description="Ask every sample this many times (overrides the config's repeat_runs).")
     generation_kwargs: Generation = Field(default_factory=Generation, description="Generation settings for this dataset (top_p, max_tokens, stop, extra_body, ...): above the model's own, below config overrides that name the task.")
     origin: Optional[str] = Field(None, description="Where this definition comes from: the dataset card and paper (documentation only).")
+    protocol: str = Field("lalmeval", description="Scoring convention (a registered protocol name, or name@version): presets normalizer and error_unit (and any other field it defines) for the dataset's language; fields set here win. lalmeval, kimi, lmms, open_asr, au_harness.")
     judge_template: Optional[str] = Field(None, min_length=1, description="LLM judges (llm_judge_binary / llm_judge_detailed): the judge template — default (lalmeval's prompts), a published one (audiobench, au_harness_binary, au_harness_detailed, kimi_yes_no, ...; see README), or a template file (.yaml) relative to this runspec file.")
-    normalizer: Optional[str] = Field(None, description="Text normalizer of error rates (a registered name, or 'none'); default by language: whisper_english for English, chinese for Chinese and Cantonese, basic otherwise.")
-    error_unit: Optional[Literal["word", "character", "mixed"]] = Field(None, description="What error rates count: words, characters, or mixed (each CJK character and each other word a token); default by language: mixed for zh/yue, character for ja/ko/th/lo/my/km, word otherwise.")
+    normalizer: Optional[str] = Field(None, description="Text normalizer of error rates (a registered name, or 'none'); default: the protocol's for the language (lalmeval: whisper_english for English, chinese for Chinese and Cantonese, basic otherwise).")
+    error_unit: Optional[Literal["word", "character", "mixed"]] = Field(None, description="What error rates count: words, characters, or mixed (each CJK character and each other word a token); default: the protocol's for the language (lalmeval: mixed for zh/yue, character for ja/ko/th/lo/my/km, word otherwise).")
 
 
 CHOICE_FORMATS = ("twinkle", "general_vmcq")  # formats whose column mapping finds the options itself
@@ -84,6 +86,20 @@ def with_format_defaults(spec: "DatasetSpec") -> "DatasetSpec":
     # Presets are not the runspec's own choice: the data's columns may still refine them (general_vmcq with audio_k).
     object.__setattr__(filled, "__pydantic_fields_set__", set(spec.model_fields_set))
     return filled
+
+
+def with_protocol_defaults(spec: "DatasetSpec", where: str) -> "DatasetSpec":
+    """The spec with its protocol's presets for its language filled in wherever the runspec gave nothing."""
+    protocol = resolve_protocol(spec.protocol, f"{where}: protocol")
+    try:
+        preset = protocol.fields(iso_code(spec.language))
+    except UserError as exc:
+        raise UserError(f"{where}: {exc}") from None
+    given = {k: v for k, v in preset.items() if k not in spec.model_fields_set}
+    try:
+        return DatasetSpec.model_validate({**spec.model_dump(exclude_unset=True), **given}) if given else spec
+    except ValidationError as exc:  # a protocol presetting a value the field refuses is a bug in its definition
+        raise UserError(f"{where}: protocol '{protocol.name}' presets an invalid value: {exc.errors()[0]['msg']}") from None
 
 
 @dataclass(frozen=True)
@@ -239,6 +255,7 @@ def _read_file(path: Path, category: str, where: Locations = Locations()) -> lis
             continue
         spec = with_format_defaults(spec)
         _check_spec(path, name, spec)
+        spec = with_protocol_defaults(spec, f"{path}: dataset '{name}'")
         entries += per_file_datasets(where.place(Dataset(name, category, path.stem, spec, path)))
     return entries
 
