@@ -896,8 +896,8 @@ def r_mc_template(lab: Lab) -> None:
 
 
 def r_image_column(lab: Lab) -> None:
-    image = REPO / "tests" / "fixtures" / "images" / "three.png"
-    lab.ws.jsonl([{**q, "picture": str(image)} for q in QS], "data/qs.jsonl")
+    shutil.copy(REPO / "tests" / "fixtures" / "images" / "three.png", lab.ws.root / "data" / "three.png")  # a dataset reads its own folder
+    lab.ws.jsonl([{**q, "picture": "three.png"} for q in QS], "data/qs.jsonl")
     assert {len(s.images) for s in lab.run().requests} == {0}
     assert {len(s.images) for s in lab.run(spec={"qs": {"image_column": "picture"}}).requests} == {1}
 
@@ -961,6 +961,13 @@ def r_judge_template(lab: Lab) -> None:
     assert {s.text for s in default.judged}.isdisjoint({s.text for s in kimi.judged})
 
 
+def r_protocol(lab: Lab) -> None:
+    ours = lab.run(pairs=[["qs", "word_error_rate"]]).score()
+    theirs = lab.run(pairs=[["qs", "word_error_rate"]], spec={"qs": {"protocol": "open_asr"}}).score()
+    assert ours.details["protocol"]["name"] == "lalmeval" and theirs.details["protocol"]["name"] == "open_asr"
+    assert theirs.details["normalizer"] == "open_asr" != ours.details["normalizer"]
+
+
 def r_prompt_template(lab: Lab) -> None:
     framed = lab.run(spec={"qs": {"instruction": "Answer.", "prompt_template": "PRE {instruction} POST"}})
     assert all(s.text.startswith("PRE Answer. POST") for s in framed.requests)
@@ -1021,7 +1028,8 @@ EFFECTS: dict[str, Callable[[Lab], None]] = {
     "runspec.mc_template": r_mc_template, "runspec.image_column": r_image_column, "runspec.turns_column": r_turns_column,
     "runspec.messages_column": r_messages_column, "runspec.long_audio": r_long_audio, "runspec.shuffle_options": r_shuffle_options,
     "runspec.repeat_runs": r_repeat_runs, "runspec.origin": r_origin, "runspec.normalizer": r_normalizer, "runspec.error_unit": r_error_unit,
-    "runspec.judge_template": r_judge_template, "runspec.prompt_template": r_prompt_template, "runspec.reproduces": r_reproduces,
+    "runspec.judge_template": r_judge_template, "runspec.prompt_template": r_prompt_template,
+    "runspec.protocol": r_protocol, "runspec.reproduces": r_reproduces,
 }
 for _layer in ("models[].generation_kwargs", "generation_overrides[]", "runspec.generation_kwargs"):
     for _key in GENERATION:
