@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import signal
 import threading
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,31 @@ def _load(config: Union[str, Path, Mapping[str, Any]]):
     raise UserError(f"config must be a path to a YAML file or a dict, got {type(config).__name__}")
 
 
+class _Sink:
+    """A text stream that keeps nothing: where a quiet run's output goes."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+@contextlib.contextmanager
+def _silenced(quiet: bool) -> Iterator[None]:
+    """quiet=True prints nothing: the score table, progress lines, notes and warnings — ours and those
+    of the libraries a run uses (dataset progress bars, Python warnings) — go nowhere for the call."""
+    if not quiet:
+        yield
+        return
+    with warnings.catch_warnings(), contextlib.redirect_stdout(_Sink()), contextlib.redirect_stderr(_Sink()):  # type: ignore[type-var]
+        warnings.simplefilter("ignore")
+        yield
+
+
 @contextlib.contextmanager
 def _own_event_loop() -> Iterator[None]:
     """Let the run start its own event loop even inside a running one (a Jupyter cell), then put everything back.
@@ -63,18 +89,19 @@ def _own_event_loop() -> Iterator[None]:
 
 
 def evaluate(config: Union[str, Path, Mapping[str, Any]], *, output_dir: Union[str, Path, None] = None,
-             run_id: Optional[str] = None, use_cache: bool = True, allow_config_change: bool = False,
+             run_id: Optional[str] = None, use_cache: Optional[bool] = None, allow_config_change: bool = False,
              quiet: bool = False) -> Evaluation:
     """Run the evaluation a config describes (a YAML path or a dict) and return its scores; bad input raises UserError."""
     from lalmeval.cli import check_run_id
     from lalmeval.options import RunOptions
     from lalmeval.runner import default_run_id, run
 
-    plan = _load(config)
-    out = Path(output_dir if output_dir is not None else plan.config.output_dir)
-    run_id = check_run_id(run_id) if run_id is not None else default_run_id()
-    options = RunOptions(use_cache=use_cache, allow_config_change=allow_config_change)
-    with _own_event_loop():
-        result = run(plan, out, run_id, quiet=quiet, options=options)
+    with _silenced(quiet):
+        plan = _load(config)
+        out = Path(output_dir if output_dir is not None else plan.config.output_dir)
+        run_id = check_run_id(run_id) if run_id is not None else default_run_id(out)
+        options = RunOptions(use_cache=use_cache, allow_config_change=allow_config_change)
+        with _own_event_loop():
+            result = run(plan, out, run_id, quiet=quiet, options=options)
     return Evaluation(out / run_id, [s.to_json() for s in result.scores], result.aggregates, result.comparisons,
                       result.failures, result.complete)

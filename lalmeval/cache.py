@@ -10,7 +10,7 @@ from typing import Any, Optional, Sequence
 from lalmeval.config import ModelInfo
 from lalmeval.generation import request_fields
 from lalmeval.records import Prompt
-from lalmeval.store import JsonlWriter, WriteFailed, read_jsonl, safe_name
+from lalmeval.store import JsonlWriter, WriteFailed, file_name, read_jsonl
 
 
 def request_key(info: ModelInfo, prompt: Prompt, params: dict[str, Any], audio_digests: Sequence[str], language: str,
@@ -46,37 +46,48 @@ def deterministic(params: dict[str, Any]) -> bool:
 
 def cache_file(folder: Path, model: str) -> Path:
     """The cache file of one model (or judge) in the cache folder."""
-    return folder / f"{safe_name(model)}.jsonl"
+    return folder / file_name([model], ".jsonl")
+
+
+EARLIER_RUN = "an earlier run"   # where an entry written before entries named their run came from
 
 
 class InferenceCache:
-    """Replies of one model by request key, in <dir>/<model>.jsonl (append-only)."""
+    """Replies of one model by request key, in <dir>/<model>.jsonl (append-only), each with the run that asked for it."""
 
-    def __init__(self, folder: Path, model: str):
+    def __init__(self, folder: Path, model: str, run_id: Optional[str] = None, only_run: Optional[str] = None):
         self.path = cache_file(folder, model)
-        self._replies: Optional[dict[str, str]] = None
+        self.run_id = run_id
+        self.only_run = only_run   # reuse only the entries this run wrote (a judge without the cross-run cache)
+        self._replies: Optional[dict[str, tuple[str, Optional[str]]]] = None
         self._writer: Optional[JsonlWriter] = None
         self.hits = 0
 
     def load(self) -> None:
         """Read the file (blocking: call off the loop)."""
         if self._replies is None:
-            self._replies = {item["key"]: item["reply"] for item in read_jsonl(self.path, "cache file") if "key" in item and "reply" in item}
+            self._replies = {item["key"]: (item["reply"], item.get("run")) for item in read_jsonl(self.path, "cache file")
+                             if "key" in item and "reply" in item and (self.only_run is None or item.get("run") == self.only_run)}
 
     def get(self, key: str) -> Optional[str]:
-        reply = (self._replies or {}).get(key)
-        if reply is not None:
+        entry = (self._replies or {}).get(key)
+        if entry is not None:
             self.hits += 1
-        return reply
+        return entry[0] if entry is not None else None
+
+    def origin(self, key: str) -> str:
+        """The run whose request put the entry there ('an earlier run' for entries that do not say)."""
+        entry = (self._replies or {}).get(key)
+        return str(entry[1]) if entry is not None and entry[1] else EARLIER_RUN
 
     def put(self, key: str, reply: str) -> None:
         """Keep a reply. A refused write does not lose the reply in hand: the writer reports it and the run stops."""
         if self._replies is not None:
-            self._replies[key] = reply
+            self._replies[key] = (reply, self.run_id)
         try:
             if self._writer is None:
                 self._writer = JsonlWriter(self.path)
-            self._writer.write({"key": key, "reply": reply})
+            self._writer.write({"key": key, "reply": reply, **({"run": self.run_id} if self.run_id else {})})
         except WriteFailed:
             pass
 

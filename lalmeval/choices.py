@@ -19,6 +19,8 @@ import unicodedata
 from functools import lru_cache
 from typing import Any, Optional, Sequence
 
+from lalmeval.data.cells import cell_text
+
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 TEMPLATE_SECTION = "mc_templates"
 TEMPLATE_NAME = "mc_options"
@@ -80,11 +82,14 @@ def _strip_list_labels(items: list[str]) -> list[str]:
 
 
 def _from_sequence(values: Sequence[Any]) -> list[str]:
+    """Option texts by the cell rule of lalmeval.data.cells (3.0 is "3"); a null or NaN option is empty."""
     items = []
-    for value in values:
-        if isinstance(value, bool) or not isinstance(value, (str, numbers.Number)):
+    for label, value in zip(LETTERS, values):
+        if isinstance(value, bool) or not (isinstance(value, (str, numbers.Number)) or value is None):
             raise ValueError(f"options: each option must be a text or a number, got {type(value).__name__} {value!r}")
-        items.append(str(value).strip())
+        items.append((cell_text(value, f"option {label}") or "").strip())
+    if len(values) > len(LETTERS):
+        labels(len(values))  # more than 26 options is an error
     return _strip_list_labels(items)
 
 
@@ -154,7 +159,7 @@ def _index_from_text(target: str, options: list[str]) -> Optional[int]:
 
 
 def _index_from_letter(target: str, n: int) -> Optional[int]:
-    found = re.fullmatch(r"[(\[（]?\s*([A-Za-z])\s*[)\]）]?\s*[.:：)]?", target)
+    found = re.fullmatch(r"[(\[（]?\s{0,8}([A-Za-z])\s{0,8}[)\]）]?\s{0,8}[.:：)]?", target)  # bounded: linear on any text
     if found and LETTERS.index(found.group(1).upper()) < n:
         return LETTERS.index(found.group(1).upper())
     return None

@@ -1,4 +1,4 @@
-"""Command line: lalmeval run | init | validate | list | report."""
+"""Command line: lalmeval run | init | validate | check | list | report | serve."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import re
 import shlex
 import signal
 import sys
+import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence, TextIO
 
@@ -16,7 +17,9 @@ from lalmeval.entry import program, run_command
 from lalmeval.errors import Interrupted, UserError, WriteFailed
 
 if TYPE_CHECKING:
+    from lalmeval.config import Config
     from lalmeval.runner import RunResult
+    from lalmeval.runspecs import Dataset
 
 EXIT_USER_ERROR = 2
 
@@ -37,7 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--output-dir", "-o", help="parent of the run directory (default: the config's output_dir, run_logs/)")
     run.add_argument("--run-id", help="name of the run directory (default: a timestamp); an existing run is resumed")
     run.add_argument("--resume", metavar="RUN_ID", help="continue an existing run: only missing or failed samples are requested")
-    run.add_argument("--no-cache", action="store_true", help="neither read nor write the inference cache")
+    run.add_argument("--cache", action="store_true", help="answer identical requests from earlier runs' replies (the config's `cache: true`)")
+    run.add_argument("--no-cache", action="store_true", help="neither read nor write the inference cache (wins over --cache and `cache: true`)")
     run.add_argument("--allow-config-change", action="store_true",
                      help="continue an existing run although its stored config.yaml asks for other datasets, models, prompts or samples")
     mode = run.add_mutually_exclusive_group()
@@ -53,13 +57,28 @@ def _parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", parents=[common], help="check config and runspecs without sending a request")
     _add_config(validate)
 
-    listing = sub.add_parser("list", parents=[common], help="print categories, task types and datasets")
+    check = sub.add_parser("check", parents=[common], help="send one tiny request to every endpoint (each replica, the judge)",
+                           description="Send one real, tiny request to every model endpoint (each replica) and the judge; servers the config "
+                                       "launches are started and stopped. Exit 0 only when every endpoint answers.")
+    _add_config(check)
+
+    listing = sub.add_parser("list", parents=[common], help="print categories, dataset families, groups and datasets",
+                             description="Print the catalog: each category with its families (task types), then the groups. "
+                                         "NAME (a category, family, group or dataset) or --expand shows every dataset.")
+    listing.add_argument("name", nargs="?", metavar="NAME", help="show only this category, family (task type), group or dataset, with every dataset")
+    listing.add_argument("--expand", "-e", action="store_true", help="show every dataset of every family")
     listing.add_argument("--config", "-c", help="also include the config's runspec_dirs")
 
     report = sub.add_parser("report", parents=[common], help="compare runs: a leaderboard (HTML and console)",
                             description="Build one leaderboard from the final_scores.json of one or more run directories.")
     report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (run_logs/<run_id>)")
     report.add_argument("--out", default="leaderboard.html", help="HTML file to write (default: leaderboard.html)")
+
+    from lalmeval.serve.main import add_arguments
+
+    serve = sub.add_parser("serve", parents=[common], help="serve a model behind an OpenAI-compatible API",
+                           description="Serve a built-in model or your own AudioModel class behind an OpenAI-compatible HTTP API.")
+    add_arguments(serve)
     return parser
 
 
@@ -71,6 +90,7 @@ def _plan(config_path: str):
     return build_plan(load_config(path), path)
 
 
+EXIT_INTERNAL_ERROR = 1
 EXIT_FAILED_SAMPLES = 3
 EXIT_WRITE_FAILED = 4
 EXIT_INTERRUPTED = 130
@@ -94,7 +114,7 @@ def _run_id(args: argparse.Namespace, output_dir: Path) -> str:
         check_run_id(run_id)
     if (args.resume or args.reeval) and not (run_id and (output_dir / run_id).is_dir()):
         raise UserError(f"no run to {'resume' if args.resume else 're-evaluate'}: {output_dir / (run_id or '<run id>')} does not exist (give --run-id)")
-    return run_id or default_run_id()
+    return run_id or default_run_id(output_dir)
 
 
 def _breakdown(failures: list[dict]) -> str:
@@ -113,19 +133,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     run_id = _run_id(args, output_dir)
     # Printed for pasting: started the way this run was (bash evaluate.sh, lalmeval, python -m lalmeval).
     # Flags that say how the run is done carry over (the cache stays off, inference stays unscored).
-    kept = "".join(flag for flag, on in ((" --no-cache", args.no_cache), (" --skip-eval", args.skip_eval)) if on)
+    kept = "".join(flag for flag, on in ((" --no-cache", args.no_cache), (" --cache", args.cache and not args.no_cache),
+                                         (" --skip-eval", args.skip_eval)) if on)
     command = f"{run_command()} --config {shlex.quote(args.config)} --output-dir {shlex.quote(str(output_dir))}{kept}"
     again = f"{command} --resume {run_id}"
-    options = RunOptions(use_cache=not args.no_cache, skip_eval=args.skip_eval, reeval=args.reeval, force_reinfer=args.force_reinfer,
+    use_cache = False if args.no_cache else (True if args.cache else None)   # None: the config's `cache`
+    options = RunOptions(use_cache=use_cache, skip_eval=args.skip_eval, reeval=args.reeval, force_reinfer=args.force_reinfer,
                          allow_config_change=args.allow_config_change)
     try:
-        result = run(plan, output_dir, run_id, options=options)
+        result = run(plan, output_dir, run_id, options=options, name_report=False)
     except Interrupted as exc:
+        _trace(args)
         # Before the first request the run directory may not hold a run yet: --run-id starts or continues it.
         how = f"Resume with: {again}" if exc.resumable else f"Run again with: {command} --run-id {run_id}"
         print(f"interrupted {exc.stage}. {how}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except WriteFailed as exc:  # before the first request: nothing of this run is lost
+        _trace(args)
         print(f"error: {exc}. Free space (or fix the folder), then run again with: {command} --run-id {run_id}", file=sys.stderr)
         return EXIT_WRITE_FAILED
     code = _conclude(result, again)
@@ -137,18 +161,32 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _conclude(result: RunResult, again: str) -> int:
     """Say what the run's outcome asks of the user, and return its exit code."""
+    from lalmeval.runner import who
+    from lalmeval.store import INTERNAL_WRITE_ERROR
+
     if result.data_errors:
-        print(f"{len(result.data_errors)} dataset(s) could not be read (see above); the others were evaluated.", file=sys.stderr)
+        print(f"{len(result.data_errors)} dataset(s) were not evaluated (see above); the others were.", file=sys.stderr)
         return EXIT_USER_ERROR
+    if result.write_error and result.write_error.startswith(INTERNAL_WRITE_ERROR):  # a bug, not the disk
+        print(f"{result.write_error}. Resume with: {again}", file=sys.stderr)
+        return EXIT_INTERNAL_ERROR
     if result.write_error:
         print(f"error: {result.write_error}. Free space (or fix the folder), then resume with: {again}", file=sys.stderr)
         return EXIT_WRITE_FAILED
+    if result.stopped:
+        print(f"error: {result.stopped}; the scores above are partial. Fix the cause (see the failures above), then resume with: {again}",
+              file=sys.stderr)
+        return EXIT_FAILED_SAMPLES
     if result.interrupted:
         print(f"Interrupted: the scores above are partial. Resume with: {again}", file=sys.stderr)
         return EXIT_INTERRUPTED
     if result.broken_off:
         print(f"{len(result.broken_off)} dataset(s) could not be read to the end (see above): fix the data, then resume with: {again}",
               file=sys.stderr)
+        return EXIT_USER_ERROR
+    if result.refused and not result.complete:  # a replica refusing while the others answered everything is only a warning
+        for name, diagnosis in result.refused.items():
+            print(f"error: {who(name)}: {diagnosis}; its samples failed: after the fix, retry them with: {again}", file=sys.stderr)
         return EXIT_USER_ERROR
     if not result.complete:
         parts = []
@@ -175,12 +213,13 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from lalmeval.data.confine import allowed_dirs
     from lalmeval.data.source import inspect
     from lalmeval.secrets import Redactor, config_secrets, short_secret_warnings
 
     plan = _plan(args.config)
     redact = Redactor(config_secrets(plan.config))
-    print(f"{args.config}: config and runspecs OK — {len(plan.config.models)} model entr(ies) in {len(plan.groups)} group(s), {len(plan.pairs)} dataset–metric pair(s)")
+    print(f"{args.config}: config and runspecs OK — {len(plan.groups)} model(s) from {len(plan.config.models)} entr(ies), {len(plan.pairs)} dataset–metric pair(s)")
     for group in plan.groups:
         if len(group.replicas) > 1:
             print(redact(f"  model '{group.name}': {len(group.replicas)} replicas ({', '.join(r.info.url for r in group.replicas)})"))
@@ -188,47 +227,76 @@ def cmd_validate(args: argparse.Namespace) -> int:
         template = plan.judge_templates.get((dataset.name, metric))
         judged = f", judge template {template.name}" if template else ""
         print(f"  {dataset.name} × {metric}  ({dataset.category}/{dataset.task_type}, {dataset.source}{judged})")
+    for dataset in plan.datasets:  # where each definition comes from, as its runspec says
+        if dataset.spec.origin:
+            print(f"  origin of {dataset.name}: {dataset.spec.origin}")
     for name, reason in plan.skipped.items():
         print(f"  skipped {name}: {reason}")
     for line in short_secret_warnings(plan.config):
         print(line, file=sys.stderr)
     problems = 0
-    for dataset in plan.datasets:  # open every data file and check every mapped column
+    for dataset in plan.datasets:  # open every data file, check every mapped column, read every selected local row
         try:
-            columns = inspect(dataset, plan.config.streaming)
-            print(f"  data of {dataset.name}: OK ({len(columns)} columns)")
+            allowed = allowed_dirs(plan.config.allowed_data_dirs, plan.base)
+            columns = inspect(dataset, plan.config.streaming, allowed)
+            problems += _validate_rows(dataset, plan.config, len(columns), allowed)
         except UserError as exc:
             problems += 1
             print(f"error: {exc}", file=sys.stderr)
     return EXIT_USER_ERROR if problems else 0
 
 
-def cmd_list(args: argparse.Namespace) -> int:
-    from lalmeval.languages import NAMES
-    from lalmeval.runspecs import Catalog, runspec_dirs
+def _validate_rows(dataset: "Dataset", config: "Config", columns: int, allowed: "Sequence[Path]" = ()) -> int:
+    """Read a local dataset's selected rows as a run would; print what would fail (at most 3, then a count). 1 when some would."""
+    from lalmeval.data.source import locate, row_problems
 
+    kind, path = locate(dataset)
+    if kind == "hub" and not path.is_dir():  # not downloaded by validate: its columns were checked from the metadata
+        print(f"  data of {dataset.name}: OK ({columns} columns; a hub dataset's rows are read by the run)")
+        return 0
+    count, problems = row_problems(dataset, config.filters, config.seed, config.streaming, allowed)
+    for sample_id, problem in problems[:3]:
+        print(f"error: dataset '{dataset.name}' ({dataset.source}): sample '{sample_id}' would fail: {problem}", file=sys.stderr)
+    if len(problems) > 3:
+        print(f"error: dataset '{dataset.name}': {len(problems) - 3} more sample(s) would fail", file=sys.stderr)
+    if not problems:
+        print(f"  data of {dataset.name}: OK ({columns} columns, {count} sample(s) selected)")
+    return int(bool(problems))
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from lalmeval.check import run_check
+
+    plan = _plan(args.config)
+    lines, ok = run_check(plan, Path(plan.config.output_dir) / ".check")
+    for text in lines:
+        print(text)
+    if not ok:
+        print(f"error: {sum(not t.startswith('OK') for t in lines)} of {len(lines)} endpoint(s) did not answer (see FAIL above)", file=sys.stderr)
+    return 0 if ok else EXIT_USER_ERROR
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from lalmeval.listing import lines
+    from lalmeval.runspecs import Catalog, Locations, locations, runspec_dirs
+
+    base, where = Path.cwd(), Locations()
     extra: list[str] = []
-    base = Path.cwd()
     if args.config:
         from lalmeval.config import load_config
 
-        extra, base = load_config(args.config).runspec_dirs, Path(args.config).resolve().parent
-    catalog = Catalog.load(runspec_dirs(extra, base))
-    tree = catalog.tree()
-    for category, task_types in tree.items():
-        print(f"{category} ({sum(len(names) for names in task_types.values())})")
-        for task_type, names in task_types.items():
-            print(f"  {task_type} ({len(names)})")
-            width = max(len(name) for name in names)
-            for name in names:
-                dataset = catalog.datasets[name]
-                # A path, not a hub id: the data must be put there by hand before a run.
-                local = "; local data" if dataset.spec.hf_repo.startswith((".", "/", "~")) else ""
-                # A code as written keeps its region (zh-TW); an English name shows as its code.
-                language = dataset.iso_language if dataset.spec.language.lower() in NAMES else dataset.spec.language
-                print(f"    {name:<{width}}  [{language}; {', '.join(dataset.spec.metrics) or 'no metrics'}{local}]")
-    print(f"{len(catalog.datasets)} datasets in {len(tree)} categories")
+        config, base = load_config(args.config), Path(args.config).resolve().parent
+        extra, where = config.runspec_dirs, locations(config.dataset_paths, config.dataset_root, base)
+    catalog = Catalog.load(runspec_dirs(extra, base), where)
+    for line in lines(catalog, expand=args.expand, name=args.name):
+        print(line)
     return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from lalmeval.serve.main import serve
+
+    return serve(args)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -289,6 +357,10 @@ def _terminate(signum: int, frame: object) -> None:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; user errors print one line and return 2."""
     streams = sys.stdout, sys.stderr
+    for stream in streams:  # text from outside (a reply, a server's message) must never fail to print
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     sys.stdout, sys.stderr = _Output(sys.stdout), _Output(sys.stderr)
     try:
         return _main(argv)
@@ -314,24 +386,30 @@ def _main(argv: Optional[Sequence[str]]) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    handlers = {"run": cmd_run, "init": cmd_init, "validate": cmd_validate, "list": cmd_list, "report": cmd_report}
+    """Run the command; every way it can end is one line and its documented exit code (--debug adds the traceback)."""
+    handlers = {"run": cmd_run, "init": cmd_init, "validate": cmd_validate, "check": cmd_check, "list": cmd_list, "report": cmd_report,
+                "serve": cmd_serve}
     try:
         return handlers[args.command](args)
     except UserError as exc:
-        if args.debug:
-            raise
+        _trace(args)
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
     except WriteFailed as exc:
-        if args.debug:
-            raise
+        _trace(args)
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_WRITE_FAILED
     except KeyboardInterrupt:
+        _trace(args)
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:  # a bug, not bad input: say so without a wall of traceback
-        if args.debug:
-            raise
-        print(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", file=sys.stderr)
-        return 1
+        _trace(args)
+        print(f"internal error: {type(exc).__name__}: {exc}" + ("" if args.debug else " (rerun with --debug for the traceback)"), file=sys.stderr)
+        return EXIT_INTERNAL_ERROR
+
+
+def _trace(args: argparse.Namespace) -> None:
+    """With --debug, the traceback of the exception being handled (the exit code stays the documented one)."""
+    if args.debug:
+        traceback.print_exc()

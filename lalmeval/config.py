@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
 from typing import Any, Literal, Optional, Union
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
+from lalmeval.aliases import read_aliases
 from lalmeval.errors import UserError, closest
 from lalmeval.files import load_yaml
 from lalmeval.generation import Generation
@@ -75,9 +78,9 @@ class Filters(Strict):
 
 
 class ModelInfo(Strict):
-    name: str = Field(description="Unique name of this model entry, used in reports and file names.")
+    name: str = Field(description="Name of this model in reports and file names. Different names are different models, even with one model id; entries sharing a name are replicas of one model.")
     inference_type: Literal["openai", "vllm", "transcription"] = Field("openai", description="openai / vllm: POST {url}/chat/completions; transcription: POST {url}/audio/transcriptions.")
-    url: Union[str, list[str]] = Field(description="Base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1; a list of URLs serves the model from several replicas.")
+    url: Union[str, list[str]] = Field(description="Base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1; a list of URLs serves the model from several replicas; with launch, http://127.0.0.1:{port}/v1 takes a free port picked at run time.")
     model: str = Field(min_length=1, description="Model id sent in the request body.")
     auth_token: Optional[SecretStr] = Field(None, description="Bearer token (or Azure api-key when api_version is set). Never written to any file.")
     api_version: Optional[str] = Field(None, description="Azure style: sends the token as an api-key header and api-version as a query parameter; a url that is an Azure resource root goes to /openai/deployments/<model>.")
@@ -87,8 +90,8 @@ class ModelInfo(Strict):
     batch_size: int = Field(8, ge=1, le=10_000, description="Maximum requests in flight to this endpoint, shared by every Engine.")
     chunk_size: Optional[float] = Field(None, ge=1.0, le=DAY, description="Maximum seconds of audio per request (at least 1); what happens to longer audio is long_audio.")
     long_audio: Literal["chunk", "truncate", "vad"] = Field("chunk", description="Audio longer than chunk_size: chunk (fixed cuts, outputs joined in order), truncate (the first chunk_size seconds only), vad (cuts in silences, outputs joined in order); a runspec may override.")
-    replicas: int = Field(1, ge=1, le=256, description="Serve this entry from N replicas on consecutive ports, starting at the url's port (with launch: N servers, {replica} and {port} filled in).")
-    launch: Optional[str] = Field(None, description="Shell command that serves this endpoint; started before the run, awaited until it answers, stopped at the end. With replicas, {replica} (0, 1, ...) and {port} are filled in for each.")
+    replicas: int = Field(1, ge=1, le=256, description="Serve this entry from N replicas on consecutive ports, starting at the url's port, or on N free ports when url uses {port} (with launch: N servers, {replica} and {port} filled in).")
+    launch: Optional[str] = Field(None, description="Shell command that serves this endpoint (e.g. lalmeval serve --model whisper-tiny.en --port {port}); started before the run with this environment's lalmeval and python first on PATH, awaited until it answers, stopped at the end. {port} is the url's port, {replica} the replica's index (0, 1, ...).")
     launch_timeout: float = Field(600.0, gt=0, le=DAY, description="Seconds to wait for a launched endpoint to answer.")
     temperature: float = Field(0.0, ge=0, le=2.0, description="Sampling temperature (0-2, the OpenAI range) unless a temperature_overrides entry is more specific.")
     max_tokens: Optional[int] = Field(None, gt=0, le=10_000_000, description="max_tokens sent with each chat request (omitted when unset).")
@@ -105,11 +108,22 @@ class ModelInfo(Strict):
                 raise ValueError("a list of URLs must hold at least one")
             if len(set(value)) != len(value):
                 raise ValueError("a URL is listed twice")
+            if any("{port}" in v for v in value if isinstance(v, str)):
+                raise ValueError("{port} (a free port picked at run time) goes in a single url; use replicas: N for several")
             return [check_url(v) for v in value]
+        if isinstance(value, str) and "{port}" in value:
+            if value.count("{port}") > 1 or not re.search(r"^[a-z]+://[^/]*:\{port\}(/|$)", value):
+                raise ValueError(f"{value!r}: {{port}} stands for the port, as in http://127.0.0.1:{{port}}/v1")
+            check_url(value.replace("{port}", "1"))
+            return value
         return check_url(value)
 
     @model_validator(mode="after")
     def _replicas(self) -> "ModelInfo":
+        if isinstance(self.url, str) and "{port}" in self.url:
+            if not self.launch or "{port}" not in self.launch:
+                raise ValueError("url uses {port} (a free port picked at run time): give a launch command that uses {port} too, so the server listens there")
+            return self
         if self.replicas > 1 and isinstance(self.url, list):
             raise ValueError("give either a list of URLs or replicas: N with one URL (its port is the first replica's), not both")
         if self.replicas > 1 and urlsplit(self.url).port is None:
@@ -124,8 +138,8 @@ class ModelInfo(Strict):
         """The URL of each replica: the listed ones, or the url's port counted up `replicas` times."""
         if isinstance(self.url, list):
             return list(self.url)
-        if self.replicas == 1:
-            return [self.url]
+        if self.replicas == 1 or "{port}" in self.url:
+            return [self.url] * self.replicas
         parts = urlsplit(self.url)
         host = parts.hostname if ":" not in (parts.hostname or "") else f"[{parts.hostname}]"
         netloc = (parts.netloc.rsplit("@", 1)[0] + "@" if "@" in parts.netloc else "") + host
@@ -225,7 +239,7 @@ class JudgeProperties(Strict):
 class Config(Strict):
     dataset_metric: list[tuple[str, str]] = Field(min_length=1, description="[name, metric] pairs; name is a dataset, task type or category; metric 'all' means the runspec's metrics.")
     filters: Filters = Field(default_factory=Filters, description="Sample selection and prompt additions.")
-    aggregate: list[tuple[str, list[str]]] = Field(default_factory=list, description="[metric, [names...]]: weighted and unweighted means over datasets, task types or categories.")
+    aggregate: list[tuple[str, list[str]]] = Field(default_factory=list, description="[metric, [names...]]: the pooled score (statistics summed over every sample), the sample-weighted and the unweighted mean over datasets, task types or categories.")
     temperature_overrides: list[TemperatureOverride] = Field(default_factory=list, description="Temperatures by model, by task, or both; the most specific wins.")
     generation_overrides: list[GenerationOverride] = Field(default_factory=list, description="Any generation setting by model, by task, or both: model+task > task > runspec generation_kwargs > model.")
     prompt_rules: list[PromptRule] = Field(default_factory=list, description="System prompts, add-ons, instructions and MC templates by model, task and language; more specific rules win.")
@@ -233,21 +247,23 @@ class Config(Strict):
     repeat_runs: int = Field(1, ge=1, le=100, description="Ask every sample this many times; scores are the mean over repeats, with details.repeats and details.std; a runspec may override.")
     models: list[ModelInfo] = Field(min_length=1, description="The endpoints to evaluate.")
     runspec_dirs: list[str] = Field(default_factory=list, description="Extra folders of runspec JSON files (relative to this config file).")
+    dataset_paths: dict[str, str] = Field(default_factory=dict, description="Dataset name → its data file or folder (relative to this config file), instead of the runspec's hf_repo (Kimi-Audio-Evalkit's DATASETS.datasets map).")
+    dataset_root: Optional[str] = Field(None, description="Kimi-Audio-Evalkit's DATASETS.dataset_root (relative to this config file): format kimi datasets are found in it as Kimi finds them, and their relative audio paths start there.")
+    allowed_data_dirs: list[str] = Field(default_factory=list, description="Folders (relative to this config file) in which a dataset's rows may also name local files (audio, images), besides the dataset's own folder; links are resolved first, and /proc, /sys and /dev are never read.")
     prompts_file: Optional[str] = Field(None, description="YAML file adding or overriding system prompts and user prompt add-ons.")
     streaming: bool = Field(False, description="Stream hub datasets instead of downloading them whole.")
     seed: int = Field(0, ge=0, le=2**32 - 1, description="Seed for sampling (filters.shuffle) and for the bootstrap of score intervals and comparisons.")
     bootstrap_resamples: int = Field(1000, ge=0, le=100_000, description="Bootstrap resamples behind each score's ci95/stderr and each paired comparison between models; 0 turns intervals and comparisons off.")
     output_dir: str = Field("run_logs", description="Where run directories are written (relative to the working directory).")
     cache_dir: Optional[str] = Field(None, description="Folder of the inference cache, relative to the working directory (default: <output_dir>/.cache).")
+    cache: bool = Field(False, description="Answer identical requests from the replies of earlier runs (the inference cache in cache_dir), judgments too; `lalmeval run --cache` turns it on for one run, --no-cache off. Off by default: a redeployed model behind the same URL and model id would get yesterday's answers.")
+    max_failure_rate: Optional[float] = Field(None, ge=0, le=1, description="Stop the run when more than this share (0-1) of the samples finished so far failed, checked once 20 samples have finished; null: never stop for failures.")
     cache_sampled: bool = Field(False, description="Also reuse cached replies (and judgments) of requests sampled at temperature > 0 without a seed.")
     judge_properties: Optional[JudgeProperties] = Field(None, description="The LLM judge used by llm_judge_* metrics.")
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "Config":
         names = [m.name for m in self.models]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"model names must be unique; repeated: {', '.join(dupes)}")
         for kind, entries in (("temperature_overrides", self.temperature_overrides), ("generation_overrides", self.generation_overrides), ("prompt_rules", self.prompt_rules)):
             for entry in entries:
                 if entry.model is not None and entry.model not in names:
@@ -296,17 +312,27 @@ def _describe(err: dict, source: str) -> str:
 
 
 def parse_config(raw: Any, source: str = "config") -> Config:
-    """Validate an already-loaded mapping as a Config; errors name the key."""
+    """Validate an already-loaded mapping as a Config; errors name the key. AU-Harness's key names are
+    read as lalmeval's, each with one note line on stderr."""
     if not isinstance(raw, dict):
         raise UserError(f"{source}: expected a mapping of keys at the top level")
     raw = interpolate(raw, source)
+    raw, notes = read_aliases(raw, source)
     try:
-        return Config.model_validate(raw)
+        config = Config.model_validate(raw)
     except ValidationError as exc:
         # A misspelt key also makes its correct spelling "missing": report the misspelling.
         errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
         # A message may quote a value (an invalid URL) that holds a token: scrub the config's secrets from it.
         raise UserError(Redactor(raw_secrets(raw))(_describe(errors[0], source))) from None
+    judge = config.judge_properties
+    if judge is not None and "judge_type" in judge.model_fields_set:
+        # Kept so that LALMEval and AU-Harness configs load; it cannot change a judge request, and says so.
+        notes.append(f"note: {source}: judge_properties.judge_type changes nothing: openai and vllm judges are asked the same way "
+                     f"(POST {{judge_api_endpoint}}/chat/completions; judge_api_version makes it Azure style); the key can be dropped")
+    for note in notes:
+        print(note, file=sys.stderr)
+    return config
 
 
 def load_config(path: str | Path) -> Config:

@@ -22,7 +22,8 @@ from lalmeval.options import RunOptions
 from lalmeval.secrets import redacted_config
 
 # Keys whose value never changes which samples are evaluated, what is sent or how it is scored.
-OPERATIONAL = frozenset({"output_dir", "cache_dir", "cache_sampled", "streaming"})
+# allowed_data_dirs only decides which files may be read: a refused sample failed, and a resume retries it.
+OPERATIONAL = frozenset({"output_dir", "cache_dir", "cache", "cache_sampled", "streaming", "max_failure_rate", "allowed_data_dirs"})
 OPERATIONAL_MODEL = frozenset({
     "auth_token", "delay", "retry_attempts", "timeout", "batch_size", "launch", "launch_timeout",
     "max_reply_mb", "verify_ssl",
@@ -38,8 +39,12 @@ def meaningful(config: dict[str, Any], reeval: bool = False) -> dict[str, Any]:
     out = {k: v for k, v in config.items() if k not in OPERATIONAL}
     # Models are compared by name: listing them in another order asks for the same evaluation.
     # --reeval sends nothing and scores the stored predictions, so only the names matter then.
-    out["models"] = {m.get("name"): {} if reeval else {k: v for k, v in m.items() if k not in OPERATIONAL_MODEL}
-                     for m in config.get("models") or [] if isinstance(m, dict)}
+    # Entries sharing a name are the replicas of one model: compared as the set of them, in any order.
+    entries: dict[Any, list[dict[str, Any]]] = {}
+    for m in config.get("models") or []:
+        if isinstance(m, dict):
+            entries.setdefault(m.get("name"), []).append({} if reeval else {k: v for k, v in m.items() if k not in OPERATIONAL_MODEL})
+    out["models"] = {name: group[0] if len(group) == 1 or reeval else sorted(group, key=repr) for name, group in entries.items()}
     out["dataset_metric"] = sorted(list(pair) for pair in config.get("dataset_metric") or [])
     if isinstance(config.get("judge_properties"), dict):
         out["judge_properties"] = {k: v for k, v in config["judge_properties"].items() if k not in OPERATIONAL_JUDGE}

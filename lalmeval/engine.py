@@ -45,6 +45,7 @@ class Engine:
             tally.close()
         # Batches finish in any order: sorted, sums and bootstrap resamples repeat exactly run to run.
         tally.items.sort(key=lambda x: (x["id"], x.get("repeat", 0)))
+        tally.exclude_failed_samples()
         value, details = self._aggregate(tally.items)
         if tally.failures:
             details["failures"] = dict(tally.failures)
@@ -198,6 +199,13 @@ class _Tally:
         self._count(record, failed=judge_failed or unscored)
         self._write(line)
         self.items.append({k: v for k, v in line.items() if k not in self.display_fields} if self.display_fields else line)
+
+    def exclude_failed_samples(self) -> None:
+        """A sample that failed in any repeat is one failed sample: its other repeats' scores leave the
+        score too, so num_failed and the score cover complementary sets of samples."""
+        for i, item in enumerate(self.items):
+            if item.get("score") is not None and item["id"] in self.failed_samples:
+                self.items[i] = {**item, "score": None, "excluded": "another repeat of this sample failed"}
 
     def close(self) -> None:
         if self.writer is not None:

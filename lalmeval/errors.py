@@ -15,6 +15,10 @@ class UserError(Exception):
     """A problem with the user's input (config, runspec, data, endpoint) — not a bug."""
 
 
+class LaunchFailed(UserError):
+    """A server named by `launch` did not come up: the run never sent a request."""
+
+
 class WriteFailed(Exception):
     """The disk refused a write (full, quota, file too large): the run must stop, keeping what is written."""
 

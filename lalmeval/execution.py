@@ -13,9 +13,11 @@ from typing import Optional
 
 from lalmeval.background import abandonable
 from lalmeval.cache import InferenceCache, cache_file
+from lalmeval.data.confine import allowed_dirs
 from lalmeval.data.source import Source, open_source
 from lalmeval.engine import SCORING_FAILED, Engine
 from lalmeval.errors import Interrupted, UserError
+from lalmeval.failure_rate import FailureWatch
 from lalmeval.inference.client import Endpoint
 from lalmeval.inference.job import AudioCache, InferenceJob
 from lalmeval.inference.launch import Launcher, launch_list, log_path
@@ -53,9 +55,12 @@ class Execution:
         self.write_error: Optional[str] = None
         self.data_errors: dict[str, str] = {}   # dataset → why it could not be opened
         self.judge: Optional[Judge] = None
+        self.watch = FailureWatch(plan.config.max_failure_rate, self._too_many_failures)
         if plan.uses_judge and plan.config.judge_properties is not None:
             props = plan.config.judge_properties
-            cache = InferenceCache(self.cache_dir, f"judge_{props.judge_model}") if options.use_cache else None
+            # Without the cross-run cache a run still reuses its own judgments (resume, --reeval): only entries it wrote count.
+            own = None if options.use_cache else store.root.name
+            cache = InferenceCache(self.cache_dir, f"judge_{props.judge_model}", store.root.name, only_run=own) if options.use_cache or options.run_judgments else None
             self.judge = Judge(props, plan.judge_templates, cache, redactor, cache_sampled=options.cache_sampled, stop=self.stop)
 
     @property
@@ -82,7 +87,8 @@ class Execution:
         """Open and select every dataset at once; one that fails is reported and the others go on."""
         config = self.plan.config
         datasets = self.plan.datasets
-        opened = await asyncio.gather(*(abandonable(open_source, d, config.filters, config.seed, config.streaming)
+        allowed = allowed_dirs(config.allowed_data_dirs, self.plan.base)
+        opened = await asyncio.gather(*(abandonable(open_source, d, config.filters, config.seed, config.streaming, allowed)
                                         for d in datasets), return_exceptions=True)
         sources = {}
         for dataset, result in zip(datasets, opened):
@@ -97,7 +103,7 @@ class Execution:
     def jobs(self, sources: dict[str, Source]) -> Jobs:
         """One inference job per (dataset, model group): the pass every metric of that dataset reads."""
         plan = self.plan
-        caches = {g.name: InferenceCache(self.cache_dir, g.name) for g in plan.groups}
+        caches = {g.name: InferenceCache(self.cache_dir, g.name, self.store.root.name) for g in plan.groups}
         # Prepared clips are shared by the models of a dataset; with one model nothing can be shared.
         width = 2 * sum(e.info.batch_size for e in self.all_endpoints()) if len(plan.groups) > 1 else 0
         jobs: Jobs = {}
@@ -164,6 +170,10 @@ class Execution:
             return
         self.stop.set()
         asyncio.get_running_loop().call_later(self.options.grace, self._abandon)
+
+    def _too_many_failures(self) -> None:
+        print(f"\n{self.watch.stopped}: no new requests; waiting up to {self.options.grace:g}s for those in flight", file=sys.stderr, flush=True)
+        self.halt()
 
     def _abandon(self) -> None:
         for task in self._job_tasks:
@@ -249,6 +259,8 @@ class Execution:
 
     async def _run_all(self, jobs: Jobs, engines: list[Engine], progress_every: float) -> list[Score]:
         loop = asyncio.get_running_loop()
+        for job in jobs.values():
+            job.stream.listeners.append(self.watch.observe)
         self._job_tasks = [asyncio.ensure_future(j.run()) for j in jobs.values()]
         self.phase = RUNNING
         watch_writes(lambda reason: loop.call_soon_threadsafe(self.on_write_error, reason))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 
 @dataclass(frozen=True)
 class RunOptions:
-    use_cache: bool = True        # --no-cache turns the inference cache off
+    use_cache: Optional[bool] = None  # --cache / --no-cache; None: the config's `cache` (off by default)
+    run_judgments: bool = True    # without the cross-run cache, judgments are still reused within their own run (resume, --reeval); --no-cache: not even there
     skip_eval: bool = False       # --skip-eval: inference only
     reeval: bool = False          # --reeval: score stored predictions, send nothing
     force_reinfer: bool = False   # --force-reinfer: ignore stored predictions and cached replies

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from lalmeval.applies import check_settings_apply
 from lalmeval.config import Config, ModelInfo, PromptRule
 from lalmeval.data.filters import skip_reason
 from lalmeval.errors import UserError
@@ -20,7 +22,7 @@ from lalmeval.postprocess import POSTPROCESSORS
 from lalmeval.preprocess import PREPROCESSORS
 from lalmeval.preprocess.base import PromptSettings
 from lalmeval.prompts import load_prompts, pick
-from lalmeval.runspecs import Catalog, Dataset, runspec_dirs
+from lalmeval.runspecs import Catalog, Dataset, locations, runspec_dirs
 from lalmeval.secrets import Redactor, config_secrets, redacted_errors
 
 
@@ -36,10 +38,24 @@ class Plan:
     judge_templates: dict[tuple[str, str], JudgeTemplate] = field(default_factory=dict)  # (dataset, judge metric) → template
     groups: list[ModelGroup] = field(default_factory=list)
     prompts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    group_scores: list[tuple[str, list[str]]] = field(default_factory=list)  # (metric, [runspec group]) for each group dataset_metric names
 
     @property
     def uses_judge(self) -> bool:
         return any(metric.startswith("llm_judge") or (metric == "accuracy" and dataset.spec.answer_extraction == "llm") for dataset, metric in self.pairs)
+
+    @property
+    def aggregates(self) -> list[tuple[str, list[str]]]:
+        """The config's aggregates, then a group score for every runspec group the run names, then each folder
+        read file by file with each of its metrics: its files' average is the tool's own headline (Twinkle
+        Eval's average accuracy over the files)."""
+        specs = [(metric, list(names)) for metric, names in self.config.aggregate]
+        specs += [g for g in self.group_scores if g not in specs]
+        files = Counter((dataset.group, metric) for dataset, metric in self.pairs if dataset.group)
+        for (group, metric), count in files.items():
+            if count > 1 and (metric, [group]) not in specs:
+                specs.append((metric, [group]))
+        return specs
 
     @property
     def datasets(self) -> list[Dataset]:
@@ -72,12 +88,17 @@ class Plan:
         """How many times each sample is asked: the runspec's repeat_runs, else the config's."""
         return dataset.spec.repeat_runs or self.config.repeat_runs
 
+    def matching_rules(self, model: ModelInfo, dataset: Dataset) -> list[tuple[int, PromptRule]]:
+        """(index, rule) of every prompt rule that applies to this model on this dataset, the least specific first."""
+        ranked = [(rank, i, r) for i, r in enumerate(self.config.prompt_rules) if (rank := _rule_rank(r, model, dataset)) is not None]
+        return [(i, r) for _, i, r in sorted(ranked, key=lambda x: (x[0], x[1]))]
+
     def prompt_settings(self, model: ModelInfo, dataset: Dataset) -> PromptSettings:
         """System prompts, add-ons, instruction and MC template for this model on this dataset (prompt rules applied)."""
         config = self.config
         chosen: dict[str, Any] = {"system_prompts": config.filters.system_prompts, "user_prompt_add_ons": config.filters.user_prompt_add_ons,
                                   "instruction": None, "mc_template": dataset.spec.mc_template or "mc_options"}
-        for _, rule in sorted(((rank, r) for r in config.prompt_rules if (rank := _rule_rank(r, model, dataset)) is not None), key=lambda x: x[0]):
+        for _, rule in self.matching_rules(model, dataset):
             chosen.update({k: v for k, v in rule.model_dump(exclude={"model", "task", "language"}).items() if v is not None})
         shuffle = dataset.spec.shuffle_options if dataset.spec.shuffle_options is not None else config.shuffle_options
         return PromptSettings(tuple(pick(self.prompts, "system_prompts", chosen["system_prompts"])),
@@ -86,10 +107,10 @@ class Plan:
 
 
 def _task_level(task: Optional[str], dataset: Dataset) -> Optional[int]:
-    """0 for no task; 1, 2, 3 when `task` names the dataset's category, task type or the dataset; None otherwise."""
+    """0 for no task; 1, 2, 3, 4 when `task` names the dataset's category, task type, folder entry or the dataset; None otherwise."""
     if task is None:
         return 0
-    return {dataset.category: 1, dataset.task_type: 2, dataset.name: 3}.get(task)
+    return {dataset.category: 1, dataset.task_type: 2, **({dataset.group: 3} if dataset.group else {}), dataset.name: 4}.get(task)
 
 
 def _specificity(override: Any, model: ModelInfo, dataset: Dataset) -> Optional[tuple[int, int]]:
@@ -149,6 +170,28 @@ def _pairs(config: Config, catalog: Catalog, source: str) -> list[tuple[Dataset,
     return pairs
 
 
+def _group_scores(config: Config, catalog: Catalog, pairs: list[tuple[Dataset, str]]) -> list[tuple[str, list[str]]]:
+    """(metric, [group]) for each runspec group dataset_metric names and each metric its datasets are scored with."""
+    out: list[tuple[str, list[str]]] = []
+    for name, _ in config.dataset_metric:
+        if name in catalog.groups:
+            members = {d.name for d in catalog.members(name)}
+            for metric in dict.fromkeys(m for d, m in pairs if d.name in members):
+                if (metric, [name]) not in out:
+                    out.append((metric, [name]))
+    return out
+
+
+def _check_entries_kept(config: Config, catalog: Catalog, skipped: dict[str, str], source: str) -> None:
+    """Dataset-level filters choose among the datasets an entry names; an entry left with none evaluates nothing."""
+    for index, (name, _) in enumerate(config.dataset_metric):
+        datasets = catalog.resolve(name)
+        if all(d.name in skipped for d in datasets):
+            why = "; ".join(f"{d.name}: {skipped[d.name]}" for d in datasets[:3]) + ("; …" if len(datasets) > 3 else "")
+            what = f"dataset '{name}'" if len(datasets) == 1 and datasets[0].name == name else f"every dataset of '{name}'"
+            raise UserError(f"{source}: dataset_metric[{index}]: the filters leave out {what}, so nothing would be evaluated ({why})")
+
+
 def build_plan(config: Config, config_path: Path) -> Plan:
     """Check everything a run needs (runspecs, names, metrics, prompts) and return the Plan."""
     with redacted_errors(Redactor(config_secrets(config))):  # messages quote URLs and generation settings
@@ -158,7 +201,10 @@ def build_plan(config: Config, config_path: Path) -> Plan:
 def _checked_plan(config: Config, config_path: Path) -> Plan:
     base = config_path.resolve().parent
     source = str(config_path)  # errors name the config file as the user gave it
-    catalog = Catalog.load(runspec_dirs(config.runspec_dirs, base))
+    try:
+        catalog = Catalog.load(runspec_dirs(config.runspec_dirs, base), locations(config.dataset_paths, config.dataset_root, base))
+    except UserError as exc:
+        raise UserError(f"{source}: {exc}" if str(exc).startswith("dataset_paths") else str(exc)) from None
     for model in config.models:
         PROTOCOLS.get(model.inference_type, where=f"{source}: models '{model.name}'")
     for index, override in enumerate(config.temperature_overrides):
@@ -177,15 +223,16 @@ def _checked_plan(config: Config, config_path: Path) -> Plan:
     check_templates(prompts["judge_prompts"])
     check_prompt_model(config.judge_properties, prompts["judge_prompts"], source)
     skipped = {d.name: r for d, _ in pairs if (r := skip_reason(d, config.filters))}
+    _check_entries_kept(config, catalog, skipped, source)
     kept = [(d, m) for d, m in pairs if d.name not in skipped]
     for dataset, metric in kept:
         METRICS.get(metric).check_dataset(dataset)
         if getattr(METRICS.get(metric), "needs_judge", lambda d: False)(dataset) and config.judge_properties is None:
             raise UserError(f"{dataset.source}: dataset '{dataset.name}': answer_extraction llm needs judge_properties in the config (see sample_config.yaml)")
     templates = _judge_templates(config, kept, prompts["judge_prompts"])
-    plan = Plan(config, base, catalog, kept, skipped, templates, model_groups(config), prompts)
+    plan = Plan(config, base, catalog, kept, skipped, templates, model_groups(config), prompts, _group_scores(config, catalog, kept))
     _check_rules(plan)
-    _check_group_params(plan)
+    check_settings_apply(plan)
     return plan
 
 
@@ -227,22 +274,3 @@ def _check_rules(plan: Plan) -> None:
             except UserError as exc:
                 raise UserError(f"model '{model.name}' on dataset '{dataset.name}' ({dataset.source}): {exc}") from None
 
-
-def _check_group_params(plan: Plan) -> None:
-    """Replicas of one model must send the same requests on every dataset: the group is one pass,
-    built from its first entry, so an override or prompt rule naming another entry would be ignored."""
-    for group in plan.groups:
-        entries = [m for m in plan.config.models if m.name in group.entries]
-        for dataset in plan.datasets:
-            for entry in entries[1:]:
-                _agree(entries[0], entry, dataset, "generation parameters", plan.params(entries[0], dataset), plan.params(entry, dataset),
-                       "temperature_overrides and generation_overrides")
-                first, other = plan.prompt_settings(entries[0], dataset), plan.prompt_settings(entry, dataset)
-                for setting in (f.name for f in fields(first)):
-                    _agree(entries[0], entry, dataset, f"prompts ({setting})", getattr(first, setting), getattr(other, setting), "prompt_rules")
-
-
-def _agree(first: ModelInfo, entry: ModelInfo, dataset: Dataset, what: str, mine: Any, theirs: Any, check: str) -> None:
-    if mine != theirs:
-        raise UserError(f"models '{first.name}' and '{entry.name}' are replicas of model '{entry.model}' but get different {what} on "
-                        f"'{dataset.name}' ({mine!r} vs {theirs!r}): check {check}, or give them different `model` ids to evaluate them separately")

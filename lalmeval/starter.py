@@ -33,7 +33,7 @@ filters:
 
 models:
   - info:
-      name: "my-model"                    # unique; names the results and files of this entry
+      name: "my-model"                    # names the results and files; another name is another model (same name: replicas)
       inference_type: "openai"            # openai | vllm: POST {url}/chat/completions; transcription: POST {url}/audio/transcriptions
       url: "http://127.0.0.1:8000/v1"     # base URL of your OpenAI-compatible server (vllm serve listens on :8000)
       model: "my-model-id"                # model id sent with each request (GET {url}/models lists them)

@@ -46,6 +46,35 @@ def test_evaluate_a_dict_reads_relative_paths_from_the_current_directory(ws, mon
     assert "│ m     │ cmds    │ word_error_rate │   3 │      0 │" in capsys.readouterr().out  # not quiet: the table, as the CLI prints it
 
 
+def test_quiet_prints_nothing_on_stdout_or_stderr_that_a_loud_run_prints(ws, capfd):
+    """Everything a run may print: the score table, progress lines, a skipped dataset,
+    the short-secret warning, and the progress bars `datasets` draws while it reads a hub-layout
+    folder. quiet=True prints none of it (checked at the file descriptors), the same run without it
+    prints all of it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = ws.root / "data" / "hubstyle"
+    folder.mkdir(parents=True)
+    rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(3)]
+    pq.write_table(pa.Table.from_pylist(rows), folder / "test-00000.parquet")
+    text = {"id_column": "id", "modality": "text", "textual_input_column": "question", "audio_column": None}
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": "data/hubstyle", **text},
+                                   "qs_fr": {"hf_repo": "data/hubstyle", "language": "french", **text}})
+    with ScriptedEndpoint(lambda seen, n: "answer 0") as ep:
+        entry = model(ep.url, auth_token="tok1", model="tok1-model", retry_attempts=0)
+        path = ws.config([entry], [["questions", "accuracy"]], output_dir=str(ws.root / "runs"), filters={"language": "en"})
+        capfd.readouterr()
+        quiet = lalmeval.evaluate(path, run_id="quiet", quiet=True)
+        silent = capfd.readouterr()
+        lalmeval.evaluate(path, run_id="loud")
+        loud = capfd.readouterr()
+    assert quiet.scores[0]["num_samples"] == 3 and quiet.complete
+    assert (silent.out, silent.err) == ("", "")
+    for printed in ("│ Model", "skipping dataset 'qs_fr'", "warning: models[m].auth_token is shorter", "qs × m: "):
+        assert printed in loud.out + loud.err, printed
+
+
 @pytest.mark.parametrize("config, message", [
     ({"dataset_metric": [["demo_commands", "word_error_rate"]], "model": []}, "config: unknown key 'model' (did you mean 'models'?)"),
     ({"dataset_metric": [["demo_commands", "word_eror_rate"]], "models": [{"name": "m", "url": "http://127.0.0.1:9/v1", "model": "m"}]},

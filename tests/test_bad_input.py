@@ -77,7 +77,8 @@ CASES = {
     "unknown dataset": (lambda ws: edit_config(ws, lambda d: d.update(dataset_metric=[["cmd", "word_error_rate"]])), "unknown dataset, task type or category 'cmd' (did you mean 'cmds'?)"),
     "unknown inference type": (lambda ws: edit_config(ws, lambda d: d["models"][0]["info"].update(inference_type="grpc")), "models[0].inference_type"),
     "reversed length filter": (lambda ws: edit_config(ws, lambda d: d.update(filters={"length_filter": [5, 1]})), "length_filter must be [min_s, max_s]"),
-    "duplicate model names": (lambda ws: edit_config(ws, lambda d: d["models"].append(d["models"][0])), "model names must be unique"),
+    "replicas disagreeing": (lambda ws: edit_config(ws, lambda d: d["models"].append({"info": {**d["models"][0]["info"], "model": "other"}})),
+                             "models: the entries named 'm' are replicas of one model, but their model differs"),
     "override of unknown task": (lambda ws: edit_config(ws, lambda d: d.update(temperature_overrides=[{"task": "asrr", "temperature": 1}])), "unknown dataset, task type or category 'asrr' (did you mean 'asr'?)"),
     "aggregate of unknown name": (lambda ws: edit_config(ws, lambda d: d.update(aggregate=[["word_error_rate", ["nothing"]]])), "aggregate[0]: unknown dataset, task type or category 'nothing'"),
     "unknown prompt": (lambda ws: edit_config(ws, lambda d: d.update(filters={"user_prompt_add_ons": ["asr_clean"]})), "filters.user_prompt_add_ons: unknown prompt 'asr_clean' (did you mean 'asr_clean_output'?)"),
@@ -100,7 +101,7 @@ CASES = {
     "yaml alias bomb": (lambda ws: write(ws, "config.yaml", ALIAS_BOMB), "expands to more than 200000 values through aliases"),
     "config not utf-8": (lambda ws: write_bytes(ws, "config.yaml", b"dataset_metric: [[cmds, word_error_rate]]\n# caf\xe9\n"), "config.yaml: config file is not valid UTF-8 (byte 0xe9"),
     "prompts file is a folder": (lambda ws: ((ws.root / "p.yaml").mkdir(), edit_config(ws, lambda d: d.update(prompts_file="p.yaml"))), "p.yaml: prompts file is a directory, expected a file"),
-    "cache dir is a file": (lambda ws: (write(ws, "cachefile", "x"), edit_config(ws, lambda d: d.update(cache_dir=str(ws.root / "cachefile")))), "cachefile: cache directory (cache_dir) is a file, expected a directory"),
+    "cache dir is a file": (lambda ws: (write(ws, "cachefile", "x"), edit_config(ws, lambda d: d.update(cache=True, cache_dir=str(ws.root / "cachefile")))), "cachefile: cache directory (cache_dir) is a file, expected a directory"),
     "output dir cannot be created": (lambda ws: edit_config(ws, lambda d: d.update(output_dir="/proc/lalmeval-test/runs")), "/proc/lalmeval-test/runs: output directory cannot be created"),
     # --- runspecs --------------------------------------------------------------------------
     "runspec bad json": (lambda ws: write(ws, "runspecs/asr/commands.json", '{"cmds": {"hf_repo": }'), "commands.json: invalid JSON at line 1"),
@@ -322,7 +323,7 @@ def judged_questions(ws, judge_url, **model_settings):
     ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",
                                           "textual_input_column": "question", "audio_column": None}})
     return ws.config([model(model_settings.pop("url", "http://127.0.0.1:9/v1"), **model_settings)], [["qs", "llm_judge_binary"]],
-                     output_dir=str(ws.root / "runs"), judge_properties={"judge_model": "j", "judge_api_endpoint": judge_url})
+                     output_dir=str(ws.root / "runs"), judge_properties={"judge_model": "j", "judge_api_endpoint": judge_url}, cache=True)
 
 
 def free_port() -> int:

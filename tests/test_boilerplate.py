@@ -4,11 +4,7 @@ import base64
 import hashlib
 import http.server
 import json
-import socket
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -17,45 +13,26 @@ import pytest
 
 from lalmeval.data.images import ImageRef
 from lalmeval.data.messages import image_parts, interleave, to_openai_content
+from lalmeval.serve.chat import parse_chat
+from lalmeval.serve.errors import BadRequest
 from models.inference_boilerplate.model import AudioModel, ChatInput
-from models.inference_boilerplate.server import BadRequest, parse_chat
+from tests.support.served import Served
 from tests.support.workspace import DEMO, REPO, demo_rows
 
 IMAGES = Path(__file__).parent / "fixtures" / "images"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def serve(*model: str):
-    """Start the server as a subprocess (optionally `--model NAME`); yield an openai client for it."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "models.inference_boilerplate.server", "--port", str(port), *model], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0)
-    deadline = time.time() + 60
-    while True:
-        try:
-            client.models.list()
-            break
-        except openai.APIConnectionError:
-            assert proc.poll() is None and time.time() < deadline, proc.stdout.read().decode()
-            time.sleep(0.2)
-    yield client
-    proc.terminate()
-    proc.wait(10)
-
-
 @pytest.fixture(scope="module")
 def server():
-    yield from serve()
+    """The older entry, from the repository root, with its default model (pocketsphinx)."""
+    with Served(cwd=REPO, module=["models.inference_boilerplate.server"]) as served:
+        yield served.client
 
 
 @pytest.fixture(scope="module")
 def echo():
-    yield from serve("--model", "echo")
+    with Served("--model", "echo") as served:
+        yield served.client
 
 
 def clip(index=0):
@@ -193,7 +170,7 @@ def test_image_url_given_as_a_plain_string_is_a_400(echo):
 
 def test_a_model_that_does_not_take_images_refuses_them_instead_of_answering_blind(server):
     png = base64.b64encode((IMAGES / "three.png").read_bytes()).decode()
-    with pytest.raises(openai.BadRequestError, match="model pocketsphinx-commands does not take images"):
+    with pytest.raises(openai.UnprocessableEntityError, match="model pocketsphinx-commands does not take images"):
         server.chat.completions.create(model="pocketsphinx-commands", messages=[{"role": "user", "content": [
             {"type": "text", "text": "What is this?"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64," + png}},
         ]}])
@@ -223,5 +200,5 @@ def test_parse_chat_keeps_system_text_apart_and_everything_else_in_order():
     assert [type(p).__name__ for p in chat.parts] == ["ImageInput", "str", "str", "str", "ImageInput"]
     assert chat.images[0].bytes == (IMAGES / "three.png").read_bytes() and chat.images[0].mime == "image/png"
     assert (chat.images[1].bytes, chat.images[1].url) == (None, "https://example.com/b.png")
-    with pytest.raises(BadRequest, match="'temperature' must be a number"):
+    with pytest.raises(BadRequest, match="'temperature' must be a number from 0 to 2"):
         parse_chat({"messages": [{"role": "user", "content": "hi"}], "temperature": "warm"})

@@ -79,7 +79,7 @@ def test_list_items_keep_a_leading_letter_that_is_not_a_label_sequence():
         (42, "expected a list or a string"),
         ({"A": "cat"}, "expected a list or a string"),
         ([["cat"], ["dog"]], "must be a text or a number"),
-        ([None, "dog"], "must be a text or a number"),
+        ([None, "dog"], "option A is empty"),
         (["cat"], "at least 2 options"),
         ("(A) cat", "at least 2 options"),
         (["cat", " "], "option B is empty"),

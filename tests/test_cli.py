@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -23,21 +24,28 @@ def port_is_free(port: int) -> bool:
 
 
 def test_evaluate_sh_runs_the_shipped_demo_end_to_end(tmp_path):
-    out = subprocess.run(["bash", "evaluate.sh", "--output-dir", str(tmp_path), "--run-id", "demo"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    """Whisper tiny.en and pocketsphinx, each launched by the config on a free port, side by side."""
+    out = subprocess.run(["bash", "evaluate.sh", "--output-dir", str(tmp_path), "--run-id", "demo"], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
-    assert "│ Model" in out.stdout and "│ pocketsphinx-demo │ demo_commands │ word_error_rate │  40 │      0 │" in out.stdout
+    assert "│ whisper-tiny.en   │ demo_commands │ word_error_rate │  40 │      0 │" in out.stdout
+    assert "│ pocketsphinx-demo │ demo_commands │ word_error_rate │  40 │      0 │" in out.stdout
+    assert "│ demo_commands │ word_error_rate │ whisper-tiny.en │ pocketsphinx-demo │  40 │" in out.stdout  # the paired comparison
+    assert out.stdout.strip().splitlines()[-1] == f"Report: {tmp_path / 'demo' / 'report.html'}"
     final = json.loads((tmp_path / "demo" / "final_scores.json").read_text())
-    score = final["scores"][0]
-    assert score["num_samples"] == 40 and score["num_failed"] == 0
-    assert 0 <= score["score"] < 40  # the real recognizer gets most commands right
-    assert (tmp_path / "demo" / "records" / "demo_commands__pocketsphinx-demo.jsonl").exists()
+    scores = {s["model"]: s for s in final["scores"]}
+    assert {m: (s["num_samples"], s["num_failed"]) for m, s in scores.items()} == {"whisper-tiny.en": (40, 0), "pocketsphinx-demo": (40, 0)}
+    assert 25 <= scores["whisper-tiny.en"]["score"] <= 42  # 33.5 when recorded: a real neural model on noisy synthetic speech
+    assert 0 <= scores["pocketsphinx-demo"]["score"] < 40  # the grammar-bound recognizer gets most commands right
+    assert (tmp_path / "demo" / "records" / "demo_commands__whisper-tiny.en.jsonl").exists()
     assert (tmp_path / "demo" / "config.yaml").exists()
-    assert port_is_free(8011), "the launched demo server was not stopped"
+    logs = list((tmp_path / "demo").glob("launch_*.log"))
+    ports = [int(re.search(r"on http://127.0.0.1:(\d+)/v1", log.read_text()).group(1)) for log in logs]
+    assert len(ports) == 2 and all(port_is_free(p) for p in ports), "the launched demo servers were not stopped"
 
 
 def test_help_documents_every_flag():
     out = subprocess.run(["bash", "evaluate.sh", "--help"], cwd=REPO, capture_output=True, text=True, timeout=60).stdout
-    for flag in ("--config", "--output-dir", "--run-id", "--debug", "--resume", "--no-cache", "--skip-eval", "--reeval", "--force-reinfer",
+    for flag in ("--config", "--output-dir", "--run-id", "--debug", "--resume", "--cache", "--no-cache", "--skip-eval", "--reeval", "--force-reinfer",
                  "--allow-config-change"):
         assert flag in out
 
@@ -311,13 +319,13 @@ def test_one_line_errors_that_name_a_url_leave_its_token_out(tmp_path, settings,
 
 
 def test_validate_and_plan_errors_leave_a_token_in_the_url_out(tmp_path):
-    """Replica URLs are listed by validate; a replica listed twice (two entries, one model) is refused naming it."""
+    """Replica URLs are listed by validate; a replica listed twice (two entries of one name) is refused naming it."""
     path = write_config(tmp_path, auth_token=URL_TOKEN, url=[url_with_token(9), url_with_token(10)])
     out = cli("validate", "--config", str(path))
     assert out.returncode == 0 and "2 replicas (http://127.0.0.1:9/gw/<redacted>/v1, " in out.stdout, out.stdout + out.stderr
     data = yaml.safe_load(path.read_text())
-    data["models"] = [{"info": {"name": name, "url": url_with_token(), "model": "one", "auth_token": URL_TOKEN}} for name in ("a", "b")]
+    data["models"] = [{"info": {"name": name, "url": url_with_token(), "model": "one", "auth_token": URL_TOKEN}} for name in ("a", "a")]
     path.write_text(yaml.safe_dump(data))
     out = cli("validate", "--config", str(path))
-    assert_one_line_error(out, "http://127.0.0.1:9/gw/<redacted>/v1 is listed twice as a replica")
+    assert_one_line_error(out, "http://127.0.0.1:9/gw/<redacted>/v1 is listed twice as one of its replicas")
     assert URL_TOKEN not in out.stdout + out.stderr

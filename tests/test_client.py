@@ -3,7 +3,7 @@
 import pytest
 
 from lalmeval.inference.client import backoff, retry_after
-from tests.support.endpoint import Reply, ScriptedEndpoint
+from tests.support.endpoint import Reply, ScriptedEndpoint, answer_by_number, chat_payload
 from tests.support.workspace import demo_rows, model
 
 
@@ -17,6 +17,13 @@ def run(ws, handler, latency=0.0, **settings):
         ws.config([model(ep.url, **settings)], [["cmds", "word_error_rate"]])
         result = ws.run()
     return ep, result, ws.records("cmds", "m")
+
+
+def run_text(ws, handler, latency=0.0, **settings):
+    with ScriptedEndpoint(handler, latency=latency) as ep:
+        ws.config([model(ep.url, **settings)], [["qs", "accuracy"]])
+        result = ws.run()
+    return ep, result, ws.records("qs", "m")
 
 
 def test_429_with_retry_after_is_retried_after_the_given_wait(ws):
@@ -81,3 +88,34 @@ def test_retry_after_parses_seconds_and_dates_and_backoff_grows():
     assert retry_after(None) is None
     assert 0 <= retry_after("Wed, 21 Oct 2015 07:28:00 GMT") <= 1  # in the past: no wait
     assert backoff(1) <= 0.5 and 2.0 <= backoff(4) <= 4.0
+
+
+def test_recorded_latency_is_the_endpoints_own_and_the_wait_for_a_slot_is_queued(ws):
+    """A 200 ms endpoint and batch_size 2, with more samples ready than slots: `latency` is the time from the
+    request leaving to the reply read (never less than the server's 200 ms), `queued` the time a sample waited
+    for one of the two slots. Before, latency held both: the report plotted lalmeval's queue, not the endpoint."""
+    ws.text_questions(12)
+    ep, _, records = run_text(ws, answer_by_number, latency=0.2, batch_size=2)
+    latencies = sorted(r["latency"] for r in records)
+    queued = sorted(r["queued"] for r in records)
+    assert len(records) == 12 and ep.max_in_flight == 2
+    assert latencies[0] >= 0.2                           # the server sleeps 0.2 s before it answers
+    assert queued[-1] > 0.1 and sum(queued) > 0          # six workers, two slots: most samples waited
+    median = lambda xs: xs[len(xs) // 2]  # noqa: E731
+    assert median(latencies) < median(sorted(r["latency"] + r["queued"] for r in records))
+    # The report plots the endpoint's latency: its p50 marker is the records' latency, not latency + queued.
+    from lalmeval.reports.plots import percentile
+
+    html = (ws.root / "runs" / "t" / "report.html").read_text()
+    assert f"p50 {percentile(latencies, 0.5):.3g} s" in html
+    assert f"p50 {percentile([r['latency'] + r['queued'] for r in records], 0.5):.3g} s" not in html
+
+
+def test_a_retried_request_records_its_last_attempts_latency_and_the_pause_before_it_apart(ws):
+    ws.text_questions(1)
+    script = lambda seen, n: Reply(status=503, payload={}, headers={"Retry-After": "2"}) if n == 0 else Reply(payload=chat_payload("answer 0"), delay=0.2)
+    ep, _, records = run_text(ws, script, retry_attempts=1)
+    record = records[0]
+    assert record["attempts"] == 2 and record["retry_wait"] == 2.0
+    # The 2 s pause is not latency: the last attempt took the server's 0.2 s (ten times less than the pause).
+    assert 0.2 <= record["latency"] < record["retry_wait"]

@@ -57,10 +57,16 @@ def test_missing_env_var_is_an_error_naming_it_and_where(monkeypatch):
         parse_config(data, "cfg.yaml")
 
 
-def test_duplicate_model_names_rejected():
-    model = {"info": {"name": "m", "url": "http://127.0.0.1:8000/v1", "model": "m"}}
-    with pytest.raises(UserError, match="model names must be unique; repeated: m"):
-        config_with(models=[model, model])
+def test_entries_repeating_a_name_are_accepted_as_the_replicas_of_one_model():
+    first = {"info": {"name": "m", "url": "http://127.0.0.1:8000/v1", "model": "m"}}
+    second = {"info": {"name": "m", "url": "http://127.0.0.1:8001/v1", "model": "m"}}
+    assert [m.name for m in config_with(models=[first, second]).models] == ["m", "m"]
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.5])
+def test_max_failure_rate_is_a_share_between_0_and_1(value):
+    with pytest.raises(UserError, match=r"max_failure_rate: Input should be (greater|less) than or equal to"):
+        config_with(max_failure_rate=value)
 
 
 def test_temperature_override_for_unknown_model_rejected():

@@ -75,7 +75,7 @@ def test_settings_that_only_deliver_requests_or_keep_files_may_change(ws):
         changed = dict(timeout=30, batch_size=1, retry_attempts=7, delay=1, max_reply_mb=2, verify_ssl=False, auth_token="tok-123456")
         # The models in another order are the same evaluation too.
         configure(ws, ep.url, models=[model(ep.url, "b", **changed), model(ep.url, "a")],
-                  cache_dir=str(ws.root / "elsewhere"), streaming=True)
+                  cache_dir=str(ws.root / "elsewhere"), streaming=True, cache=True, max_failure_rate=0.5)
         assert run(ws) == 0
         assert len(ep.requests) == 6  # nothing requested again
 
@@ -139,3 +139,18 @@ def test_a_new_token_in_the_url_or_extra_body_keeps_the_stored_answers(ws, monke
         assert run(ws, "--no-cache") == 0
         assert len(ep.requests) == 3
         assert "/gw/second-token-9876543210/v1/" in ep.requests[-1].path and ep.requests[-1].body["api_key"] == "second-token-9876543210"
+
+
+def test_a_replica_group_declared_by_repeated_names_resumes_and_its_replicas_may_be_listed_in_any_order(ws, capsys):
+    ws.text_questions(6)
+    with ScriptedEndpoint(answer_by_number) as one, ScriptedEndpoint(answer_by_number) as two, ScriptedEndpoint(answer_by_number) as three:
+        replicas = [model(one.url), model(two.url)]
+        configure(ws, one.url, models=replicas, pairs=[("qs", "accuracy")])
+        assert run(ws) == 0
+        configure(ws, one.url, models=replicas[::-1], pairs=[("qs", "accuracy")])
+        assert run(ws) == 0
+        assert len(one.requests) + len(two.requests) == 6   # every stored answer reused
+        configure(ws, one.url, models=[*replicas, model(three.url)], pairs=[("qs", "accuracy")])
+        capsys.readouterr()
+        assert run(ws) == 2   # a third replica is another group of servers: another evaluation
+    assert "models[m]: " in capsys.readouterr().err

@@ -187,6 +187,73 @@ def test_language_and_accent_filters_skip_whole_datasets(ws):
     assert set(plan.skipped) == {"english_accented", "french_plain"}
 
 
+def _run_cli(ws, *argv):
+    from lalmeval.cli import main
+
+    return main(["run", "--config", str(ws.root / "config.yaml"), "--output-dir", str(ws.root / "runs"), "--run-id", "t", *argv])
+
+
+def test_a_length_filter_that_empties_one_dataset_ends_the_run_with_exit_2_naming_it_while_the_others_run(ws, capsys):
+    """The demo clips last 1–3 s: [10, 20] s keeps none of `longclips`. The other dataset (text only,
+    which a length filter does not touch) is evaluated; the run ends with exit 2 and one line naming
+    the dataset and the filter — never exit 0 with a null score."""
+    rows = ws.copy_demo_audio(demo_rows(3))
+    ws.runspec("asr", "layout", {"longclips": {"hf_repo": ws.jsonl(rows, "data/clips.jsonl"), "id_column": "id"}})
+    ws.text_questions(2)
+    with ScriptedEndpoint(lambda seen, n: "answer 0") as ep:
+        ws.config([model(ep.url)], [["longclips", "word_error_rate"], ["qs", "accuracy"]], filters={"length_filter": [10, 20]})
+        code = _run_cli(ws)
+        sent = len(ep.requests)
+    err = capsys.readouterr().err
+    line = [x for x in err.splitlines() if "longclips" in x]
+    assert code == 2 and sent == 2, err
+    assert line == [f"error: dataset 'longclips' was not evaluated: {ws.root / 'data' / 'clips.jsonl'}: dataset 'longclips': no sample selected — "
+                    "filters.length_filter [10, 20] s left out 3 of its 3 row(s)"], err
+    assert "1 dataset(s) were not evaluated (see above); the others were." in err
+    assert len(ws.records("qs", "m")) == 2
+
+
+def test_a_selection_that_keeps_nothing_is_exit_2_with_one_line(ws, capsys):
+    rows = ws.copy_demo_audio(demo_rows(3))
+    ws.runspec("asr", "layout", {"longclips": {"hf_repo": ws.jsonl(rows), "id_column": "id"}})
+    with ScriptedEndpoint(lambda seen, n: "x") as ep:
+        ws.config([model(ep.url)], [["longclips", "word_error_rate"]], filters={"length_filter": [10, 20], "num_samples": 2})
+        code = _run_cli(ws)
+        assert ep.requests == []
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].endswith("no sample selected — filters.length_filter [10, 20] s left out 3 of its 3 row(s)")
+
+
+def test_a_streamed_dataset_whose_row_language_filter_keeps_nothing_is_exit_2_naming_the_filter(ws, capsys):
+    """A stream is selected while it is read: only at its end is it known that nothing was kept."""
+    folder = ws.root / "data" / "hubstyle"
+    folder.mkdir(parents=True)
+    rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}", "lang": "fr"} for i in range(4)]
+    pq.write_table(pa.Table.from_pylist(rows), folder / "test-00000.parquet")
+    ws.runspec("qa", "streamed", {"qs": {"hf_repo": "data/hubstyle", "id_column": "id", "modality": "text", "language": "multilingual",
+                                          "language_column": "lang", "textual_input_column": "question", "audio_column": None}})
+    with ScriptedEndpoint(lambda seen, n: "answer 0") as ep:
+        ws.config([model(ep.url)], [["qs", "accuracy"]], streaming=True, filters={"language": "de"})
+        code = _run_cli(ws)
+        assert ep.requests == []
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "error: dataset 'qs' was not evaluated: " in err
+    assert "dataset 'qs': no sample selected — filters.language 'de' (language_column 'lang') left out 4 of its 4 row(s)" in err
+
+
+def test_dataset_level_filters_that_leave_an_entry_nothing_are_refused_at_start(ws):
+    rows = ws.copy_demo_audio(demo_rows(1))
+    ws.runspec("asr", "mixed", {"english_plain": {"hf_repo": ws.jsonl(rows)}, "french_plain": {"hf_repo": ws.jsonl(rows), "language": "french"}})
+    ws.config([model("http://127.0.0.1:9/v1")], [["mixed", "word_error_rate"], ["french_plain", "word_error_rate"]], filters={"language": "en"})
+    with pytest.raises(UserError, match=r"dataset_metric\[1\]: the filters leave out dataset 'french_plain', so nothing would be evaluated "
+                                        r"\(french_plain: filters.language 'en': its language is fr\)"):
+        ws.plan()
+    ws.config([model("http://127.0.0.1:9/v1")], [["mixed", "word_error_rate"]], filters={"language": "de"})
+    with pytest.raises(UserError, match=r"dataset_metric\[0\]: the filters leave out every dataset of 'mixed'"):
+        ws.plan()
+
+
 def test_config_seed_and_shuffle_choose_the_samples_a_run_sends(ws):
     rows = ws.copy_demo_audio(demo_rows(12))
     ws.runspec("asr", "layout", {"layout_set": {"hf_repo": ws.jsonl(rows), "id_column": "id"}})
@@ -385,7 +452,7 @@ def test_a_split_a_folder_of_split_files_lacks_is_an_error_naming_the_splits_it_
     folder.mkdir(parents=True)
     for split in ("train", "test"):
         pq.write_table(pa.Table.from_pylist(struct_rows()), folder / f"{split}-00000.parquet")
-    with pytest.raises(UserError, match=r"dataset 'layout_set': cannot load .*hubstyle.*: Unknown split \"validation\". Should be one of \['train', 'test'\]"):
+    with pytest.raises(UserError, match=r"hubstyle: dataset 'layout_set': split 'validation' not found \(have: test, train\)"):
         load(cfg, {"hf_repo": "data/hubstyle", "target_column": "text", "split": "validation"})
     assert_real_speech(load(cfg, {"hf_repo": "data/hubstyle", "target_column": "text", "split": "train"}))
 

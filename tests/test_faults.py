@@ -184,7 +184,7 @@ def test_a_server_echoing_the_token_in_any_form_leaves_it_in_no_file_and_not_on_
     with ScriptedEndpoint(echo) as ep:
         judge = {"judge_model": "judge", "judge_api_endpoint": ep.url, "judge_api_key": "${LALM_JUDGE_KEY}"}
         config = ws.config([model(ep.url, auth_token="${LALM_TEST_KEY}", retry_attempts=0)], [["qs", "llm_judge_binary"]],
-                           output_dir=str(ws.root / "runs"), judge_properties=judge)
+                           output_dir=str(ws.root / "runs"), judge_properties=judge, cache=True)
         env = {"LALM_TEST_KEY": TOKEN, "LALM_JUDGE_KEY": JUDGE_KEY, "PATH": "/usr/bin:/bin", "HOME": str(ws.root)}
         out = subprocess.run([sys.executable, "-m", "lalmeval", "run", "--config", str(config), "--run-id", "s"],
                              cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
@@ -194,7 +194,7 @@ def test_a_server_echoing_the_token_in_any_form_leaves_it_in_no_file_and_not_on_
     for secret in secrets:
         assert secret not in out.stdout + out.stderr, secret
     written = [p for p in ws.root.rglob("*") if p.is_file()]
-    assert any(p.parent.name == ".cache" for p in written)
+    assert {p.name for p in written if p.parent.name == ".cache"} == {"m.jsonl", "judge_judge.jsonl"}
     for path in written:
         text = path.read_bytes().decode(errors="ignore")
         for secret in secrets:

@@ -198,7 +198,7 @@ def test_a_pass_that_cannot_go_on_fails_every_remaining_sample_with_the_reason(w
     (ws.root / "runs" / ".cache").mkdir(parents=True)
     (ws.root / "runs" / ".cache" / "m.jsonl").symlink_to("/proc/self/mem")
     with ScriptedEndpoint(lambda seen, n: "answer") as ep:
-        ws.config([model(ep.url)], [["qs", "accuracy"]])
+        ws.config([model(ep.url)], [["qs", "accuracy"]], cache=True)
         result = ws.run()
         assert not ep.requests
     records = records_by_id(ws)

@@ -107,7 +107,8 @@ def test_binary_judge_without_reference_is_a_counted_failure(ws):
     with ScriptedEndpoint(lambda s, n: "x") as m, ScriptedEndpoint(lambda s, n: "Rating: 1") as j:
         score = go(ws, m, j, "llm_judge_binary").scores[0]
         assert j.requests == []
-    assert score.score is None and score.details["num_judge_failed"] == 2
+    # the judge is never asked; like every metric without a reference, the samples fail under that reason
+    assert score.score is None and score.num_failed == 2 and score.details["failures"] == {"empty reference": 2}
 
 
 def test_unparseable_and_failed_judgments_are_counted_not_zeroed(ws):
@@ -282,7 +283,7 @@ def test_a_sampled_judgment_is_reused_only_with_cache_sampled(ws):
     questions(ws, text_rows(2))
     with ScriptedEndpoint(answer) as ep, ScriptedEndpoint(lambda seen, n: "Rating: 1") as judge_ep:
         for run_id, cache_sampled in (("a", False), ("b", False), ("c", True), ("d", True)):
-            ws.config([model(ep.url)], [["qs", "llm_judge_binary"]], output_dir=str(ws.root / "runs"), cache_sampled=cache_sampled,
+            ws.config([model(ep.url)], [["qs", "llm_judge_binary"]], output_dir=str(ws.root / "runs"), cache=True, cache_sampled=cache_sampled,
                       judge_properties={"judge_model": "j", "judge_api_endpoint": judge_ep.url, "judge_temperature": 0.5})
             ws.run(run_id)
         judged = len(judge_ep.requests)

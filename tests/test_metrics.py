@@ -47,10 +47,13 @@ def test_normalization_makes_formatting_differences_free():
     assert value == 0.0
 
 
-def test_empty_reference_adds_insertions_but_no_ratio():
-    (value, details), items = score(WordErrorRate, [("", "noise words"), ("one word", "one word")])
-    assert items[0]["score"] is None and details["empty_references"] == 1
-    assert details["corpus_wer"] == pytest.approx(2 / 2)
+def test_a_reference_empty_after_normalization_is_unscored_and_adds_nothing():
+    """[NOISE] and a filler normalize to nothing: such a sample is not scored (it fails with its
+    reason), and its insertions never reach the corpus rate — no 150 % WER from two noise tags."""
+    (value, details), items = score(WordErrorRate, [("[NOISE] uh", "noise words"), ("", "more"), ("one word", "one word")])
+    assert [x["score"] for x in items] == [None, None, 0.0]
+    assert [x["reason"] for x in items[:2]] == ["empty reference after normalization", "empty reference"]
+    assert value == 0.0 and details["corpus_wer"] == 0.0 and details["insertions"] == 0 and details["scored"] == 1
     (value, details), _ = score(WordErrorRate, [("", "")])
     assert value is None and details["corpus_wer"] is None
 

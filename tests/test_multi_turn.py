@@ -95,11 +95,14 @@ def test_a_dialogue_whose_later_turns_changed_is_not_answered_from_the_cache(ws)
     """Two dialogues with the same first turn and the same words, split into turns differently, are
     different conversations: the second is sent, not answered with the first's replies."""
     with ScriptedEndpoint(reply) as ep:
-        ws.config([model(ep.url)], [["mt", "word_error_rate"]])
+        ws.config([model(ep.url)], [["mt", "word_error_rate"]], cache=True)
         dialogues(ws, [{"id": "d", "turns": ["Say a number.", "Double it.\n\nAdd one."]}])
         ws.run("two")
+        ws.run("two-again")
+        assert len(ep.requests) == 2   # the same dialogue is answered from the cache, whole
         dialogues(ws, [{"id": "d", "turns": ["Say a number.", "Double it.", "Add one."]}])
         ws.run("three")
         sent = len(ep.requests)
+    assert ws.records("mt", "m", "two-again")[0]["extra"]["cached"]
     record = ws.records("mt", "m", "three")[0]
     assert sent == 2 + 3 and len(record["extra"]["turns"]) == 3 and not record["extra"].get("cached")

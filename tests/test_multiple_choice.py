@@ -91,6 +91,32 @@ def test_shuffled_options_with_repeats_score_text_only_answers_the_same_in_every
     assert all(sorted(r["extra"]["permutation"]) == [0, 1, 2, 3] for r in records)
 
 
+def test_a_sample_that_fails_in_one_repeat_is_one_failed_sample_and_its_other_repeats_leave_the_score(ws):
+    """Repeat 1 of the fish question is refused (HTTP 400, not retried). The sample is one failed
+    sample; its repeats 0 and 2 — answered wrongly — add nothing to the score either, so the score,
+    every per-repeat score and num_failed cover complementary samples: 4 scored, 1 failed."""
+    from tests.support.endpoint import Reply
+
+    ws.runspec("knowledge", "mc", {"mc": {"hf_repo": write_twinkle(ws, "csv"), "format": "twinkle", "language": "en"}})
+    asked: dict[str, int] = {}
+
+    def answer(seen, n):
+        question = next(q for q in QUESTIONS if q["question"] in seen.text)
+        asked[question["question"]] = asked.get(question["question"], 0) + 1
+        if question["question"] == "Where do fish live?":  # answered wrongly, and refused on its second ask
+            return Reply(400, {"error": {"message": "refused"}}) if asked[question["question"]] == 2 else "A"
+        return question["answer"]
+
+    with ScriptedEndpoint(answer) as ep:
+        ws.config([model(ep.url, batch_size=1)], [["mc", "accuracy"]], repeat_runs=3)
+        result = ws.run()
+        assert len(ep.requests) == 15
+    score = result.scores[0]
+    assert score.num_samples == 5 and score.num_failed == 1 and score.details["failures"] == {"HTTP 400": 1}
+    assert score.score == 100.0 and score.details["repeats"] == [100.0, 100.0, 100.0] and score.details["scored"] == 4 * 3
+    assert not result.complete
+
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "images"
 
 

@@ -1,16 +1,23 @@
-"""Replica groups: entries sharing a model id serve it together from one queue; a dead replica's
-work goes to the others; `replicas: N` launches N servers from one command."""
+"""Model identity and replica groups: different names are different models whatever their model id;
+replicas are declared (a url list, `replicas: N`, entries repeating a name) and serve one model from
+one queue; a dead or broken replica's work goes to the others; `replicas: N` launches N servers."""
 
 import json
+import os
+import shutil
+import signal
 import socket
 import subprocess
 import sys
 from collections import Counter
+from urllib.parse import urlsplit
 
 import pytest
+import yaml
 
 from lalmeval.errors import UserError
-from tests.support.endpoint import Reply, ScriptedEndpoint, chat_payload
+from tests.support.endpoint import ForwardingProxy, Reply, ScriptedEndpoint, chat_payload
+from tests.support.ports import free_port_pair
 from tests.support.workspace import REPO, model
 
 
@@ -24,20 +31,118 @@ def answer(seen, n):
     return f"answer {seen.text.split()[-1]}"
 
 
-def replica(url, name, **settings):
+def replica(url, name="m", **settings):
+    """An entry of model 'm' (id `shared`): entries repeating a name are the replicas of one model."""
     return {**model(url, name, **settings), "model": "shared"}
 
 
 def test_a_faster_replica_takes_most_of_the_work_and_scores_are_reported_once(ws):
     questions(ws, 96)
     with ScriptedEndpoint(answer, latency=0.04) as fast, ScriptedEndpoint(answer, latency=0.12) as slow:
-        ws.config([replica(fast.url, "fast", batch_size=4), replica(slow.url, "slow", batch_size=4)], [["qs", "accuracy"]])
+        ws.config([replica(fast.url, batch_size=4), replica(slow.url, batch_size=4)], [["qs", "accuracy"]])
         result = ws.run()
         served = len(fast.requests), len(slow.requests)
     assert sum(served) == 96 and served[0] / 96 >= 0.65, served
-    assert [(s.model, s.num_samples, s.num_failed, s.score) for s in result.scores] == [("fast", 96, 0, 100.0)]
-    replicas = Counter(r["extra"]["replica"] for r in ws.records("qs", "fast"))
+    assert [(s.model, s.num_samples, s.num_failed, s.score) for s in result.scores] == [("m", 96, 0, 100.0)]
+    replicas = Counter(r["extra"]["replica"] for r in ws.records("qs", "m"))
     assert replicas == {fast.url: served[0], slow.url: served[1]}
+
+
+def checkpoint(reply_for_question):
+    """A server answering every question with `reply_for_question(n)`: one checkpoint of a model."""
+    return lambda seen, n: reply_for_question(seen.text.split()[-1])
+
+
+def test_two_checkpoints_served_under_one_model_id_are_two_models_with_their_own_answers(ws, capsys):
+    """Two servers started with `--served-model-name model`: a good and a bad checkpoint. Entries with
+    different names are different models: two rows, each scored on its own server's answers only."""
+    questions(ws, 12)
+    with ScriptedEndpoint(checkpoint(lambda w: f"answer {w}")) as good, ScriptedEndpoint(checkpoint(lambda w: "no idea")) as bad:
+        ws.config([{**model(good.url, "step-1000"), "model": "model"}, {**model(bad.url, "step-2000"), "model": "model"}],
+                  [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        from lalmeval.cli import main
+
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t", "--no-cache"])
+        served = len(good.requests), len(bad.requests)
+    out = capsys.readouterr().out
+    assert served == (12, 12) and code == 0
+    scores = {s["model"]: s["score"] for s in json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())["scores"]}
+    assert scores == {"step-1000": 100.0, "step-2000": 0.0}
+    assert {r["prediction"] for r in ws.records("qs", "step-2000")} == {"no idea"}
+    assert "Replicas" not in out and "pooled" not in out   # nothing merged, nothing to say
+
+
+def test_a_model_reached_directly_and_through_a_proxy_is_two_models(ws):
+    """One server, reached at its own URL and through a forwarding proxy (a gateway in front of it):
+    two names, the same model id, two rows; each request reaches the server once."""
+    questions(ws, 6)
+    with ScriptedEndpoint(answer) as server, ForwardingProxy(server.url) as proxy:
+        ws.config([{**model(server.url, "direct"), "model": "shared"}, {**model(proxy.url, "via-proxy"), "model": "shared"}],
+                  [["qs", "accuracy"]])
+        result = ws.run()
+        forwarded = proxy.forwarded
+        reached = len(server.requests)
+    assert sorted((s.model, s.num_samples, s.score) for s in result.scores) == [("direct", 6, 100.0), ("via-proxy", 6, 100.0)]
+    assert (forwarded, reached) == (6, 12)
+    assert all("extra" not in r or "replica" not in r["extra"] for r in ws.records("qs", "via-proxy"))
+
+
+LITELLM = os.environ.get("LALMEVAL_LITELLM") or shutil.which("litellm")
+
+
+@pytest.mark.skipif(not LITELLM, reason="needs a LiteLLM proxy: pip install 'litellm[proxy]' (about 700 MB) or set LALMEVAL_LITELLM")
+def test_a_model_reached_directly_and_through_a_real_litellm_proxy_is_two_models(ws):
+    """The same as above through LiteLLM's own proxy (`litellm --config`), started offline on a free port."""
+    questions(ws, 6)
+    port = free_port_pair()
+    with ScriptedEndpoint(answer) as server:
+        (ws.root / "litellm.yaml").write_text(yaml.safe_dump({"model_list": [{"model_name": "shared", "litellm_params": {
+            "model": "openai/shared", "api_base": server.url, "api_key": "upstream-key-0123456789"}}]}))
+        env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY": "true"}
+        proxy = subprocess.Popen([LITELLM, "--config", str(ws.root / "litellm.yaml"), "--host", "127.0.0.1", "--port", str(port)],
+                                 cwd=ws.root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            ws.config([{**model(server.url, "direct"), "model": "shared"},
+                       {**model(f"http://127.0.0.1:{port}/v1", "via-litellm"), "model": "shared", "launch_timeout": 120}],
+                      [["qs", "accuracy"]])
+            wait_until_answering(f"http://127.0.0.1:{port}/health/liveliness", proxy)
+            result = ws.run()
+        finally:
+            os.killpg(proxy.pid, signal.SIGTERM)
+            proxy.wait(30)
+        reached = len(server.requests)
+    assert sorted((s.model, s.num_samples, s.score) for s in result.scores) == [("direct", 6, 100.0), ("via-litellm", 6, 100.0)]
+    assert reached == 12
+
+
+def wait_until_answering(url, proc, limit=120.0):
+    import time
+    import urllib.request
+
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the proxy exited"
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail(f"{url} did not answer within {limit:g}s")
+
+
+def test_a_merged_model_says_so_in_the_score_table_and_report(ws):
+    questions(ws, 8)
+    with ScriptedEndpoint(answer) as one, ScriptedEndpoint(answer) as two:
+        ws.config([replica([one.url, two.url])], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        from lalmeval.report import score_table
+
+        result = ws.run()
+    table = score_table(result.scores, [])
+    assert "| Replicas |" in table.splitlines()[1] and f"m: one model served by 2 replicas whose answers are pooled into one score: {one.url}, {two.url}" in table
+    html = (ws.root / "runs" / "t" / "report.html").read_text()
+    assert "<th class=\"num\">Replicas</th>" in html and "served by 2 replicas" in html
+    final = json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())
+    assert final["scores"][0]["details"]["replicas"] == [one.url, two.url]
 
 
 def test_a_replica_that_dies_mid_run_leaves_its_work_to_the_others_and_no_sample_fails(ws, capsys):
@@ -49,7 +154,7 @@ def test_a_replica_that_dies_mid_run_leaves_its_work_to_the_others_and_no_sample
             return Reply(payload=chat_payload(answer(seen, n)), delay=0.05)
 
         with ScriptedEndpoint(dying) as doomed:
-            ws.config([replica(alive.url, "a", batch_size=4, retry_attempts=1), replica(doomed.url, "b", batch_size=4, retry_attempts=1)],
+            ws.config([replica(alive.url, batch_size=4, retry_attempts=1), replica(doomed.url, batch_size=4, retry_attempts=1)],
                       [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
             from lalmeval.cli import main
 
@@ -57,24 +162,8 @@ def test_a_replica_that_dies_mid_run_leaves_its_work_to_the_others_and_no_sample
     score = json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())["scores"][0]
     assert (score["num_samples"], score["num_failed"], score["score"]) == (60, 0, 100.0)
     err = capsys.readouterr().err
-    assert f"endpoint of model 'a ({doomed.url})' is down" in err
+    assert f"endpoint of model 'm ({doomed.url})' is down" in err
     assert code == 0
-
-
-def free_port_pair() -> int:
-    """Two consecutive free ports, below the ephemeral range (where outgoing connections take theirs)."""
-    import random
-
-    for _ in range(200):
-        port = random.randrange(20000, 30000)
-        try:
-            with socket.socket() as first, socket.socket() as second:
-                first.bind(("127.0.0.1", port))
-                second.bind(("127.0.0.1", port + 1))
-            return port
-        except OSError:
-            continue
-    raise RuntimeError("no free port pair")
 
 
 def port_is_free(port: int) -> bool:
@@ -84,9 +173,8 @@ def port_is_free(port: int) -> bool:
 
 def test_replicas_n_launches_n_servers_from_one_command_and_stops_them_all(ws):
     questions(ws, 24)
-    port = free_port_pair()
     server = REPO / "tests" / "support" / "slow_server.py"
-    entry = {**model(f"http://127.0.0.1:{port}/v1", "m", batch_size=2), "replicas": 2, "launch_timeout": 60,
+    entry = {**model("http://127.0.0.1:{port}/v1", "m", batch_size=2), "replicas": 2, "launch_timeout": 60,
              "launch": f"{sys.executable} {server} --port {{port}} --delay 0.05 # replica {{replica}}"}
     rows = [{"id": f"q{i}", "question": f"question w{i}", "reference": f"echo: w{i}"} for i in range(24)]
     ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text",
@@ -98,14 +186,25 @@ def test_replicas_n_launches_n_servers_from_one_command_and_stops_them_all(ws):
     logs = sorted(p.name for p in (ws.root / "runs" / "r").glob("launch_*.log"))
     assert logs == ["launch_m-replica0.log", "launch_m-replica1.log"]
     served = Counter(json.loads(x)["extra"]["replica"] for x in (ws.root / "runs" / "r" / "records" / "qs__m.jsonl").read_text().splitlines())
-    assert set(served) == {f"http://127.0.0.1:{port}/v1", f"http://127.0.0.1:{port + 1}/v1"} and sum(served.values()) == 24
-    assert port_is_free(port) and port_is_free(port + 1)
+    ports = {urlsplit(url).port for url in served}
+    assert len(ports) == 2 and sum(served.values()) == 24  # {port}: a free port of its own for each replica
+    assert all(port_is_free(port) for port in ports)
 
 
-def test_replicas_of_one_model_must_agree_on_what_decides_a_reply(ws):
+@pytest.mark.parametrize("setting,value", [("temperature", 0.7), ("model", "other-id"), ("inference_type", "transcription"),
+                                           ("max_tokens", 64)])
+def test_entries_sharing_a_name_must_agree_on_what_decides_a_reply(ws, setting, value):
     questions(ws, 2)
-    ws.config([replica("http://127.0.0.1:9/v1", "a"), replica("http://127.0.0.1:10/v1", "b", temperature=0.7)], [["qs", "accuracy"]])
-    with pytest.raises(UserError, match=r"models 'a' and 'b' share model 'shared' and inference_type, so they are replicas of one model, but their temperature differs"):
+    ws.config([replica("http://127.0.0.1:9/v1"), {**replica("http://127.0.0.1:10/v1"), setting: value}], [["qs", "accuracy"]])
+    with pytest.raises(UserError, match=rf"^models: the entries named 'm' are replicas of one model, but their {setting} differs .*"
+                                        r"or different names to evaluate them as different models"):
+        ws.plan()
+
+
+def test_one_server_listed_twice_as_a_replica_is_refused(ws):
+    questions(ws, 2)
+    ws.config([replica("http://127.0.0.1:9/v1"), replica("http://127.0.0.1:9/v1/")], [["qs", "accuracy"]])
+    with pytest.raises(UserError, match=r"^model 'm': http://127.0.0.1:9/v1 is listed twice as one of its replicas"):
         ws.plan()
 
 
@@ -117,42 +216,12 @@ def test_replicas_need_their_own_ports(ws):
         ws.plan()
 
 
-def test_a_prompt_rule_for_a_replica_entry_is_refused_like_a_differing_temperature(ws):
-    """Two entries serve model id `shared` (one replica group, named 'a'); a prompt rule gives entry
-    'b' its own instruction. The group's prompts are built from its first entry, so the rule would
-    reach no replica: it is refused at start, naming the entries, the setting and the dataset."""
-    questions(ws, 4)
-    ws.config([replica("http://127.0.0.1:9/v1", "a"), replica("http://127.0.0.1:10/v1", "b")], [["qs", "accuracy"]],
-              prompt_rules=[{"model": "b", "instruction": "Answer in French."}])
-    with pytest.raises(UserError, match=r"^models 'a' and 'b' are replicas of model 'shared' but get different prompts \(instruction\) on 'qs' "
-                                        r"\(None vs 'Answer in French\.'\): check prompt_rules, or give them different `model` ids"):
-        ws.plan()
-
-
-@pytest.mark.parametrize("rule,setting", [({"system_prompts": ["concise"]}, "system_texts"),
-                                          ({"user_prompt_add_ons": ["asr_clean_output"]}, "add_on_texts"),
-                                          ({"mc_template": "mc_options_zh"}, "mc_template")])
-def test_every_prompt_setting_must_agree_across_replicas(ws, rule, setting):
-    questions(ws, 2)
-    ws.config([replica("http://127.0.0.1:9/v1", "a"), replica("http://127.0.0.1:10/v1", "b")], [["qs", "accuracy"]],
-              prompt_rules=[{"model": "b", **rule}])
-    with pytest.raises(UserError, match=rf"get different prompts \({setting}\) on 'qs'"):
-        ws.plan()
-
-
-def test_a_prompt_rule_naming_every_replica_entry_is_applied_to_the_whole_group(ws):
-    questions(ws, 4)
-    with ScriptedEndpoint(answer) as one, ScriptedEndpoint(answer) as two:
-        ws.config([replica(one.url, "a"), replica(two.url, "b")], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"),
-                  prompt_rules=[{"model": "a", "instruction": "Answer in French."}, {"model": "b", "instruction": "Answer in French."}])
+def test_a_prompt_rule_and_an_override_naming_the_model_reach_every_replica(ws):
+    questions(ws, 12)
+    with ScriptedEndpoint(answer, latency=0.05) as one, ScriptedEndpoint(answer, latency=0.05) as two:
+        ws.config([replica(one.url, batch_size=1), replica(two.url, batch_size=1)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"),
+                  prompt_rules=[{"model": "m", "instruction": "Answer in French."}], generation_overrides=[{"model": "m", "top_p": 0.5}])
         ws.run()
-        texts = [s.text for s in one.requests + two.requests]
-    assert len(texts) == 4 and all(t.startswith("Answer in French.") for t in texts), texts
-
-
-def test_a_generation_override_for_a_replica_entry_is_refused_naming_both_override_kinds(ws):
-    questions(ws, 2)
-    ws.config([replica("http://127.0.0.1:9/v1", "a"), replica("http://127.0.0.1:10/v1", "b")], [["qs", "accuracy"]],
-              generation_overrides=[{"model": "b", "top_p": 0.5}])
-    with pytest.raises(UserError, match=r"get different generation parameters on 'qs' .*: check temperature_overrides and generation_overrides"):
-        ws.plan()
+        sent = one.requests + two.requests
+    assert len(sent) == 12 and one.requests and two.requests
+    assert all(s.text.startswith("Answer in French.") and s.body["top_p"] == 0.5 for s in sent)

@@ -10,6 +10,7 @@ from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.workspace import demo_rows, model
 
 COUNT = 8
+CACHE = {"cache": True}   # the cross-run inference cache is off unless a config (or --cache) asks for it
 
 
 def setup(ws, **settings):
@@ -101,40 +102,42 @@ def test_distinct_model_names_get_distinct_files_even_when_their_safe_forms_woul
 def test_cache_serves_identical_requests_in_a_new_run(ws):
     setup(ws)
     with ScriptedEndpoint(answer_by_prompt_and_clip) as ep:
-        first = go(ws, ep, run_id="a")
-        second = go(ws, ep, run_id="b")
+        first = go(ws, ep, run_id="a", config=CACHE)
+        second = go(ws, ep, run_id="b", config=CACHE)
         assert len(ep.requests) == COUNT
-        go(ws, ep, run_id="c", options=RunOptions(use_cache=False))
+        go(ws, ep, run_id="c", config=CACHE, options=RunOptions(use_cache=False))
         assert len(ep.requests) == 2 * COUNT
     assert second.scores[0].score == first.scores[0].score
     records = ws.records("cmds", "m", "b")
-    assert all(r["extra"]["cached"] is True and r["attempts"] == 0 for r in records)
+    assert all((r["extra"]["cached"], r["extra"]["cached_from"], r["attempts"]) == (True, "a", 0) for r in records)
     assert (first.cache_hits, second.cache_hits) == (0, COUNT)
 
 
 def test_cache_dir_key_places_the_cache(ws):
     setup(ws)
     with ScriptedEndpoint(answer_by_prompt_and_clip) as ep:
-        go(ws, ep, run_id="a", config={"cache_dir": str(ws.root / "mycache")})
+        go(ws, ep, run_id="a", config={**CACHE, "cache_dir": str(ws.root / "mycache")})
     assert (ws.root / "mycache" / "m.jsonl").exists()
 
 
 def test_sampled_requests_are_not_cached_unless_asked(ws):
     setup(ws)
     with ScriptedEndpoint(answer_by_prompt_and_clip) as ep:
-        go(ws, ep, run_id="a", temperature=0.7)
-        go(ws, ep, run_id="b", temperature=0.7)
+        go(ws, ep, run_id="a", temperature=0.7, config=CACHE)
+        go(ws, ep, run_id="b", temperature=0.7, config=CACHE)
         assert len(ep.requests) == 2 * COUNT
-        go(ws, ep, run_id="c", temperature=0.7, config={"cache_sampled": True})
-        go(ws, ep, run_id="d", temperature=0.7, config={"cache_sampled": True})
+        go(ws, ep, run_id="c", temperature=0.7, config={**CACHE, "cache_sampled": True})
+        go(ws, ep, run_id="d", temperature=0.7, config={**CACHE, "cache_sampled": True})
         assert len(ep.requests) == 3 * COUNT
 
 
 def test_cache_key_changes_with_prompt_and_audio(ws):
     setup(ws)
     with ScriptedEndpoint(answer_by_prompt_and_clip) as ep:
-        go(ws, ep, run_id="a")
-        go(ws, ep, run_id="b", config={"filters": {"user_prompt_add_ons": ["asr_clean_output"]}})
+        go(ws, ep, run_id="a", config=CACHE)
+        go(ws, ep, run_id="a2", config=CACHE)
+        assert len(ep.requests) == COUNT
+        go(ws, ep, run_id="b", config={**CACHE, "filters": {"user_prompt_add_ons": ["asr_clean_output"]}})
     assert len(ep.requests) == 2 * COUNT
 
 
@@ -188,9 +191,9 @@ def test_what_the_request_sends_decides_whether_its_reply_is_reused(ws, settings
     request: the temperature (and seed) actually sent decides whether a reply may be reused."""
     setup(ws)
     with ScriptedEndpoint(answer_by_prompt_and_clip) as ep:
-        go(ws, ep, run_id="a", **settings)
+        go(ws, ep, run_id="a", config=CACHE, **settings)
         sent = {r.body.get("temperature") for r in ep.requests}
-        go(ws, ep, run_id="b", **settings)
+        go(ws, ep, run_id="b", config=CACHE, **settings)
         requests = len(ep.requests)
     cached = [r["id"] for r in ws.records("cmds", "m", "b") if r["extra"].get("cached")]
     if reused:
@@ -205,12 +208,12 @@ def test_a_reply_is_reused_only_for_the_same_api_version(ws):
     service does), so it is sent; a new token is not another request."""
     setup(ws)
     with ScriptedEndpoint(answer_by_prompt_and_clip) as ep:
-        go(ws, ep, run_id="old", api_version="2024-02-01", auth_token="azure-key-0123456789")
-        go(ws, ep, run_id="same", api_version="2024-02-01", auth_token="azure-key-9876543210")
+        go(ws, ep, run_id="old", config=CACHE, api_version="2024-02-01", auth_token="azure-key-0123456789")
+        go(ws, ep, run_id="same", config=CACHE, api_version="2024-02-01", auth_token="azure-key-9876543210")
         assert len(ep.requests) == COUNT  # only the credential changed: answered from the cache
-        go(ws, ep, run_id="new", api_version="2025-01-01", auth_token="azure-key-9876543210")
+        go(ws, ep, run_id="new", config=CACHE, api_version="2025-01-01", auth_token="azure-key-9876543210")
         versions = [s.query.get("api-version") for s in ep.requests]
-        resumed = go(ws, ep, run_id="old", options=RunOptions(allow_config_change=True), api_version="2025-01-01", auth_token="azure-key-0123456789")
+        resumed = go(ws, ep, run_id="old", config=CACHE, options=RunOptions(allow_config_change=True), api_version="2025-01-01", auth_token="azure-key-0123456789")
     assert versions == ["2024-02-01"] * COUNT + ["2025-01-01"] * COUNT, f"requests sent: {versions}"
     assert resumed.reused == 0  # a stored prediction of the old version is not one of the new
 

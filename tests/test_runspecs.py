@@ -1,10 +1,12 @@
 import json
+import re
 import subprocess
 import sys
 
 import pytest
 
 from lalmeval.errors import UserError
+from lalmeval.metrics import METRICS
 from lalmeval.runspecs import Catalog
 from tests.support.workspace import REPO
 
@@ -80,10 +82,16 @@ def test_builtin_runspecs_load_and_use_known_processors_and_metrics():
         _check_processors(dataset)
 
 
-def test_list_command_prints_categories_task_types_and_datasets():
-    out = subprocess.run([sys.executable, "-m", "lalmeval", "list"], cwd=REPO, capture_output=True, text=True, check=True).stdout
-    assert "\n  demo_commands (1)\n    demo_commands  [en; word_error_rate; local data]\n" in out
-    assert "\n    librispeech_test_other  [en; word_error_rate]\n" in out
+def test_list_command_prints_families_and_expands_every_dataset_on_request():
+    def listing(*args: str) -> str:
+        return subprocess.run([sys.executable, "-m", "lalmeval", "list", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout
+
+    out = listing()
+    assert "\n  demo_commands (1): en · lalmeval 1 · word_error_rate\n" in out
+    assert re.search(r"\n  fleurs \(\d+\): 10\d languages · au_harness 102, kimi 2, lalmeval 4, lmms 3 · word_error_rate\n", out)
+    assert "librispeech_test_other  [" not in out  # families, not every dataset
+    assert re.search(r"\n    librispeech_test_other +\[en; word_error_rate\]\n", listing("--expand"))
+    assert re.search(r"\n    librispeech_test_other@lmms_v0.3 +\[en; word_error_rate; lmms_v0.3\]\n", listing("librispeech"))
 
 
 def test_every_builtin_dataset_plans_with_all_its_metrics(tmp_path):
@@ -97,6 +105,24 @@ def test_every_builtin_dataset_plans_with_all_its_metrics(tmp_path):
         "models": [{"name": "m", "url": "http://127.0.0.1:9/v1", "model": "m"}],
         "judge_properties": {"judge_model": "j", "judge_api_endpoint": "http://127.0.0.1:9/v1"},
     }, "c.yaml")
+    # Optional extras (bertscore, comet, ...) refuse to start without their package: plan the rest.
+    extras = set()
+    for metric in {m for d in catalog.datasets.values() for m in d.spec.metrics}:
+        try:
+            METRICS.get(metric).check(config)
+        except UserError as exc:
+            assert "pip install" in str(exc) or "apt-get install" in str(exc), exc
+            extras.add(metric)
+    config = config.model_copy(update={"dataset_metric": [[d.name, m] for d in catalog.datasets.values() for m in d.spec.metrics if m not in extras]})
     plan = build_plan(config, tmp_path / "c.yaml")
     assert {d.name for d, _ in plan.pairs} == set(catalog.datasets)
     assert {"bleu", "chrf", "llm_judge_binary", "llm_judge_detailed", "word_error_rate"} <= {m for _, m in plan.pairs}
+
+
+@pytest.mark.parametrize("value", ["au_harness", "somebody:task", ":task"])
+def test_reproduces_must_name_a_known_peer_and_a_task(tmp_path, value):
+    write(tmp_path / "a" / "t.json", {"x": entry(reproduces=value)})
+    with pytest.raises(UserError, match=r"t.json: dataset 'x': reproduces must be '<peer>:<task>' with peer one of au_harness, lmms, lmms_v0.3, kimi"):
+        Catalog.load([tmp_path])
+    write(tmp_path / "a" / "t.json", {"x": entry(reproduces="lmms_v0.3:librispeech_test_clean")})
+    assert Catalog.load([tmp_path]).datasets["x"].spec.reproduces == "lmms_v0.3:librispeech_test_clean"

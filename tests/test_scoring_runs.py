@@ -153,11 +153,16 @@ def run_cli(ws, metric):
     return code, json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())["scores"][0]
 
 
-@pytest.mark.parametrize("metric,empty,reference", [("accuracy", [0], ""), ("bleu", [1], ""), ("word_error_rate", [0, 1, 2], None)])
-def test_samples_left_unscored_for_want_of_a_reference_are_failed_and_never_exit_0(ws, capsys, metric, empty, reference):
-    """A sample whose reference is empty (or null: hub test splits with hidden labels) has no score.
-    It is counted in num_failed under its reason and the run exits 3; with every reference missing
-    even the corpus score cannot be computed, which is never a success either."""
+@pytest.mark.parametrize("metric,empty,reference,reason", [
+    ("accuracy", [0], "", "empty reference"), ("accuracy", [2], "?!", "empty reference after normalization"),
+    ("bleu", [1], "", "empty reference"), ("chrf", [0], float("nan"), "empty reference"),
+    ("word_error_rate", [0, 2], None, "empty reference"), ("word_error_rate", [1], "[NOISE] uh", "empty reference after normalization"),
+    ("rouge", [0], "  ", "empty reference")])
+def test_samples_left_unscored_for_want_of_a_reference_are_failed_and_never_exit_0(ws, capsys, metric, empty, reference, reason):
+    """A sample whose reference is empty (null, NaN: hub test splits with hidden labels) or says
+    nothing after the metric's normalization ([NOISE], a filler) has no score — one rule for every
+    metric. It is counted in num_failed under its reason, the score covers the others only (never
+    150 % WER from a noise tag's insertions), and the run exits 3."""
     rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(3)]
     for i in empty:
         rows[i]["reference"] = reference
@@ -166,19 +171,18 @@ def test_samples_left_unscored_for_want_of_a_reference_are_failed_and_never_exit
     err = capsys.readouterr().err
     assert code == 3 and "could not be scored" in err, err
     assert score["num_samples"] == 3
-    if metric == "word_error_rate":  # an empty reference's insertions still count in corpus WER: not failed, but no score at all
-        assert score["score"] is None
-    else:
-        assert score["num_failed"] == len(empty) and score["details"]["failures"] == {"empty reference": len(empty)}
-        assert score["details"]["num_unscored"] == len(empty) and score["score"] is not None
-        # report.html counts them as failed too and says why
-        from lalmeval.reports.rundir import load_run
-        from lalmeval.reports.samples import collect
+    assert score["num_failed"] == len(empty) and score["details"]["failures"] == {reason: len(empty)}
+    assert score["details"]["num_unscored"] == len(empty)
+    # the others are answered right (two-word sentences have no 3- and 4-grams: corpus BLEU 0)
+    assert score["score"] == pytest.approx({"word_error_rate": 0.0, "bleu": 0.0}.get(metric, 100.0))
+    # report.html counts them as failed too and says why
+    from lalmeval.reports.rundir import load_run
+    from lalmeval.reports.samples import collect
 
-        stats, table = collect(load_run(ws.root / "runs" / "t"))
-        assert stats[0].failed == len(empty)
-        row = next(r for r in table.rows if r[1] == f"q{empty[0]}")
-        assert table.strings[row[6]] == f"{metric}: empty reference"
+    stats, table = collect(load_run(ws.root / "runs" / "t"))
+    assert stats[0].failed == len(empty)
+    row = next(r for r in table.rows if r[1] == f"q{empty[0]}")
+    assert table.strings[row[6]] == f"{metric}: {reason}"
 
 
 def test_multiple_choice_without_a_gold_answer_is_refused_at_start(ws, capsys):

@@ -121,8 +121,8 @@ def test_rouge_uses_the_datasets_normalizer_outside_english():
 
 
 def test_empty_references_are_excluded_not_zero():
-    (value, details), _ = scored(Bleu, EN[2:3] + [("anything", "")])
-    assert value == pytest.approx(100.0) and details["empty_references"] == 1
+    (value, details), items = scored(Bleu, EN[2:3] + [("anything", "")])
+    assert value == pytest.approx(100.0) and details["scored"] == 1 and items[1]["reason"] == "empty reference"
 
 
 def test_resampled_sums_draw_samples_with_replacement():

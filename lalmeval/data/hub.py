@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 from urllib.parse import urlsplit
 
+from lalmeval.data.folder import folder_read
 from lalmeval.data.tables import BATCH, DATASETS_LOCK, FORMATS, Table, TableRequest, only_columns
 from lalmeval.errors import UserError
 
@@ -100,7 +101,11 @@ def _load(path: Path, request: TableRequest) -> Any:
         if problem:  # fail in seconds, not after a minute of retries
             raise UserError(f"dataset '{request.name}': cannot load '{request.hub_id}' from the hub: {problem}. "
                             f"Run once with network to cache it, then set HF_HUB_OFFLINE=1 to use the cache offline")
+    read = folder_read(path, request.split, request.name) if local else None
     try:
+        if read is not None:  # a folder of data files: exactly the files lalmeval chose, every one of them
+            options = {"delimiter": read.delimiter} if read.delimiter not in (None, ",") else {}
+            return load_dataset(read.builder, data_files=[str(f) for f in read.files], split="train", streaming=request.streaming, **options)
         return load_dataset(str(path) if local else request.hub_id, request.subset, split=request.split,
                             streaming=request.streaming, revision=request.revision)
     except Exception as exc:  # the library raises many types; the message is what matters

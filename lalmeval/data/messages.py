@@ -12,10 +12,16 @@ Decisions (EvalScope general_vqa / general_vmcq):
   the image twice.
 - `image_1..image_100` are numbered without gaps: collection stops at the first missing one, and a
   later one that is present is an error rather than an image silently left out.
+- Audio in a message list stands where its part stands: `input_audio` {data: base64 or a data URI,
+  format} and `audio_url` {url: a data URI or a local path relative to the data file}. Clips are
+  decoded and resampled like any other, so an http(s) URL is not fetched: that row fails, saying so.
+- `<audio k>` puts the sample's k-th clip (1-based) where it stands, like `<image k>`.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 from dataclasses import dataclass
@@ -23,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from lalmeval.data.images import ImageError, ImagePart, ImageRef, image_ref, image_url, is_missing
+from lalmeval.records import AudioRef
 
 MAX_IMAGES = 100  # EvalScope's image_1..image_100
 
@@ -62,10 +69,12 @@ class Turn:
 
 @dataclass(frozen=True)
 class Conversation:
-    """A system prompt and the turns to send; the last turn is the user's."""
+    """A system prompt and the turns to send; the last turn is the user's. `audio` holds the clips a
+    message list carries itself: its Audio parts index them (the sample's first clips)."""
 
     system: Optional[str]
     turns: tuple[Turn, ...]
+    audio: tuple[AudioRef, ...] = ()
 
     @classmethod
     def user(cls, parts: Iterable[Part], system: Optional[str] = None) -> "Conversation":
@@ -102,8 +111,54 @@ def _image(part: dict, where: str, base: Optional[Path]) -> Image:
     return Image(ImageRef(url, base), detail)
 
 
-def _parts(content: Any, where: str, base: Optional[Path]) -> tuple[Part, ...]:
-    """A message's content (a string, or a list of text / image_url parts) as parts."""
+_DATA_URI = re.compile(r"data:[^,;]*(?:;[^,;]*)*;base64,(.*)", re.S)
+
+
+def _decoded(payload: str, where: str) -> bytes:
+    try:
+        data = base64.b64decode(payload.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(f"{where}: not valid base64") from None
+    if not data:
+        raise ValueError(f"{where}: empty")
+    return data
+
+
+def _clip(value: Any, where: str, base: Optional[Path], bare_base64: bool) -> AudioRef:
+    """A clip from a message part: a data URI, base64 (input_audio), or a local path (relative to the data file)."""
+    text = _text(value, where).strip()
+    if not text:
+        raise ValueError(f"{where}: empty")
+    if text.startswith("data:"):
+        found = _DATA_URI.fullmatch(text)
+        if not found:
+            raise ValueError(f"{where}: a data URI must be base64 (data:audio/wav;base64,...)")
+        return AudioRef(_decoded(found.group(1), where))
+    if text.startswith(("http://", "https://")):
+        raise ValueError(f"{where}: audio at an http(s) URL is not fetched (clips are decoded and resampled here); "
+                         "give a local path, base64 or a data URI")
+    if bare_base64 and "." not in text:  # base64 has no dot; a file name has one
+        return AudioRef(_decoded(text, where))
+    path = Path(text.removeprefix("file://")).expanduser()
+    return AudioRef(str(path if path.is_absolute() or base is None else base / path))
+
+
+def _audio_part(part: dict, kind: str, where: str, base: Optional[Path]) -> AudioRef:
+    body = part.get(kind)
+    if kind == "input_audio":
+        if not isinstance(body, dict):
+            raise ValueError(f"{where}.input_audio: expected an object {{data, format}}, got {_kind(body)}")
+        return _clip(body.get("data"), f"{where}.input_audio.data", base, bare_base64=True)
+    if isinstance(body, str):  # a bare URL string, as some writers store it
+        return _clip(body, f"{where}.audio_url", base, bare_base64=False)
+    if not isinstance(body, dict):
+        raise ValueError(f"{where}.audio_url: expected an object {{url}}, got {_kind(body)}")
+    return _clip(body.get("url"), f"{where}.audio_url.url", base, bare_base64=False)
+
+
+def _parts(content: Any, where: str, base: Optional[Path], clips: list[AudioRef]) -> tuple[Part, ...]:
+    """A message's content (a string, or a list of text / image_url / input_audio / audio_url parts) as parts;
+    the clips found are appended to `clips` and referenced by index."""
     if isinstance(content, str):
         if not content.strip():
             raise ValueError(f"{where}.content: empty")
@@ -118,8 +173,11 @@ def _parts(content: Any, where: str, base: Optional[Path]) -> tuple[Part, ...]:
             parts.append(Text(_text(part.get("text"), f"{at}.text")))
         elif kind == "image_url":
             parts.append(_image(part, at, base))
+        elif kind in ("input_audio", "audio_url"):
+            clips.append(_audio_part(part, kind, at, base))
+            parts.append(Audio(len(clips) - 1))
         elif isinstance(part, dict):
-            raise ValueError(f"{at}.type: {kind!r} is not supported (text or image_url)")
+            raise ValueError(f"{at}.type: {kind!r} is not supported (text, image_url, input_audio or audio_url)")
         else:
             raise ValueError(f"{at}: expected an object with a type, got {_kind(part)}")
     return tuple(parts)
@@ -142,6 +200,7 @@ def from_openai_messages(messages: Union[str, list], base: Optional[Path]) -> Co
     """An EvalScope general_vqa `messages` value (list, or its JSON text) as a Conversation; ValueError names the field."""
     system: list[str] = []
     turns: list[Turn] = []
+    clips: list[AudioRef] = []
     for i, message in enumerate(_load(messages)):
         where = f"messages[{i}]"
         if not isinstance(message, dict):
@@ -149,7 +208,7 @@ def from_openai_messages(messages: Union[str, list], base: Optional[Path]) -> Co
         role = message.get("role")
         if role not in ("system", "developer", "user", "assistant"):
             raise ValueError(f"{where}.role: {role!r} is not one of 'system', 'user', 'assistant'")
-        parts = _parts(message.get("content"), where, base)
+        parts = _parts(message.get("content"), where, base, clips)
         if role != "user" and not all(isinstance(p, Text) for p in parts):
             raise ValueError(f"{where}.content: {role} messages hold text only")
         if role in ("system", "developer"):
@@ -159,7 +218,7 @@ def from_openai_messages(messages: Union[str, list], base: Optional[Path]) -> Co
     if not turns or turns[-1].role != "user":
         last = f"'{turns[-1].role}'" if turns else "none"
         raise ValueError(f"messages: the conversation must end with a user message (last turn: {last}); the reference answer goes in 'answer'")
-    return Conversation("\n".join(system) if system else None, tuple(turns))
+    return Conversation("\n".join(system) if system else None, tuple(turns), tuple(clips))
 
 
 _PLACEHOLDER = re.compile(r"<(image|audio)[ _](\d+)>")
@@ -171,6 +230,23 @@ def _missing(match: re.Match, count: int) -> ValueError:
         return ValueError(f"{match.group(0)}: placeholders go up to <image {MAX_IMAGES}>")
     has = f"{count} image{'s' if count != 1 else ''}" if kind == "image" else f"{count} audio clip{'s' if count != 1 else ''}"
     return ValueError(f"{match.group(0)} refers to {kind} {k}, but the sample has {has}")
+
+
+def has_placeholder(text: Optional[str]) -> bool:
+    """Whether `text` places an image or a clip (`<image k>`, `<audio k>`)."""
+    return bool(text) and _PLACEHOLDER.search(text) is not None
+
+
+def check_placeholders(texts: Iterable[Optional[str]], images: int, audios: int, why_no_audio: str = "") -> None:
+    """Every `<image k>` / `<audio k>` in `texts` names an image or clip the sample has: a question about a
+    picture or a sound the model never gets is not the dataset's question (ValueError names the placeholder)."""
+    for text in texts:
+        for match in _PLACEHOLDER.finditer(text or ""):
+            kind, k = match.group(1), int(match.group(2))
+            count = images if kind == "image" else audios
+            if not 1 <= k <= count or (kind == "image" and k > MAX_IMAGES):
+                error = _missing(match, count)
+                raise ValueError(f"{error}{why_no_audio}" if kind == "audio" and not audios and why_no_audio else str(error))
 
 
 def interleave(text: str, images: Sequence[ImageRef], audios: int = 0) -> list[Part]:

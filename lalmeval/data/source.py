@@ -14,19 +14,22 @@ import random
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Sequence
 
 from lalmeval.config import Filters
 from lalmeval.data import hub  # noqa: F401  (registers the hub and disk formats)
 from lalmeval.choices import gold_index, parse_options
-from lalmeval.data.filters import RowFilter, sample_count
+from lalmeval.data.cells import cell_text, reference_text
+from lalmeval.data.confine import DataFolders, hub_caches
+from lalmeval.data.filters import RowFilter, Selection, sample_count
+from lalmeval.data.folder import declares_configs
 from lalmeval.data.images import ImageRef, image_ref, is_missing
-from lalmeval.data.messages import from_openai_messages
+from lalmeval.data.messages import check_placeholders, from_openai_messages
 from lalmeval.data.tables import FORMATS, MemoryTable, Table, TableRequest
 from lalmeval.errors import UserError
 from lalmeval.languages import iso_code
 from lalmeval.records import AudioRef, Sample
-from lalmeval.runspecs import Dataset
+from lalmeval.runspecs import Dataset, kimi_file
 
 _LOCAL_SUFFIXES = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".tsv": "tsv"}
 _SAVED_MARKERS = ("dataset_info.json", "dataset_dict.json", "state.json")
@@ -36,6 +39,8 @@ def locate(dataset: Dataset) -> tuple[str, Path]:
     """Which format reads this dataset, and from where."""
     if dataset.spec.format == "callhome":  # the one format with a reader of its own
         return "callhome", dataset.resolve_path(dataset.spec.hf_repo)
+    if dataset.data_root is not None:  # format kimi under the config's dataset_root
+        return "jsonl", kimi_file(dataset)
     repo = dataset.spec.hf_repo
     local = dataset.resolve_path(repo)
     looks_local = repo.startswith((".", "/", "~")) or Path(repo).suffix.lower() in _LOCAL_SUFFIXES
@@ -65,8 +70,14 @@ def check_local_selectors(dataset: Dataset, kind: str, path: Path) -> None:
     by its reader. A single file or a CallHome folder has none: it is read whole, so `split` must be
     the default `test` or appear in its name (`split: dev` with `dev.jsonl`)."""
     spec, where = dataset.spec, f"{dataset.source}: dataset '{dataset.name}'"
+    if kind == "hub" and path.is_dir() and not declares_configs(path):  # a folder of data files, not a hub snapshot: no revisions, no configurations
+        if spec.revision is not None:
+            raise UserError(f"{where}: revision '{spec.revision}' names a hub revision, but {path} is a local folder of data files; drop revision")
+        if spec.subset is not None:
+            raise UserError(f"{where}: subset '{spec.subset}' names a hub configuration, but {path} declares none (no configs in its "
+                            "README.md); drop subset, or point hf_repo at the subfolder you mean")
     if kind == "hub":
-        return  # a hub id, or a folder read like one: load_dataset reports a split or configuration it lacks
+        return  # a hub id, or a folder read like one: its reader reports a split or configuration it lacks
     if spec.revision is not None:
         raise UserError(f"{where}: revision '{spec.revision}' names a hub revision, but {path} is local data; drop revision")
     what = {"disk": "a save_to_disk folder", "callhome": "a CallHome folder"}.get(kind, "a single data file")
@@ -85,23 +96,29 @@ def _light_fields(dataset: Dataset, filters: Filters) -> list[str]:
     fields = [spec.id_column]
     if filters.language and spec.language_column:
         fields.append(spec.language_column)
-    if filters.length_filter and spec.audio_column and spec.modality != "text":
-        fields.append(spec.audio_column)
+    if filters.length_filter and spec.modality != "text":
+        fields += audio_columns(spec)
     return [f for f in fields if f]
+
+
+def audio_columns(spec: Any) -> list[str]:
+    """The column(s) holding a row's clips, in the order they are numbered (<audio 1>, <audio 2>, ...)."""
+    value = spec.audio_column
+    return [value] if isinstance(value, str) else list(value or [])
 
 
 def mapped_columns(dataset: Dataset) -> list[tuple[str, str]]:
     """(runspec field, column) for every column the runspec maps."""
     spec = dataset.spec
     single = {
-        "audio_column": spec.audio_column if spec.modality != "text" else None,
-        "target_column": spec.target_column, "additional_instruction_column": spec.additional_instruction_column,
+        "additional_instruction_column": spec.additional_instruction_column,
         "textual_input_column": spec.textual_input_column, "transcript_column": spec.transcript_column,
         "id_column": spec.id_column, "language_column": spec.language_column, "subset_column": spec.subset_column,
         "messages_column": spec.messages_column, "turns_column": spec.turns_column,
     }
     pairs = [(name, column) for name, column in single.items() if column]
-    for name in ("choices_column", "image_column"):
+    pairs += [("audio_column", column) for column in (audio_columns(spec) if spec.modality != "text" else [])]
+    for name in ("target_column", "choices_column", "image_column"):
         value = getattr(spec, name)
         pairs += [(name, column) for column in ([value] if isinstance(value, str) else value or [])]
     return pairs
@@ -133,14 +150,22 @@ def _format_columns(fmt: str, columns: list[str]) -> dict[str, Any]:
     if fmt == "general_vqa":
         return {"messages_column": "messages", "target_column": _present(columns, "answer"), "id_column": _present(columns, "id", "index")}
     if fmt == "general_vmcq":
-        images = []
-        for k in range(1, 101):  # image_1 .. image_100, up to the first missing one, as EvalScope reads them
-            if f"image_{k}" not in columns:
-                break
-            images.append(f"image_{k}")
+        images, audios = _numbered(columns, "image"), _numbered(columns, "audio")
+        # audio_1 .. audio_100 beside the images: the clips go where <audio k> stands, so the question is sent with its audio
         return {"textual_input_column": "question", "choices_column": "options", "target_column": "answer",
-                "image_column": images or None, "id_column": _present(columns, "id", "index")}
+                "image_column": images or None, "id_column": _present(columns, "id", "index"),
+                **({"audio_column": audios, "modality": "audio_text"} if audios else {})}
     return {}
+
+
+def _numbered(columns: list[str], kind: str) -> list[str]:
+    """image_1 .. image_100 (or audio_k), up to the first missing one, as EvalScope reads them."""
+    found = []
+    for k in range(1, 101):
+        if f"{kind}_{k}" not in columns:
+            break
+        found.append(f"{kind}_{k}")
+    return found
 
 
 def formatted(dataset: Dataset, columns: list[str]) -> Dataset:
@@ -150,7 +175,7 @@ def formatted(dataset: Dataset, columns: list[str]) -> Dataset:
     return replace(dataset, spec=dataset.spec.model_copy(update=update)) if update else dataset
 
 
-def open_table(dataset: Dataset, fields: list[str], streaming: bool = False) -> tuple[Table, Path, str]:
+def open_table(dataset: Dataset, fields: list[str], streaming: bool = False, allowed: Sequence[Path] = ()) -> tuple[Table, Path, str]:
     """The dataset's table, the folder its relative audio paths start from, and how to name it in messages."""
     kind, path = locate(dataset)
     spec = dataset.spec
@@ -158,13 +183,15 @@ def open_table(dataset: Dataset, fields: list[str], streaming: bool = False) -> 
     if kind == "callhome":
         from lalmeval.data.callhome import read_callhome
 
-        columns, rows = read_callhome(path, spec.segment, spec.window_s)
+        columns, rows = read_callhome(path, spec.segment, spec.window_s, allowed)
         return MemoryTable(columns, list(rows), fields), path, str(path)
     request = TableRequest(fields, dataset.name, spec.split, spec.subset, spec.hf_repo, streaming, spec.revision)
     table = FORMATS.get(kind, where=f"{dataset.source}: dataset '{dataset.name}'")(path, request)
     hub_id = kind == "hub" and not path.is_dir()
     where = f"{spec.hf_repo} ({dataset.source})" if hub_id else str(path)
-    return table, (dataset.source.parent if hub_id else path.parent if path.is_file() else path), where
+    # Relative audio paths start at the data file's folder; Kimi's, at its dataset_root.
+    base = dataset.data_root or (dataset.source.parent if hub_id else path.parent if path.is_file() else path)
+    return table, base, where
 
 
 def _text(value: Any) -> Optional[str]:
@@ -280,28 +307,59 @@ def _rich_fields(row: dict[str, Any], spec: Any, base: Path) -> dict[str, Any]:
 
 
 def _audio(row: dict[str, Any], spec: Any, base: Path) -> tuple[AudioRef, ...]:
-    try:
-        return audio_refs(row.get(spec.audio_column), base)
-    except ValueError as exc:
-        raise ValueError(f"{spec.audio_column}: {exc}") from None
+    clips: list[AudioRef] = []
+    for column in audio_columns(spec):
+        try:
+            clips += audio_refs(row.get(column), base)
+        except ValueError as exc:
+            raise ValueError(f"{column}: {exc}") from None
+    return tuple(clips)
+
+
+def _check_media(sample: Sample, spec: Any) -> None:
+    """`<image k>` / `<audio k>` in what the row sends must name an image or clip it has."""
+    sent = [sample.instruction, *sample.choices, sample.text_input if spec.modality != "audio" else None]
+    why = " (modality 'text' sends no audio)" if spec.modality == "text" else ""
+    check_placeholders(sent, len(sample.images), len(sample.audio), why)
+
+
+_TEXT_FIELDS = {"instruction": "additional_instruction_column", "text_input": "textual_input_column", "transcript": "transcript_column",
+                "language": "language_column", "subset": "subset_column"}
+
+
+def _texts(row: dict[str, Any], spec: Any) -> dict[str, Optional[str]]:
+    """The row's text fields by the rule of lalmeval.data.cells (ValueError names the column)."""
+    texts = {name: cell_text(row.get(getattr(spec, field)), getattr(spec, field)) if getattr(spec, field) else None
+             for name, field in _TEXT_FIELDS.items()}
+    if isinstance(spec.target_column, list):  # several columns: the reference is their values as one JSON object (IFEval, BFCL)
+        texts["reference"] = json.dumps({c: row.get(c) for c in spec.target_column}, ensure_ascii=False, default=str)
+    elif spec.target_column:
+        texts["reference"] = reference_text(row.get(spec.target_column), spec.target_column, per_turn=bool(spec.turns_column))
+    return texts
 
 
 def to_sample(row: dict[str, Any], index: int, dataset: Dataset, base: Path, where: str = "data") -> Sample:
     """One row → Sample, reading the runspec's column mapping; a row whose values cannot be used
     becomes a sample with its `problem` (it fails alone, with the reason), never an exception."""
     spec = dataset.spec
-    text = lambda column: _text(row.get(column)) if column else None  # noqa: E731
-    sample = Sample(id=row_id(row, index, dataset, where), reference=text(spec.target_column), instruction=text(spec.additional_instruction_column),
-                    text_input=text(spec.textual_input_column), transcript=text(spec.transcript_column),
-                    language=text(spec.language_column), subset=text(spec.subset_column))
+    sample = Sample(id=row_id(row, index, dataset, where))
     try:
-        audio = _audio(row, spec, base) if spec.audio_column and spec.modality != "text" else ()
+        sample = replace(sample, **_texts(row, spec))
+        audio = _audio(row, spec, base) if spec.modality != "text" else ()
         rich = _rich_fields(row, spec, base) if spec.choices or spec.choices_column or spec.image_column or spec.messages_column or spec.turns_column else {}
+        if rich.get("conversation") is not None:  # a message list's own clips come first: its Audio parts index them
+            audio = rich["conversation"].audio + audio
+        sample = replace(sample, audio=audio, **rich)
+        _check_media(sample, spec)
     except ValueError as exc:  # ImageError is one: a bad row fails alone, with its reason
-        return replace(sample, problem=f"data: {exc}")
+        return replace(sample, problem=f"data: {exc}", audio=(), conversation=None)
     except Exception as exc:  # noqa: BLE001 - a value nobody foresaw still fails only its own row
-        return replace(sample, problem=f"data: {type(exc).__name__}: {exc}")
-    return replace(sample, audio=audio, **rich)
+        return replace(sample, problem=f"data: {type(exc).__name__}: {exc}", audio=(), conversation=None)
+    return sample
+
+
+class EmptySelection(UserError):
+    """A dataset that keeps no sample: the message names the filters that left its rows out."""
 
 
 def _select(scan: Iterator[dict[str, Any]], dataset: Dataset, keep: RowFilter, filters: Filters, seed: int, where: str) -> tuple[list[int], list[str]]:
@@ -310,18 +368,21 @@ def _select(scan: Iterator[dict[str, Any]], dataset: Dataset, keep: RowFilter, f
     ids: dict[int, str] = {}
     seen: set[str] = set()
     stop_early = filters.num_samples and not filters.shuffle
-    rows = 0
+    selection = Selection()
     for index, light in enumerate(scan):
-        rows += 1
         sample_id = row_id(light, index, dataset, where)
         unique_id(sample_id, seen, dataset, where)
-        if keep.keep(light):
+        rejected = keep.reject(light)
+        selection.count(rejected)
+        if rejected is None:
             kept.append(index)
             ids[index] = sample_id
             if stop_early and len(kept) >= filters.num_samples:
                 break
-    if not rows:
+    if not selection.rows:
         raise UserError(f"{where}: dataset '{dataset.name}': the data has no rows")
+    if not kept:  # the filters left nothing: evaluating nothing is never a result
+        raise EmptySelection(f"{where}: {selection.empty(dataset.name, keep)}")
     chosen = sample_count(kept, filters, seed)
     return chosen, [ids[i] for i in chosen]
 
@@ -345,6 +406,7 @@ class Source:
     indices: Optional[list[int]] = None      # None: a stream, selected while it is read
     ids: Optional[list[str]] = None
     keep: Optional[RowFilter] = field(default=None, repr=False)
+    folders: Optional[DataFolders] = None    # where rows may name files; None: the data's own folder only
 
     @property
     def total(self) -> Optional[int]:
@@ -357,7 +419,11 @@ class Source:
             yield from self._stream()
             return
         for index, row in zip(self.indices, self.table.rows(self.indices, self.columns)):
-            yield to_sample(row, index, self.dataset, self.base, self.where)
+            yield self._confined(to_sample(row, index, self.dataset, self.base, self.where))
+
+    def _confined(self, sample: Sample) -> Sample:
+        """The sample with the files it names checked against the folders it may read (a refused one fails it)."""
+        return (self.folders or DataFolders.of([self.base])).sample(sample)
 
     @property
     def columns(self) -> list[str]:
@@ -366,34 +432,51 @@ class Source:
 
     def _stream(self) -> Iterator[Sample]:
         seen: set[str] = set()
+        selection = Selection()
         for index, row in enumerate(self.table.rows(None, self.columns)):
-            if self.keep is not None and not self.keep.keep(row):
+            rejected = self.keep.reject(row) if self.keep is not None else None
+            selection.count(rejected)
+            if rejected is not None:
                 continue
-            sample = to_sample(row, index, self.dataset, self.base, self.where)
+            sample = self._confined(to_sample(row, index, self.dataset, self.base, self.where))
             unique_id(sample.id, seen, self.dataset, self.where)
             yield sample
             if self.filters.num_samples and len(seen) >= self.filters.num_samples:
                 return
+        if not seen:  # learnt only now that the stream is read: the pass says so and the run exits 2
+            if not selection.rows:
+                raise EmptySelection(f"{self.where}: dataset '{self.dataset.name}': the data has no rows")
+            raise EmptySelection(f"{self.where}: {selection.empty(self.dataset.name, self.keep)}")
+
+
+def data_folders(dataset: Dataset, base: Path, allowed: Sequence[Path] = ()) -> DataFolders:
+    """The folders this dataset's rows may name files in: its own (`base`), the hub caches for a hub
+    dataset, and the config's allowed_data_dirs (see lalmeval.data.confine)."""
+    kind, path = locate(dataset)
+    caches = hub_caches() if kind == "hub" and not path.is_dir() else []
+    return DataFolders.of([base, *caches, *allowed])
 
 
 # Every column a format may map: before the data is open, its light fields must cover them all.
 _FORMAT_CANDIDATES = ["id", "index", "audio_path", "question", "answer", "subset", "audio_content", "messages", "options"]
 
 
-def open_source(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bool = False) -> Source:
-    """Open, check and select a dataset (blocking: call from a worker thread)."""
+def open_source(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bool = False, allowed: Sequence[Path] = ()) -> Source:
+    """Open, check and select a dataset (blocking: call from a worker thread); its rows may name files
+    under its own folder and the `allowed` ones."""
     fields = _light_fields(formatted(dataset, _FORMAT_CANDIDATES), filters)
-    table, base, where = open_table(dataset, fields, streaming)
+    table, base, where = open_table(dataset, fields, streaming, allowed)
     dataset = formatted(dataset, table.columns)
     check_columns(dataset, table.columns, where)
-    keep = RowFilter(dataset, filters, base)
+    folders = data_folders(dataset, base, allowed)
+    keep = RowFilter(dataset, filters, base, folders)
     scan = table.scan()
     if scan is None:
         if filters.shuffle and filters.num_samples:
             raise UserError(f"dataset '{dataset.name}': filters.shuffle needs the whole dataset, which a stream does not give ahead; drop shuffle or streaming")
-        return Source(dataset, table, base, where, filters, keep=keep)
+        return Source(dataset, table, base, where, filters, keep=keep, folders=folders)
     indices, ids = _select(scan, dataset, keep, filters, seed, where)
-    return Source(dataset, table, base, where, filters, indices, ids, keep)
+    return Source(dataset, table, base, where, filters, indices, ids, keep, folders)
 
 
 def iter_samples(dataset: Dataset, streaming: bool = False) -> Iterator[Sample]:
@@ -401,7 +484,22 @@ def iter_samples(dataset: Dataset, streaming: bool = False) -> Iterator[Sample]:
     return open_source(dataset, Filters(), 0, streaming).samples()
 
 
-def inspect(dataset: Dataset, streaming: bool = False) -> list[str]:
+def row_problems(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bool = False,
+                 allowed: Sequence[Path] = ()) -> tuple[int, list[tuple[str, str]]]:
+    """Select a local dataset as a run would and read every selected row: (samples, [(id, problem)]).
+
+    What a run would fail row by row — a reference that is not text, a placeholder without its
+    media, unreadable options or messages — is found before any request (blocking)."""
+    source = open_source(dataset, filters, seed, streaming, allowed)
+    count, problems = 0, []
+    for sample in source.samples():
+        count += 1
+        if sample.problem:
+            problems.append((sample.id, sample.problem))
+    return count, problems
+
+
+def inspect(dataset: Dataset, streaming: bool = False, allowed: Sequence[Path] = ()) -> list[str]:
     """Open the data as a run would — for a hub id only its schema — and check the mapped columns."""
     kind, path = locate(dataset)
     spec = dataset.spec
@@ -410,7 +508,7 @@ def inspect(dataset: Dataset, streaming: bool = False) -> list[str]:
 
         columns, where = hub_columns(dataset.name, spec.hf_repo, spec.subset, spec.revision), f"{spec.hf_repo} ({dataset.source})"
     else:
-        table, _, where = open_table(dataset, [spec.id_column] if spec.id_column else [], streaming)
+        table, _, where = open_table(dataset, [spec.id_column] if spec.id_column else [], streaming, allowed)
         columns = table.columns
     dataset = formatted(dataset, columns)
     check_columns(dataset, columns, where)

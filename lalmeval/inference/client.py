@@ -9,34 +9,42 @@ import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Optional, TypeVar
+from urllib.parse import urljoin
 
 import aiohttp
 
 from lalmeval.config import ModelInfo
 from lalmeval.inference.azure import deployment_url
+from lalmeval.inference.diagnose import REFUSALS, refusal_line
 from lalmeval.inference.limit import AdaptiveLimit
 from lalmeval.inference.protocols import ReplyError
+from lalmeval.inference.urls import endpoint_url, host_of, same_host
 from lalmeval.inference.waits import Wait, asked_wait, seconds_or_date
 from lalmeval.ledger import INTERRUPTED
 from lalmeval.secrets import NO_SECRETS, Redactor, clip, scrub
+from lalmeval.text import mended
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504}) | frozenset(range(520, 530))
 MAX_BACKOFF = 30.0
 MAX_RETRY_AFTER = 300.0
 ERROR_BODY_LIMIT = 64 * 1024   # an error reply is read only this far: its message is all we keep
 REASON_LIMIT = 300             # characters of a server's message kept in a recorded reason
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+MAX_REDIRECTS = 5
 
 T = TypeVar("T")
 
 
 class RequestFailed(Exception):
-    """A request that ended without a usable reply; `reason` is what gets recorded."""
+    """A request that ended without a usable reply; `reason` is what gets recorded (with the timings of Reply)."""
 
-    def __init__(self, reason: str, attempts: int, retry_wait: float = 0.0):
+    def __init__(self, reason: str, attempts: int, retry_wait: float = 0.0, latency: float = 0.0, queued: float = 0.0):
         super().__init__(reason)
         self.reason = reason
         self.attempts = attempts
         self.retry_wait = retry_wait
+        self.latency = latency
+        self.queued = queued
 
 
 class Interrupted(RequestFailed):
@@ -48,10 +56,15 @@ class Interrupted(RequestFailed):
 
 @dataclass(frozen=True)
 class Reply(Generic[T]):
+    """A parsed reply. `latency`: the last attempt, from the request leaving to the reply read (the endpoint's
+    own time); `queued`: time spent waiting for a slot here (in-flight limit, `delay` spacing), every attempt;
+    `retry_wait`: the pauses between attempts."""
+
     value: T
     attempts: int
     latency: float
     retry_wait: float = 0.0
+    queued: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -62,6 +75,7 @@ class _Outcome:
     reason: str = ""
     retryable: bool = False
     wait: Optional[Wait] = None
+    status: Optional[int] = None   # the HTTP status of a non-200 answer
 
 
 def retry_after(value: Optional[str]) -> Optional[float]:
@@ -92,9 +106,14 @@ class _TooLarge(Exception):
     pass
 
 
-# A request that exhausted its retries on these reasons says nothing came back from the server.
+# A request that exhausted its retries on these reasons got no answer at all from the server ...
 _UNREACHABLE = ("connection error", "timeout")
-DOWN_AFTER = 3
+# ... or none a server in working order gives: 5xx, or a body that is not JSON. (A wrong-shaped 200, such as null
+# content, may be the model's answer to that one prompt: it never takes an endpoint out.)
+_BROKEN = (*_UNREACHABLE, "HTTP 5", "malformed JSON reply")
+DOWN_AFTER = 3      # unreachable requests in a row (each after its retries) that take an endpoint out
+BROKEN_AFTER = 8    # unreachable or broken requests in a row that take out an endpoint that still answers
+REFUSED_AFTER = 5   # refusals (401/403/404/422) before any answer that stop sending to an endpoint (fewer with a small batch_size)
 
 
 class Endpoint:
@@ -103,7 +122,7 @@ class Endpoint:
     def __init__(self, info: ModelInfo, redactor: Redactor = NO_SECRETS, stop: Optional[asyncio.Event] = None):
         self.info = info
         self.stop = stop   # set when the run stops: no request is sent after it
-        self.base_url = deployment_url(info.url, info.model, info.api_version).rstrip("/")
+        self.base_url = deployment_url(info.url, info.model, info.api_version)   # an Azure resource root: its deployment
         self.limit = AdaptiveLimit(info.batch_size)
         self.redact = redactor
         self.shown_url = redactor(info.url)   # the URL wherever it is printed or stored: it may hold a key
@@ -114,8 +133,12 @@ class Endpoint:
         self.retries = 0
         self.retry_wait = 0.0
         self._unreachable_streak = 0
+        self._broken_streak = 0
+        self._refusal_streak = 0
+        self.answered = 0   # requests that got a usable reply
         self.down_reason: Optional[str] = None
         self.capped_wait: Optional[Wait] = None   # the first wait asked for beyond MAX_RETRY_AFTER
+        self.refused: Optional[str] = None   # when every request is refused: status, URL and the likely fix, in one line
         self._token = info.auth_token.get_secret_value() if info.auth_token else ""
 
     def _headers(self) -> dict[str, str]:
@@ -165,18 +188,42 @@ class Endpoint:
                 break
         return b"".join(chunks)[:limit]
 
+    def _redirect(self, url: str, resp: aiohttp.ClientResponse) -> tuple[Optional[str], Optional[_Outcome]]:
+        """Where a redirect leads when it may be followed (same host: the request goes again, credentials
+        included), or the failure it is: another host never sees the request, its key, nor is scored."""
+        location = resp.headers.get("Location")
+        if not location:
+            return None, _Outcome(reason=f"HTTP {resp.status}: redirect without a Location header")
+        target = urljoin(url, location)
+        if same_host(self.base_url, target):
+            return target, None
+        reason = (f"HTTP {resp.status}: redirected to another host, {host_of(target)}: not followed (credentials are "
+                  f"never sent to another host); set url to the endpoint itself")
+        return None, _Outcome(reason=clip(reason, self.redact, REASON_LIMIT))
+
     async def _attempt(self, path: str, body: bytes, content_type: str, parse: Callable[[Any], Any]) -> _Outcome:
         """One try, turned into an outcome whatever happens on the wire."""
         assert self._session is not None, "Endpoint.open() was not called"
-        params = {"api-version": self.info.api_version} if self.info.api_version else None
+        url = endpoint_url(self.base_url, path, {"api-version": self.info.api_version} if self.info.api_version else None)
         self.requests_sent += 1
         try:
-            async with self._session.post(self.base_url + path, data=body, params=params, headers={"Content-Type": content_type}) as resp:
-                if resp.status != 200:
-                    raw = await self._read(resp, ERROR_BODY_LIMIT, strict=False)
-                    reason = f"HTTP {resp.status}: " + clip(_server_message(raw), self.redact, REASON_LIMIT)
-                    return _Outcome(reason=reason, retryable=resp.status in RETRYABLE_STATUS, wait=asked_wait(resp.headers))
-                raw = await self._read(resp, self.max_reply, strict=True)
+            for _ in range(MAX_REDIRECTS + 1):
+                # Redirects are followed here, not by aiohttp: it would carry the api-key header to any host.
+                async with self._session.post(url, data=body, headers={"Content-Type": content_type}, allow_redirects=False) as resp:
+                    if resp.status in REDIRECTS:
+                        url, refused = self._redirect(url, resp)
+                        if refused is not None:
+                            return refused
+                        continue
+                    if resp.status != 200:
+                        raw = await self._read(resp, ERROR_BODY_LIMIT, strict=False)
+                        reason = f"HTTP {resp.status}: " + clip(_server_message(raw), self.redact, REASON_LIMIT)
+                        return _Outcome(reason=reason, retryable=resp.status in RETRYABLE_STATUS, wait=asked_wait(resp.headers),
+                                        status=resp.status)
+                    raw = await self._read(resp, self.max_reply, strict=True)
+                    break
+            else:
+                return _Outcome(reason=f"more than {MAX_REDIRECTS} redirects")
         except _TooLarge:
             return _Outcome(reason=f"reply too large: more than {self.info.max_reply_mb:g} MB (max_reply_mb)")
         except asyncio.TimeoutError:
@@ -193,11 +240,14 @@ class Endpoint:
         """A 200 body → the parsed value; malformed JSON and wrong shapes are retryable failures."""
         try:
             payload = json.loads(raw)
+            if b"\\u" in raw:  # "\ud800" decodes to text nothing can encode: mended before anything reads it
+                payload = mended(payload)
             # A server may echo the caller's token, and JSON may spell it in any escape (`\/`, `\u0041`):
             # the decoded strings are what reach a record or the cache, so they are what is redacted.
             payload = scrub(payload, self.redact) if self.redact else payload
         except (ValueError, RecursionError):
-            shown = clip(raw[:4096].decode("utf-8", "replace"), self.redact, 120)
+            # Redacted before it is cut: the cut could leave part of an echoed key that only the whole text names.
+            shown = clip(raw[:65536].decode("utf-8", "replace"), self.redact, 120)
             return _Outcome(reason=f"malformed JSON reply: {shown!r}", retryable=True)
         try:
             return _Outcome(value=parse(payload))
@@ -211,14 +261,28 @@ class Endpoint:
         elif reason.startswith(("HTTP 429", "timeout")):
             self.limit.overloaded()
 
-    def _settle(self, reason: str) -> None:
-        """After a request's last attempt: track whether the endpoint is answering at all."""
-        if not reason or not reason.startswith(_UNREACHABLE):
-            self._unreachable_streak = 0
+    def _settle(self, outcome: _Outcome, path: str) -> None:
+        """After a request's last attempt: track whether the endpoint answers usefully at all. Unreachable or
+        broken requests in a row take it out (down). Refusals before its first answer stop it a few requests in, with
+        their diagnosis; once it has answered, a refusal is about its sample (a 422 for one prompt), not the endpoint."""
+        self.answered += not outcome.reason
+        self._unreachable_streak = self._unreachable_streak + 1 if outcome.reason.startswith(_UNREACHABLE) else 0
+        self._broken_streak = self._broken_streak + 1 if outcome.reason.startswith(_BROKEN) else 0
+        self._refusal_streak = self._refusal_streak + 1 if outcome.status in REFUSALS else 0
+        if self.down_reason is not None:
             return
-        self._unreachable_streak += 1
-        if self._unreachable_streak >= DOWN_AFTER and self.down_reason is None:
-            self.down_reason = reason
+        if self._unreachable_streak >= DOWN_AFTER or self._broken_streak >= BROKEN_AFTER:
+            self.down_reason = outcome.reason
+        elif not self.answered and self._refusal_streak >= min(REFUSED_AFTER, self.info.batch_size + 1):  # at most 2 x batch_size sent
+            line = refusal_line(outcome.status, outcome.reason.split(": ", 1)[-1], self.shown_url, path, self.info)
+            self.refused = f"the first {self._refusal_streak} requests were refused: {line}"
+            self.down_reason = f"refused: HTTP {outcome.status}"
+
+    def unavailable(self) -> str:
+        """Why a request is not sent here any more (recorded as its failure)."""
+        if self.refused is not None:
+            return f"endpoint refused: {self.refused}"
+        return f"endpoint down ({self.down_reason}): {self.shown_url}"
 
     def _pause(self, asked: Wait) -> float:
         """The wait a server asked for, up to MAX_RETRY_AFTER; a longer one is said once, not cut silently."""
@@ -237,23 +301,28 @@ class Endpoint:
     async def post(self, path: str, body: bytes, content_type: str, parse: Callable[[Any], T]) -> Reply[T]:
         """POST and parse with retries on transient failures; raises RequestFailed with the last reason."""
         attempts_allowed = self.info.retry_attempts + 1
-        started = time.perf_counter()
-        waited = 0.0
+        waited = queued = latency = 0.0
         for attempt in range(1, attempts_allowed + 1):
             if self.down_reason is not None:
-                raise RequestFailed(f"endpoint down ({self.down_reason}): {self.shown_url}", attempt - 1, waited)
+                raise RequestFailed(self.unavailable(), attempt - 1, waited, latency, queued)
             self._check_stop(attempt, waited)
+            asked = time.perf_counter()
             async with self.limit:
                 await self._pace()
+                sent = time.perf_counter()
+                queued += sent - asked
                 self._check_stop(attempt, waited)  # the run may have stopped while this request waited its turn
+                if self.down_reason is not None:   # ... or the endpoint was found down or refusing
+                    raise RequestFailed(self.unavailable(), attempt - 1, waited, latency, queued)
                 outcome = await self._attempt(path, body, content_type, parse)
+                latency = time.perf_counter() - sent
             self._observe(outcome.reason)
             if not outcome.reason:
-                self._settle("")
-                return Reply(outcome.value, attempt, time.perf_counter() - started, waited)
+                self._settle(outcome, path)
+                return Reply(outcome.value, attempt, latency, waited, queued)
             if not outcome.retryable or attempt == attempts_allowed:
-                self._settle(outcome.reason)
-                raise RequestFailed(outcome.reason, attempt, waited)
+                self._settle(outcome, path)
+                raise RequestFailed(outcome.reason, attempt, waited, latency, queued)
             pause = self._pause(outcome.wait) if outcome.wait is not None else backoff(attempt)
             self.retries += 1
             self.retry_wait += pause

@@ -11,14 +11,14 @@ from dataclasses import replace
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Optional
 
 from lalmeval.background import abandonable
-from lalmeval.cache import InferenceCache, deterministic, request_key
+from lalmeval.cache import EARLIER_RUN, InferenceCache, deterministic, request_key
 from lalmeval.config import ModelInfo
 from lalmeval.choices import LETTERS
 from lalmeval.clips import notes as clip_notes
 from lalmeval.data.audio import AudioError, PreparedAudio, audio_identity, prepare
 from lalmeval.data.images import ImageError, ImagePart
 from lalmeval.data.messages import Conversation, Text, Turn, image_parts
-from lalmeval.data.source import Source
+from lalmeval.data.source import EmptySelection, Source
 from lalmeval.errors import UserError
 from lalmeval.inference.client import Endpoint, RequestFailed
 from lalmeval.inference.protocols import Answer, Protocol, ReplyError, RequestError
@@ -46,6 +46,8 @@ class RecordStream:
         self.failed = 0
         self.failure_kinds: Counter[str] = Counter()
         self.failure_examples: dict[str, str] = {}
+        self.cached: Counter[str] = Counter()   # answers from the inference cache, by the run that asked first
+        self.listeners: list[Callable[[Record], None]] = []   # told of every record (the run's failure-rate watch)
         self.closed = False
         self._buffer: list[Record] = []
         self._offset = 0                       # the stream index of _buffer[0]
@@ -67,6 +69,10 @@ class RecordStream:
             kind = failure_kind(record.error or "")
             self.failure_kinds[kind] += 1
             self.failure_examples.setdefault(kind, record.error or "")
+        elif record.extra.get("cached"):
+            self.cached[record.extra.get("cached_from") or EARLIER_RUN] += 1
+        for listener in self.listeners:
+            listener(record)
         if self._positions:
             self._buffer.append(record)
         self._wake()
@@ -157,6 +163,7 @@ class SampleQueue:
         self._samples, self._admit, self.repeats = samples, admit, repeats
         self._queue: asyncio.Queue = asyncio.Queue(maxsize=max(ahead, READ_AHEAD))
         self.failure: Optional[str] = None
+        self.empty: Optional[str] = None   # a stream that selected no sample: why (naming the filters)
         self.read = 0
 
     def _take(self) -> tuple[list[Sample], Optional[Exception]]:
@@ -186,6 +193,8 @@ class SampleQueue:
                     raise error
                 if not batch:
                     break
+        except EmptySelection as exc:  # read to its end, nothing kept: not broken, but nothing to evaluate
+            self.empty = str(exc)
         except UserError as exc:  # bad data met while reading: its own one-line message
             self.failure = str(exc)
         except InvariantError as exc:  # a streamed dataset repeats an id: bad data too
@@ -216,8 +225,11 @@ def _internal(exc: BaseException) -> str:
     return f"internal error: {type(exc).__name__}: {exc}"
 
 
-# Reasons that say a replica, not the request, was the problem: another replica may answer.
-_REPLICA_TROUBLE = ("endpoint down", "connection error", "timeout")
+# Reasons that say a replica, not the request, was the problem: another replica may answer. A broken server
+# (5xx, malformed or wrong-shaped replies after its retries) or one refusing what its siblings take (a key or
+# path it lacks) is such a replica; a 400, 413 or an oversized reply is about the request itself.
+_REPLICA_TROUBLE = ("endpoint down", "endpoint refused", "connection error", "timeout", "malformed JSON reply", "bad reply", "HTTP 5",
+                    *(f"HTTP {status}:" for status in (401, 403, 404, 408, 409, 422, 425, 429)))
 
 
 class InferenceJob:
@@ -247,6 +259,7 @@ class InferenceJob:
         self.reused = 0
         self.failure: Optional[str] = None   # why the pass as a whole could not go on, if it could not
         self.broken_off: Optional[str] = None  # the data could not be read to its end: why, and after how many rows
+        self.empty: Optional[str] = None       # a streamed dataset whose filters kept no sample: why
         self.before_request: Optional[Callable[[], Awaitable[None]]] = None  # e.g. start a server not launched up front
         self.started: Optional[float] = None
         self._writer: Optional[JsonlWriter] = None
@@ -346,6 +359,7 @@ class InferenceJob:
             await asyncio.gather(reader, stopper, return_exceptions=True)
         # The data broke off: what it still owed cannot be read. (A stopped run leaves its open samples
         # interrupted instead, for a resume to request; the break shows again then.)
+        self.empty = queue.empty
         if queue.failure is not None and not self.stop.is_set():
             self.failure = f"data: {queue.failure}"
             self.broken_off = f"the data broke off after {queue.read} row(s): {queue.failure}"
@@ -382,6 +396,11 @@ class InferenceJob:
             if old is not None and not old.failed and old.key is not None and old.key == await self._identity(sample, prompt, repeat):
                 self.reused += 1
                 return self._refreshed(old, sample), False
+            if all(e.down_reason is not None for e in self.endpoints):
+                # Every replica is down or refusing: the pass's remaining samples fail at once, none is sent or decoded.
+                record = self._record(sample, prompt, repeat)
+                record.error = self.endpoints[0].unavailable()
+                return record, True
             if self.before_request is not None:
                 try:
                     await self.before_request()
@@ -440,7 +459,6 @@ class InferenceJob:
         loop = asyncio.get_running_loop()
         if sample.audio:  # where the clip came from, for the report's player
             record.extra["audio"] = await loop.run_in_executor(None, clip_notes, sample, self.store.clips)
-        started = loop.time()
         try:
             audio = await self._audio(sample, prompt)
             images = await loop.run_in_executor(None, _images, prompt)
@@ -449,7 +467,7 @@ class InferenceJob:
             cached = self.cache.get(record.key) if self._cacheable() else None
             if cached is not None:
                 record.reply = _restore(record, cached, bool(prompt.followups))
-                record.extra["cached"] = True
+                record.extra.update(cached=True, cached_from=self.cache.origin(record.key))
             elif prompt.followups:
                 record.reply = await self._dialogue(record, prompt, audio, home, images)
                 if self._cacheable():  # a dialogue is cached whole: every turn's reply
@@ -467,9 +485,9 @@ class InferenceJob:
             record.error = f"request: {exc}"
         except RequestFailed as exc:
             record.error, record.attempts, record.retry_wait = exc.reason, exc.attempts, round(exc.retry_wait, 3)
+            record.latency, record.queued = round(exc.latency, 4), round(exc.queued, 4)
         except ReplyError as exc:
             record.error = f"bad reply: {exc}"
-        record.latency = round(loop.time() - started, 4)
         return record
 
     def _cacheable(self) -> bool:
@@ -493,6 +511,8 @@ class InferenceJob:
         replies = await asyncio.gather(*(self._send(prompt, clips, home, images) for clips in requests))
         record.attempts = sum(r.attempts for r, _ in replies)
         record.retry_wait = round(sum(r.retry_wait for r, _ in replies), 3)
+        # Chunks travel side by side: the sample waited for the slowest, not for their sum.
+        record.latency, record.queued = round(max(r.latency for r, _ in replies), 4), round(max(r.queued for r, _ in replies), 4)
         record.chunks = len(requests)
         record.usage = _sum_usage([r.value for r, _ in replies])
         if len(self.endpoints) > 1:
@@ -517,6 +537,8 @@ class InferenceJob:
             turns.append({"prompt": said, "reply": reply.value.text.strip()})
         record.attempts = sum(r.attempts for r in replies)
         record.retry_wait = round(sum(r.retry_wait for r in replies), 3)
+        # Turns go one after the other: the endpoint's time is their sum.
+        record.latency, record.queued = round(sum(r.latency for r in replies), 4), round(sum(r.queued for r in replies), 4)
         record.usage = _sum_usage([r.value for r in replies])
         record.extra["turns"] = turns
         return turns[-1]["reply"]
@@ -539,15 +561,24 @@ class InferenceJob:
         body, content_type = self.protocol.body(self.info, prompt, audio, self.params, self.language, images)
         tried: list[Endpoint] = []
         endpoint: Optional[Endpoint] = home
+        spent = RequestFailed("", 0)   # what the replicas tried before cost: their attempts, pauses and queueing count too
         while True:
             endpoint = endpoint if endpoint is not None and endpoint.down_reason is None else self._other(tried) or home
             try:
-                return await endpoint.post(self.protocol.path, body, content_type, self.protocol.parse), endpoint.shown_url
+                reply = await endpoint.post(self.protocol.path, body, content_type, self.protocol.parse)
+                return replace(reply, attempts=reply.attempts + spent.attempts, retry_wait=reply.retry_wait + spent.retry_wait,
+                               queued=reply.queued + spent.queued), endpoint.shown_url
             except RequestFailed as exc:
                 tried.append(endpoint)
-                if not exc.reason.startswith(_REPLICA_TROUBLE) or self._other(tried) is None:
+                exc.attempts, exc.retry_wait, exc.queued = exc.attempts + spent.attempts, exc.retry_wait + spent.retry_wait, exc.queued + spent.queued
+                if not self._replica_trouble(exc.reason) or self._other(tried) is None:
                     raise
+                spent = exc
                 endpoint = None
+
+    @staticmethod
+    def _replica_trouble(reason: str) -> bool:
+        return reason.startswith(_REPLICA_TROUBLE)
 
     def _other(self, tried: list[Endpoint]) -> Optional[Endpoint]:
         """The least loaded live replica not tried yet for this request."""

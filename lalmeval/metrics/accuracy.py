@@ -17,7 +17,7 @@ from lalmeval.choices import LETTERS, format_options, labels
 from lalmeval.errors import UserError
 from lalmeval.inference.client import RequestFailed
 from lalmeval.judge import judge_failure
-from lalmeval.metrics.base import METRICS, Metric, SampleScore, sample_stats
+from lalmeval.metrics.base import METRICS, Metric, SampleScore, empty_reference, sample_stats, unscored
 from lalmeval.postprocess.extraction import extract_choice
 from lalmeval.postprocess.labels import option_letter
 from lalmeval.records import Record
@@ -71,11 +71,13 @@ class Accuracy(Metric):
         options = record.extra.get("options")
         if options:
             return self._choice(record, options)
-        if not record.reference or not record.reference.strip():
-            return {"score": None, "reason": "empty reference"}
+        if (empty := empty_reference(record.reference)) is not None:
+            return unscored(empty)
         reference = record.reference.strip()
         letters = len(reference.strip("()., ")) == 1 and option_letter(reference) is not None
         ref = self.postprocessor.label(reference, letters)
+        if (empty := empty_reference(reference, ref)) is not None:  # only punctuation: nothing to match
+            return unscored(empty)
         pred = self.postprocessor.label(record.prediction or "", letters)
         return {"score": 1.0 if pred == ref else 0.0, "reference_label": ref, "prediction_label": pred}
 
@@ -123,9 +125,9 @@ class Accuracy(Metric):
 
     def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
         scored = [x["score"] for x in items if x["score"] is not None]
-        details: dict[str, Any] = {"correct": int(sum(scored)), "scored": len(scored), "empty_references": sum(1 for x in items if x.get("reason") == "empty reference")}
+        details: dict[str, Any] = {"correct": int(sum(scored)), "scored": len(scored)}
         if any("gold" in x for x in items):
-            details["unextracted"] = sum(1 for x in items if x.get("unextracted"))
+            details["unextracted"] = sum(1 for x in items if x.get("unextracted") and x["score"] is not None)
             details["extraction"] = self.dataset.spec.answer_extraction
         failures = Counter(x["judge_failed"].split(":")[0] for x in items if x.get("judge_failed"))
         if failures:

@@ -92,6 +92,25 @@ def text_pair(record: Record) -> tuple[str, str]:
     return (record.prediction or "").strip(), (record.reference or "").strip()
 
 
+# One rule for every metric: a sample is scored only against a reference that still says something
+# after the metric's own normalization. Otherwise it is not scored — never 0, never 100 % insertions —
+# and the Engine counts it as failed under this reason (num_failed, details.failures).
+EMPTY_REFERENCE = "empty reference"
+EMPTY_AFTER_NORMALIZATION = "empty reference after normalization"
+
+
+def unscored(reason: str, **fields: Any) -> SampleScore:
+    """The per-sample result of a sample the metric cannot score, with why."""
+    return {"score": None, "reason": reason, **fields}
+
+
+def empty_reference(raw: Optional[str], normalized: Any = True) -> Optional[str]:
+    """Why `raw` cannot be scored against: missing or blank, or nothing left after normalization; None when it can."""
+    if raw is None or not raw.strip():
+        return EMPTY_REFERENCE
+    return None if normalized else EMPTY_AFTER_NORMALIZATION
+
+
 class MeanMetric(Metric):
     """A score that is the mean of per-sample 'score' values: Student-t interval, [score, 1] as statistics."""
 
@@ -105,4 +124,4 @@ class MeanMetric(Metric):
 
     def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
         kept = [x["score"] for x in items if x["score"] is not None]
-        return (sum(kept) / len(kept) if kept else None), {"scored": len(kept), "empty_references": len(items) - len(kept)}
+        return (sum(kept) / len(kept) if kept else None), {"scored": len(kept)}

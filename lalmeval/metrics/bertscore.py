@@ -7,7 +7,7 @@ import importlib.util
 
 from lalmeval.config import Config
 from lalmeval.errors import UserError
-from lalmeval.metrics.base import METRICS, MeanMetric, SampleScore, text_pair
+from lalmeval.metrics.base import EMPTY_REFERENCE, METRICS, MeanMetric, SampleScore, text_pair, unscored
 from lalmeval.records import Record
 
 
@@ -33,7 +33,7 @@ class BertScore(MeanMetric):
 
         pairs = [text_pair(r) for r in records]
         usable = [i for i, (_, ref) in enumerate(pairs) if ref]
-        items: list[SampleScore] = [{"score": None, "reason": "empty reference"} for _ in pairs]
+        items: list[SampleScore] = [unscored(EMPTY_REFERENCE) for _ in pairs]
         if usable:
             _, _, f1 = score([pairs[i][0] for i in usable], [pairs[i][1] for i in usable], lang=self.dataset.iso_target_language)
             for i, value in zip(usable, f1):

@@ -13,7 +13,7 @@ from typing import Any, Optional
 import numpy as np
 
 from lalmeval.errors import UserError
-from lalmeval.metrics.base import METRICS, Metric, SampleScore, sample_stats, text_pair
+from lalmeval.metrics.base import METRICS, Metric, SampleScore, empty_reference, sample_stats, text_pair, unscored
 from lalmeval.records import Record
 from lalmeval.runspecs import Dataset
 from lalmeval.stats import SampleStats
@@ -50,8 +50,8 @@ class _Sacrebleu(Metric):
 
     def score_record(self, record: Record) -> SampleScore:
         hypothesis, reference = text_pair(record)
-        if not reference:
-            return {"score": None, "reason": "empty reference", "hypothesis": hypothesis, "reference": reference}
+        if (empty := empty_reference(reference)) is not None:  # BLEU and chrF see the raw texts: nothing to normalize away
+            return unscored(empty, hypothesis=hypothesis, reference=reference)
         stats = [int(v) for v in self._corpus._extract_corpus_statistics([hypothesis], [[reference]])[0]]
         score = self._sentence._compute_score_from_stats(stats).score
         return {"score": score, "hypothesis": hypothesis, "reference": reference, "stats": stats}
@@ -64,7 +64,7 @@ class _Sacrebleu(Metric):
 
     def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
         kept = [x["stats"] for x in items if x["score"] is not None]
-        details: dict[str, Any] = {"scored": len(kept), "empty_references": len(items) - len(kept)}
+        details: dict[str, Any] = {"scored": len(kept)}
         if not kept:
             return None, details
         result = self._corpus._compute_score_from_stats([sum(column) for column in zip(*kept)])

@@ -17,7 +17,7 @@ from lalmeval.inference.client import RequestFailed
 from lalmeval.inference.protocols import ReplyError
 from lalmeval.judge import fields_for, judge_failure, judge_fields
 from lalmeval.judge_templates import JudgeTemplate
-from lalmeval.metrics.base import METRICS, Metric, SampleScore, sample_stats
+from lalmeval.metrics.base import EMPTY_REFERENCE, METRICS, Metric, SampleScore, sample_stats, unscored
 from lalmeval.records import Record
 from lalmeval.stats import SampleStats, Uncertainty, ratio, t_interval, wilson
 from lalmeval.verdicts import read_verdict
@@ -58,6 +58,9 @@ class LLMJudge(Metric):
         if failed:
             index, item = failed[0]
             return {"score": None, "judge_failed": f"turn {index + 1}: {item['judge_failed']}", "turns": judged}
+        unscorable = [x for x in judged if x["score"] is None]
+        if unscorable:  # a turn without a reference a binary judge needs
+            return unscored(unscorable[0]["reason"], turns=judged)
         ratings = [x["rating"] for x in judged]
         return {"score": self.template.printed(sum(ratings) / len(ratings)), "rating": sum(ratings) / len(ratings),
                 "turn_scores": [self.template.printed(r) for r in ratings], "turns": judged}
@@ -82,6 +85,8 @@ class LLMJudge(Metric):
         template, judge = self.template, self.context.judge
         variant = template.variant_for(bool(fields["reference"]), bool(fields["transcript"]))
         if variant is None:
+            if not fields["reference"] and template.missing(False).startswith("no reference"):
+                return unscored(EMPTY_REFERENCE)  # a judge that needs a reference: lalmeval's rule for every metric
             return {"score": None, "judge_failed": template.missing(bool(fields["reference"]))}
         texts = template.render(variant, fields)
         try:
@@ -109,7 +114,7 @@ class LLMJudge(Metric):
         return t_interval([x["score"] for x in scored])
 
     def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
-        scored = [x for x in items if not x.get("judge_failed")]
+        scored = [x for x in items if x["score"] is not None]
         failures = Counter(x["judge_failed"].split(":")[0] for x in items if x.get("judge_failed"))
         judge, template = self.context.judge, self.template
         details: dict[str, Any] = {
@@ -122,7 +127,7 @@ class LLMJudge(Metric):
             details["judge_failures"] = dict(failures)
         if not template.binary:
             details["raw_mean"] = sum(x["rating"] for x in scored) / len(scored) if scored else None
-        per_turn = [x["turn_scores"] for x in items if x.get("turn_scores")]
+        per_turn = [x["turn_scores"] for x in items if x.get("turn_scores") and x["score"] is not None]
         if per_turn:  # each turn's mean printed score over the dialogues
             details["turns"] = [sum(t[i] for t in per_turn if len(t) > i) / sum(1 for t in per_turn if len(t) > i)
                                 for i in range(max(map(len, per_turn)))]

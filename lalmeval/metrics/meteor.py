@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from lalmeval.config import Config
 from lalmeval.errors import UserError
-from lalmeval.metrics.base import METRICS, MeanMetric, SampleScore, text_pair
+from lalmeval.metrics.base import METRICS, MeanMetric, SampleScore, empty_reference, text_pair, unscored
 from lalmeval.records import Record
 
 DEBIAN_WORDNET = Path("/usr/share/wordnet")
@@ -92,8 +92,8 @@ class Meteor(MeanMetric):
         from nltk.translate.meteor_score import meteor_score
 
         hypothesis, reference = text_pair(record)
-        if not reference:
-            return {"score": None, "reason": "empty reference"}
+        if (empty := empty_reference(reference)) is not None:
+            return unscored(empty)
         value = meteor_score([self._tokenize(reference)], self._tokenize(hypothesis), wordnet=self._wordnet)
         return {"score": 100.0 * value}
 

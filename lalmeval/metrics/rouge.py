@@ -6,19 +6,19 @@ import functools
 from typing import Any, Optional
 
 from lalmeval.languages import default_error_unit, default_normalizer
-from lalmeval.metrics.base import METRICS, MeanMetric, SampleScore, text_pair
-from lalmeval.metrics.normalize import normalizer, split_units
+from lalmeval.metrics.base import METRICS, MeanMetric, SampleScore, empty_reference, text_pair, unscored
+from lalmeval.metrics.normalize import normalizer
 from lalmeval.records import Record
 
 
 class _Tokens:
     """rouge-score's tokenizer interface over the dataset's normalizer and error unit."""
 
-    def __init__(self, normalizer_name: str, unit: str):
-        self.normalizer_name, self.unit = normalizer_name, unit
+    def __init__(self, normalizer_name: str, unit: str, language: str):
+        self.normalizer_name, self.unit, self.language = normalizer_name, unit, language
 
     def tokenize(self, text: str) -> list[str]:
-        return split_units(normalizer(self.normalizer_name)(text), self.unit)
+        return normalizer(self.normalizer_name, self.language).tokens(text, self.unit)
 
 
 @METRICS.register("rouge")
@@ -37,13 +37,13 @@ class Rouge(MeanMetric):
             options: dict[str, Any] = {"use_stemmer": True}
         else:
             spec = self.dataset.spec
-            options = {"tokenizer": _Tokens(spec.normalizer or default_normalizer(language), spec.error_unit or default_error_unit(language))}
+            options = {"tokenizer": _Tokens(spec.normalizer or default_normalizer(language), spec.error_unit or default_error_unit(language), language)}
         return rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], **options)
 
     def score_record(self, record: Record) -> SampleScore:
         hypothesis, reference = text_pair(record)
-        if not reference:
-            return {"score": None, "reason": "empty reference"}
+        if (empty := empty_reference(reference, reference and self._scorer._tokenizer.tokenize(reference))) is not None:
+            return unscored(empty)
         values = {name: 100.0 * s.fmeasure for name, s in self._scorer.score(reference, hypothesis).items()}
         return {"score": values["rougeL"], **values}
 
@@ -55,4 +55,4 @@ class Rouge(MeanMetric):
         tokens = getattr(self._scorer, "_tokenizer", None)
         tokenizer = (f"normalizer {tokens.normalizer_name}, unit {tokens.unit}" if isinstance(tokens, _Tokens)
                      else "rouge-score default, Porter stemmer")
-        return means["rougeL"], {**means, "tokenizer": tokenizer, "scored": len(kept), "empty_references": len(items) - len(kept)}
+        return means["rougeL"], {**means, "tokenizer": tokenizer, "scored": len(kept)}

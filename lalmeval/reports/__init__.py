@@ -43,7 +43,8 @@ def write_leaderboard(run_dirs: list[Path], out: Path) -> str:
     except OSError as exc:
         raise write_failed(out.parent, exc) from None
     write_atomic(out, leaderboard_html(board, runs, out.resolve().parent))
-    return console_table(board)
+    failed = [f"{run.path}: failed before its first request: {run.failed}" for run in runs if run.failed]
+    return "\n".join([console_table(board), *failed])
 
 
 def write_reports(run_dir: Path) -> list[Path]:

@@ -7,15 +7,16 @@ from html import escape
 from typing import Any, Iterable, Optional, Sequence
 
 from lalmeval.ledger import NOT_RUN
+from lalmeval.provenance import cached_answers, provenance_notes
 from lalmeval.reports.assets import BROWSER_JS, CSS
 from lalmeval.reports.rundir import RunDir, ci95, subsets
 from lalmeval.reports.samples import MAX_FIELD_CHARS, MAX_SAMPLE_BYTES, GroupStats, SampleTable, audio_note
 from lalmeval.reports.settings import model_settings, request_settings
 from lalmeval.reports.plots import Scored, latency_histograms, legend, score_charts, score_histograms
-from lalmeval.reports.tables import fmt, fmt_ci
+from lalmeval.reports.tables import PROTOCOL_HEADER, fmt, fmt_ci, fmt_interval, group_cell, protocol_rows
 
 # Keys of a score's details that other columns already show.
-_SHOWN_ELSEWHERE = ("failures", "subsets")
+_SHOWN_ELSEWHERE = ("failures", "subsets", "protocol")
 
 
 def esc(value: Any) -> str:
@@ -77,11 +78,21 @@ def _interval_cells(score: dict[str, Any], has_ci: bool, has_se: bool) -> list[s
     return ([esc(fmt_ci(score))] if has_ci else []) + ([esc(fmt(score["stderr"])) if "stderr" in score else ""] if has_se else [])
 
 
+def _provenance_cells(details: dict[str, Any], cached: bool, pooled: bool) -> list[str]:
+    """The Cached and Replicas cells, when the table has those columns."""
+    replicas = details.get("replicas") or []
+    return (([esc(cached_answers(details))] if cached else [])
+            + ([f'<span title="{esc(", ".join(map(str, replicas)))}">{esc(len(replicas) or 1)}</span>'] if pooled else []))
+
+
 def score_rows(run: RunDir) -> tuple[list[str], list[list[str]], list[str]]:
     """Header, rows and row classes of the score table (subsets as indented rows under their score)."""
     has_ci = any(ci95(s) or any(ci95(x) for x in subsets(s).values()) for s in run.scores)
     has_se = any(isinstance(s.get("stderr"), (int, float)) for s in run.scores)
-    header = ["Model", "Dataset", "Metric", "Score"] + (["95% CI"] if has_ci else []) + (["Stderr"] if has_se else []) + ["Samples", "Failed", "Details"]
+    cached = any(cached_answers(s.get("details") or {}) for s in run.scores)
+    pooled = any(len((s.get("details") or {}).get("replicas") or []) > 1 for s in run.scores)
+    header = (["Model", "Dataset", "Metric", "Score"] + (["95% CI"] if has_ci else []) + (["Stderr"] if has_se else []) + ["Samples", "Failed"]
+              + (["Cached"] if cached else []) + (["Replicas"] if pooled else []) + ["Details"])
     rows, classes = [], []
     badge = partial_badge() if run.partial else ""
     for s in run.scores:
@@ -89,19 +100,21 @@ def score_rows(run: RunDir) -> tuple[list[str], list[list[str]], list[str]]:
         failed = s.get("num_failed") or 0
         rows.append([esc(s["model"]), esc(s["dataset"]), esc(s["metric"]), esc(fmt(s.get("score"))) + badge + _repeats(details),
                      *_interval_cells(s, has_ci, has_se), esc(s.get("num_samples", "")),
-                     f'<span class="reason">{esc(failed)}</span>' if failed else "0", _details_cell(details)])
+                     f'<span class="reason">{esc(failed)}</span>' if failed else "0", *_provenance_cells(details, cached, pooled),
+                     _details_cell(details)])
         classes.append("")
         for name, sub in subsets(s).items():
             rows.append(["", esc(f"↳ {name}"), "", esc(fmt(sub.get("score"))), *_interval_cells(sub, has_ci, has_se),
-                         esc(sub.get("num_samples", "")), esc(sub.get("num_failed", "")), ""])
+                         esc(sub.get("num_samples", "")), esc(sub.get("num_failed", "")), *[""] * (cached + pooled), ""])
             classes.append("subset")
     return header, rows, classes
 
 
 def _scores_section(run: RunDir) -> str:
     header, rows, classes = score_rows(run)
-    numeric = [i for i, h in enumerate(header) if h in ("Score", "95% CI", "Stderr", "Samples", "Failed")]
+    numeric = [i for i, h in enumerate(header) if h in ("Score", "95% CI", "Stderr", "Samples", "Failed", "Cached", "Replicas")]
     note = '<p class="small">Failed samples are excluded from a score and counted in "Failed"; they are never scored 0.</p>'
+    note += "".join(f'<p class="note provenance">{esc(line)}.</p>' for line in provenance_notes(run.scores))
     return f'<section id="scores"><h2>Scores</h2>{table(header, rows, numeric, classes, "score-table")}{note}</section>'
 
 
@@ -130,13 +143,28 @@ def _settings_section(run: RunDir) -> str:
             f'{table(header, [r if protocol else r[:-1] for r in rows], table_id="request-settings")}</section>')
 
 
+def _protocols_section(run: RunDir) -> str:
+    rows = protocol_rows(run)
+    if not rows:
+        return ""
+    note = ('<p class="small">The scoring convention of each score (runspec <code>protocol</code>) and what was actually used: '
+            "normalizer, error unit, alignment, tokenizer, judge template, prompt and generation settings.</p>")
+    return f'<section id="protocols"><h2>Scoring protocols</h2>{note}{table(PROTOCOL_HEADER, [[esc(c) for c in r] for r in rows])}</section>'
+
+
 def _aggregates_section(run: RunDir) -> str:
     if not run.aggregates:
         return ""
-    rows = [[esc(a.get("model")), esc(", ".join(a.get("names") or [])), esc(a.get("metric")), esc(fmt(a.get("weighted_mean"))),
-             esc(fmt(a.get("unweighted_mean"))), esc(a.get("num_samples", "")), esc(", ".join(a.get("datasets") or []))] for a in run.aggregates]
-    header = ["Model", "Aggregate", "Metric", "Weighted mean", "Unweighted mean", "Scored samples", "Datasets"]
-    return f'<section id="aggregates"><h2>Aggregates</h2>{table(header, rows, [3, 4, 5])}</section>'
+    grouped = any("group" in a for a in run.aggregates)
+    rows = [[esc(a.get("model")), esc(", ".join(a.get("names") or [])), esc(a.get("metric")), esc(fmt(a.get("pooled"))),
+             esc(fmt_interval(a.get("pooled_ci95"))), esc(fmt(a.get("weighted_mean"))), esc(fmt(a.get("unweighted_mean"))),
+             esc(a.get("num_samples", "")), esc(", ".join(a.get("datasets") or []))]
+            + ([esc(group_cell(a))] if grouped else []) for a in run.aggregates]
+    header = (["Model", "Aggregate", "Metric", "Pooled", "Pooled 95% CI", "Weighted mean", "Unweighted mean", "Scored samples", "Datasets"]
+              + (["Group score"] if grouped else []))
+    note = ('<p class="small">Pooled: one score over the samples of all the datasets (their statistics summed, e.g. Σ errors / '
+            "Σ reference words); weighted: the datasets' scores weighted by scored samples; unweighted: their plain mean.</p>")
+    return f'<section id="aggregates"><h2>Aggregates</h2>{table(header, rows, [3, 4, 5, 6, 7])}{note}</section>'
 
 
 def _comparisons_section(run: RunDir) -> str:
@@ -182,7 +210,8 @@ def _plots_section(run: RunDir, stats: list[GroupStats]) -> str:
             f'<h3>Scores</h3><p class="small">Whiskers: 95% interval where the score has one.</p><div class="plots">{charts}</div>'
             f'<h3>Per-sample scores</h3><p class="small">As each metric stores them per sample (word error rate as a fraction, '
             f'accuracy as 0 or 1); failed samples have no score.</p><div class="plots">{hists}</div>'
-            f'<h3>Latency</h3><p class="small">Requests answered by the endpoint (cached and failed samples left out).</p>'
+            f'<h3>Latency</h3><p class="small">The endpoint\'s time per answered request, from the request leaving to the reply read '
+            f'(time a sample waited for a free slot in lalmeval, and pauses between retries, left out; so are cached and failed samples).</p>'
             f'<div class="plots">{lat}</div></section>')
 
 
@@ -210,17 +239,18 @@ def _header(run: RunDir) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in (run.final.get("versions") or {}).items())
     banner = (f'<div class="banner partial"><strong>Partial results.</strong> This run is partial ({esc(run.why_partial)}): every score '
               "covers only the samples it finished. Resume the run to complete it.</div>") if run.partial else ""
-    links = "".join(f'<a href="#{a}">{t}</a>' for a, t in (("scores", "Scores"), ("plots", "Plots"), ("aggregates", "Aggregates"),
-                                                          ("comparisons", "Comparisons"), ("failures", "Failures"), ("settings", "Settings"),
-                                                          ("samples", "Samples"))
-                    if a not in ("aggregates", "comparisons") or getattr(run, a))
+    optional = {"protocols": bool(protocol_rows(run)), "aggregates": bool(run.aggregates), "comparisons": bool(run.comparisons)}
+    links = "".join(f'<a href="#{a}">{t}</a>' for a, t in (("scores", "Scores"), ("protocols", "Protocols"), ("plots", "Plots"),
+                                                          ("aggregates", "Aggregates"), ("comparisons", "Comparisons"),
+                                                          ("failures", "Failures"), ("settings", "Settings"), ("samples", "Samples"))
+                    if optional.get(a, True))
     return (f"<header><h1>Run {esc(run.run_id)}{partial_badge() if run.partial else ''}</h1>"
             f'<p class="meta">created {esc(run.final.get("created", "?"))} · {esc(versions)}</p>{banner}<nav>{links}</nav></header>')
 
 
 def run_report(run: RunDir, stats: list[GroupStats], samples: SampleTable) -> str:
     """The whole report.html of one run."""
-    body = (_header(run) + _scores_section(run) + _plots_section(run, stats) + _aggregates_section(run)
+    body = (_header(run) + _scores_section(run) + _protocols_section(run) + _plots_section(run, stats) + _aggregates_section(run)
             + _comparisons_section(run) + _failures_section(run) + _settings_section(run) + _samples_section(samples))
     data = f'<script type="application/json" id="samples-data">{script_json(samples.payload())}</script>'
     return page(f"lalmeval run {run.run_id}", body, data + f"<script>{BROWSER_JS}</script>")

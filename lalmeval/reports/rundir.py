@@ -26,12 +26,21 @@ class RunDir:
 
     @property
     def partial(self) -> bool:
-        """The scores cover only part of the samples: the run was interrupted, or a dataset broke off."""
-        return bool(self.final.get("interrupted") or self.final.get("broken_off"))
+        """The scores cover only part of the samples: the run was interrupted, a dataset broke off, or no server started."""
+        return bool(self.final.get("interrupted") or self.final.get("broken_off") or self.failed)
+
+    @property
+    def failed(self) -> str:
+        """Why the run evaluated nothing (a launched server that never answered), or ''."""
+        return str(self.final.get("launch_failed") or "")
 
     @property
     def why_partial(self) -> str:
         """Why the scores are partial, as the end of a sentence ('' when they are not)."""
+        if self.failed:
+            return f"the run failed before its first request: {self.failed}"
+        if self.final.get("stopped"):   # max_failure_rate: the run stopped itself
+            return f"the run {self.final['stopped']}"
         if self.final.get("interrupted"):
             return "the run was interrupted"
         broken = self.final.get("broken_off")

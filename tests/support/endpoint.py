@@ -83,8 +83,9 @@ def _audio_seconds(data: bytes) -> float:
 class ScriptedEndpoint:
     """Start with `with ScriptedEndpoint(handler) as ep:`; `ep.url` is the /v1 base URL."""
 
-    def __init__(self, handler: Optional[Handler] = None, latency: float = 0.0, ssl_context: Optional[ssl.SSLContext] = None):
+    def __init__(self, handler: Optional[Handler] = None, latency: float = 0.0, ssl_context: Optional[ssl.SSLContext] = None, port: int = 0):
         self.handler = handler or (lambda seen, n: "ok")
+        self._want_port = port  # 0: any free port
         self.ssl_context = ssl_context  # serve https with this context's certificate
         self.latency = latency
         self.requests: list[Seen] = []
@@ -153,7 +154,7 @@ class ScriptedEndpoint:
         self._route(app)
         runner = web.AppRunner(app, access_log=None)
         self._loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=self.ssl_context)
+        site = web.TCPSite(runner, "127.0.0.1", self._want_port, ssl_context=self.ssl_context)
         self._loop.run_until_complete(site.start())
         self.port = site._server.sockets[0].getsockname()[1]
         self._runner = runner
@@ -187,3 +188,39 @@ class AnyPathEndpoint(ScriptedEndpoint):
     def _route(self, app: web.Application) -> None:
         app.router.add_post("/{tail:.*}", self._handle)
         app.router.add_get("/{tail:.*}", self._models)
+
+
+class ForwardingProxy:
+    """A gateway in front of another endpoint (as a LiteLLM proxy stands in front of vLLM): every request
+    to `url` + path is forwarded to the upstream base URL + path, and the upstream's answer returned as is."""
+
+    def __init__(self, upstream: str):
+        self.upstream = upstream.rstrip("/")
+        self.forwarded = 0
+        self._server = ScriptedEndpoint()
+        self._server._route = self._route  # the same background-thread server, with forwarding routes
+
+    @property
+    def url(self) -> str:
+        return self._server.url
+
+    async def _forward(self, request: web.Request) -> web.Response:
+        import aiohttp
+
+        tail = request.path.removeprefix("/v1")
+        headers = {k: v for k, v in request.headers.items() if k.lower() in ("content-type", "authorization", "api-key")}
+        async with aiohttp.ClientSession() as session:
+            async with session.request(request.method, self.upstream + tail, data=await request.read(), headers=headers) as resp:
+                body = await resp.read()
+                self.forwarded += request.method == "POST"
+                return web.Response(status=resp.status, body=body, content_type=resp.content_type)
+
+    def _route(self, app: web.Application) -> None:
+        app.router.add_route("*", "/v1/{tail:.*}", self._forward)
+
+    def __enter__(self) -> "ForwardingProxy":
+        self._server.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.__exit__(*exc)

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from models.inference_boilerplate.model import AudioModel, ChatInput, ImageInput, Part
+from lalmeval.serve.model import AudioModel, ChatInput, ImageInput, Part
 
 
 def account(part: Part) -> dict[str, Any]:
@@ -28,7 +28,8 @@ class EchoInputs(AudioModel):
     """Replies {"system": ..., "parts": [...]}, one entry per text, clip and image, in the order sent."""
 
     name = "echo-inputs"
-    concurrency = 4
+    concurrency = 2
+    max_batch_size = 8
     takes_images = True
 
     def generate(self, request: ChatInput) -> str:

@@ -1,0 +1,51 @@
+"""What a refusal most likely means, in words a user can act on: shared by fail-fast and `lalmeval check`."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+from urllib.parse import urlsplit
+
+from lalmeval.config import ModelInfo
+
+# Answers that no retry can change and that say the endpoint (key, URL, model id), not one sample, is wrong.
+REFUSALS = frozenset({401, 403, 404, 422})
+_VERSIONED = re.compile(r"/v\d+[a-z0-9.]*/?$")   # .../v1, .../v1beta: an OpenAI-style API base
+
+
+def likely_fix(status: Optional[int], base_url: str, info: ModelInfo) -> str:
+    """The most likely fix for a request to `base_url` (as it may be shown: no secret) refused with `status`."""
+    if status in (401, 403):
+        header = "an api-key header (api_version is set)" if info.api_version else "Authorization: Bearer"
+        return f"check auth_token: the server refused the key sent as {header} (wrong, missing or expired, or not allowed this model)"
+    if status == 404:
+        if not _VERSIONED.search(urlsplit(base_url).path or "/"):
+            return "the url probably misses /v1 (set it to the API base, e.g. http://host:port/v1)"
+        return f"the model id '{info.model}' is probably not served there (or the server has no such route)"
+    if status == 422:
+        return f"the server could not use the request: check model '{info.model}', inference_type '{info.inference_type}' and audio_format '{info.audio_format}'"
+    return "check url, model and auth_token"
+
+
+def refusal_line(status: Optional[int], message: str, base_url: str, path: str, info: ModelInfo) -> str:
+    """'HTTP 404 from http://h:1/chat/completions (Not Found): the url probably misses /v1 (…)' — status, URL, fix."""
+    return f"HTTP {status} from POST {base_url.rstrip('/')}{path} ({message}): {likely_fix(status, base_url, info)}"
+
+
+def fix_for(reason: str, base_url: str, info: ModelInfo) -> str:
+    """The likely fix for a failed request, from its recorded reason ('' when there is nothing to add)."""
+    status = re.match(r"HTTP (\d{3})", reason)
+    if status:
+        code = int(status.group(1))
+        if code >= 500:
+            return "the server failed: see its log"
+        return likely_fix(code, base_url, info) if code in REFUSALS else ""
+    if reason.startswith("connection error: certificate"):
+        return ""   # the reason says what to change
+    if reason.startswith("connection error"):
+        return "is a server listening there? Start it (or give the model a launch command), and check the host and port"
+    if reason.startswith("timeout"):
+        return "the server took longer than timeout: it may still be loading, or need a larger timeout"
+    if reason.startswith(("malformed JSON reply", "bad reply")):
+        return "the server does not answer like an OpenAI-compatible API: check url and inference_type"
+    return ""

@@ -1,0 +1,106 @@
+"""llm_judge_air_bench: AIR-Bench Chat's pairwise rating, as lmms-eval's air_bench_chat tasks score it.
+
+The judge sees the audio's description (the dataset's meta_info, as transcript_column), the question,
+the reference answer and the model's answer as "Assistant 1" and "Assistant 2", and rates both 1-10.
+It is asked twice, with the two answers in either order (against position bias); the sample's score
+is the mean of the model's two ratings, and the dataset's the mean over samples, on the 1-10 scale.
+lmms-eval counts a judgment it cannot parse as 0; here it is a judge failure, counted and left out
+(a failure is never a score). The question the judge sees is the text the model was sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import Counter
+from typing import Any, Optional
+
+from lalmeval.config import Config
+from lalmeval.errors import UserError
+from lalmeval.inference.client import RequestFailed
+from lalmeval.inference.protocols import ReplyError
+from lalmeval.judge import judge_failure
+from lalmeval.metrics.base import METRICS, MeanMetric, SampleScore
+from lalmeval.records import Record
+from lalmeval.runspecs import Dataset
+
+# The evaluation prompt of the AIR-Bench repository, as lmms-eval's air_bench/utils.py sends it.
+PROMPT = (
+    "You are a helpful and precise assistant for checking the quality of the answer.\n"
+    "[Detailed Audio Description]\nXAudioX\n[Question]\nXQuestionX\n"
+    "[The Start of Assistant 1s Answer]\nXAssistant1X\n[The End of Assistant 1s Answer]\n"
+    "[The Start of Assistant 2s Answer]\nXAssistant2X\n[The End of Assistant 2s Answer]\n[System]\n"
+    "We would like to request your feedback on the performance of two AI assistants in response to the user question "
+    "and audio description displayed above. AI assistants are provided with detailed audio descriptions and questions.\n"
+    "Please rate the helpfulness, relevance, accuracy, and comprehensiveness of their responses. "
+    "Each assistant receives an overall score on a scale of 1 to 10, where a higher score indicates better overall performance. "
+    "Please output a single line containing only two values indicating the scores for Assistant 1 and 2, respectively. "
+    "The two scores are separated by a space. Please only output the 2 required number and no text."
+)
+_SCORE = re.compile(r"\b(?:[1-9]|10)\b")
+
+
+def fill(description: str, question: str, first: str, second: str) -> str:
+    """The prompt with its four slots filled (plain replacement: the texts may hold braces)."""
+    return (PROMPT.replace("XAudioX", description).replace("XQuestionX", question)
+            .replace("XAssistant1X", first).replace("XAssistant2X", second))
+
+
+def ratings(judgment: str) -> Optional[tuple[float, float]]:
+    """The two 1-10 ratings of a judgment (periods dropped first, as AIR-Bench reads them), or None."""
+    found = _SCORE.findall(judgment.strip().replace(".", ""))
+    return (float(found[0]), float(found[1])) if len(found) >= 2 else None
+
+
+@METRICS.register("llm_judge_air_bench")
+class AirBenchJudge(MeanMetric):
+    """Mean of the model's two pairwise 1-10 ratings against the reference (AIR-Bench Chat)."""
+
+    name = "llm_judge_air_bench"
+    display_fields = frozenset({"judgments"})
+
+    @classmethod
+    def check(cls, config: Config) -> None:
+        if config.judge_properties is None:
+            raise UserError(f"metric '{cls.name}' needs judge_properties in the config (see sample_config.yaml)")
+
+    @classmethod
+    def check_dataset(cls, dataset: Dataset) -> None:
+        if not dataset.spec.transcript_column:
+            raise UserError(f"{dataset.source}: dataset '{dataset.name}': metric '{cls.name}' shows the judge the audio's description: set transcript_column (AIR-Bench: meta_info)")
+
+    def score_record(self, record: Record) -> SampleScore:
+        raise NotImplementedError("judges score asynchronously")
+
+    async def score_records(self, records: list[Record]) -> list[SampleScore]:
+        return list(await asyncio.gather(*(self._judge(r) for r in records)))
+
+    async def _judge(self, record: Record) -> SampleScore:
+        reference, answer = (record.reference or "").strip(), (record.prediction or "").strip()
+        if not reference:
+            return {"score": None, "judge_failed": "no reference answer to judge against"}
+        description, question = (record.transcript or "").strip(), record.prompt.strip()
+        try:
+            first, second = await asyncio.gather(self._ask(fill(description, question, reference, answer)),
+                                                  self._ask(fill(description, question, answer, reference)))
+        except RequestFailed as exc:
+            return {"score": None, "judge_failed": judge_failure(exc)}
+        except ReplyError as exc:
+            return {"score": None, "judge_failed": f"judge reply unusable: {exc}"}
+        a, b = ratings(first), ratings(second)
+        if a is None or b is None:
+            return {"score": None, "judge_failed": "unparseable judgment", "judgments": [first, second]}
+        return {"score": (a[1] + b[0]) / 2.0, "judgments": [first, second]}
+
+    async def _ask(self, text: str) -> str:
+        reply, _ = await self.context.judge.ask(text, usable=lambda reply: ratings(reply) is not None)
+        return reply
+
+    def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
+        scored = [x["score"] for x in items if x.get("score") is not None]
+        failures = Counter(x["judge_failed"].split(":")[0] for x in items if x.get("judge_failed"))
+        details: dict[str, Any] = {"scale": "1-10", "judged": len(scored), "num_judge_failed": sum(failures.values()),
+                                   "judge_model": self.context.judge.props.judge_model if self.context.judge else None}
+        if failures:
+            details["judge_failures"] = dict(failures)
+        return (sum(scored) / len(scored) if scored else None), details

@@ -1,0 +1,152 @@
+"""The aiohttp application: OpenAI-compatible routes over one model, its batcher and its runner."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from lalmeval.serve.batcher import Batcher
+from lalmeval.serve.chat import chat_options, chunks, completion, parse_chat
+from lalmeval.serve.errors import ApiError, BadRequest, Unsupported, json_errors
+from lalmeval.serve.model import AudioModel, Reply
+from lalmeval.serve.runtime import CHAT, TRANSCRIPTION, Runner
+from lalmeval.serve.transcription import read_form, render, transcription_input
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much the server takes on: request size, batch size and wait, waiting requests."""
+
+    max_body_mb: int = 256
+    max_batch: int = 0          # 0: the model's own max_batch_size
+    max_wait_ms: float = 10.0
+    max_queue: int = 256
+
+
+@dataclass
+class Served:
+    """What the handlers need: the model, the ids it answers to, the batcher."""
+
+    model: AudioModel
+    ids: tuple[str, ...]
+    batcher: Batcher
+    max_body: int
+
+
+SERVED = web.AppKey("served", Served)
+
+
+def _check_model(served: Served, body_model: Any) -> str:
+    """The id to answer with: the one asked for when it is served (or none was given), else a 404."""
+    if body_model is None or body_model == "":
+        return served.ids[0]
+    if body_model not in served.ids:
+        raise ApiError(404, f"model {body_model!r} does not exist here (served: {', '.join(served.ids)})", "model")
+    return body_model
+
+
+async def _json_body(request: web.Request) -> dict[str, Any]:
+    raw = await request.read()
+    try:  # megabytes of base64 audio: parsed off the event loop
+        body = await asyncio.get_running_loop().run_in_executor(None, json.loads, raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise BadRequest("request body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise BadRequest("request body must be a JSON object")
+    return body
+
+
+def _answered(results: list[Any]) -> list[Reply]:
+    """The replies, or the refusal the model gave one of them."""
+    for result in results:
+        if isinstance(result, ApiError):
+            raise result
+    return results
+
+
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    served = request.app[SERVED]
+    body = await _json_body(request)
+    name = _check_model(served, body.get("model"))
+    options = chat_options(body)
+    chat = await asyncio.get_running_loop().run_in_executor(None, parse_chat, body)  # decoding stays off the event loop
+    if chat.images and not served.model.takes_images:
+        raise Unsupported(f"model {name} does not take images (its class does not set takes_images = True)", "messages")
+    replies = _answered(await served.batcher.submit(CHAT, [chat] * options.n))
+    if not options.stream:
+        return web.json_response(completion(name, replies), dumps=lambda o: json.dumps(o, ensure_ascii=False))
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    await response.prepare(request)
+    for chunk in chunks(name, replies, options.include_usage):
+        await response.write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode())
+    await response.write(b"data: [DONE]\n\n")
+    await response.write_eof()
+    return response
+
+
+async def _audio(request: web.Request, task: str) -> web.Response:
+    served = request.app[SERVED]
+    form = await read_form(request, served.max_body)
+    _check_model(served, form.get("model"))
+    item, response_format = await asyncio.get_running_loop().run_in_executor(None, transcription_input, form, task, served.model.translates)
+    (reply,) = _answered(await served.batcher.submit(TRANSCRIPTION, [item]))
+    return render(reply, item, response_format)
+
+
+async def transcriptions(request: web.Request) -> web.Response:
+    return await _audio(request, "transcribe")
+
+
+async def translations(request: web.Request) -> web.Response:
+    return await _audio(request, "translate")
+
+
+def _card(model_id: str) -> dict[str, Any]:
+    return {"id": model_id, "object": "model", "created": 0, "owned_by": "lalmeval"}
+
+
+async def list_models(request: web.Request) -> web.Response:
+    return web.json_response({"object": "list", "data": [_card(i) for i in request.app[SERVED].ids]})
+
+
+async def get_model(request: web.Request) -> web.Response:
+    model_id = request.match_info["model_id"]
+    served = request.app[SERVED]
+    if model_id not in served.ids:
+        raise ApiError(404, f"model {model_id!r} does not exist here (served: {', '.join(served.ids)})", "model")
+    return web.json_response(_card(model_id))
+
+
+async def health(request: web.Request) -> web.Response:
+    batcher = request.app[SERVED].batcher
+    return web.json_response({"status": "ok", "running": batcher.running, "waiting": batcher.waiting, "batches": batcher.batches,
+                              "batched_requests": batcher.batched})
+
+
+def make_app(runner: Runner, ids: tuple[str, ...], limits: Limits = Limits()) -> web.Application:
+    """The application serving the (loaded) model of `runner` under `ids`."""
+    model = runner.model
+    max_body = limits.max_body_mb * 1024 * 1024
+    batcher = Batcher(runner.call(), runner.executor, limits.max_batch or model.max_batch_size, limits.max_wait_ms / 1000,
+                      limits.max_queue, runner.workers)
+    app = web.Application(client_max_size=max_body, middlewares=[json_errors])
+    app[SERVED] = Served(model, ids, batcher, max_body)
+
+    async def lifecycle(app: web.Application):
+        batcher.start()
+        yield
+        await batcher.stop()
+        runner.close()
+
+    app.cleanup_ctx.append(lifecycle)
+    app.router.add_post("/v1/chat/completions", chat_completions)
+    app.router.add_post("/v1/audio/transcriptions", transcriptions)
+    app.router.add_post("/v1/audio/translations", translations)
+    app.router.add_get("/v1/models", list_models)
+    app.router.add_get("/v1/models/{model_id:.+}", get_model)
+    app.router.add_get("/health", health)
+    return app

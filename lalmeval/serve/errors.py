@@ -1,0 +1,95 @@
+"""Every answer that is not a success is an OpenAI error object with the right status, never a traceback."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Any, Awaitable, Callable, Optional
+
+from aiohttp import web
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error", 405: "invalid_request_error",
+          413: "invalid_request_error", 422: "invalid_request_error", 503: "server_error"}
+
+
+class ApiError(Exception):
+    """A request the server refuses: its HTTP status and the message the client reads."""
+
+    def __init__(self, status: int, message: str, param: Optional[str] = None, headers: Optional[dict[str, str]] = None):
+        super().__init__(message)
+        self.status, self.message, self.param, self.headers = status, message, param, headers or {}
+
+    def __reduce__(self):  # crosses from a worker process to the server intact
+        return ApiError, (self.status, self.message, self.param, self.headers)
+
+
+class BadRequest(ApiError):
+    """HTTP 400: the request is malformed or holds an invalid value."""
+
+    def __init__(self, message: str, param: Optional[str] = None):
+        super().__init__(400, message, param)
+
+
+class Unsupported(ApiError):
+    """HTTP 422: a well-formed request this model cannot do (images, translation, ...)."""
+
+    def __init__(self, message: str, param: Optional[str] = None):
+        super().__init__(422, message, param)
+
+
+def error_response(status: int, message: str, param: Optional[str] = None, headers: Optional[dict[str, str]] = None) -> web.Response:
+    """The OpenAI error object: {"error": {"message", "type", "param", "code"}}."""
+    body: dict[str, Any] = {"message": message, "type": _TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error"),
+                            "param": param, "code": status}
+    return web.json_response({"error": body}, status=status, headers=headers)
+
+
+def _http_message(exc: web.HTTPException, request: web.Request) -> str:
+    if exc.status == 404:
+        return f"no route {request.method} {request.path} (routes: GET /v1/models, GET /v1/models/{{id}}, POST /v1/chat/completions, POST /v1/audio/transcriptions, POST /v1/audio/translations, GET /health)"
+    if exc.status == 405:
+        allowed = ", ".join(sorted(getattr(exc, "allowed_methods", ()) or ()))
+        return f"method {request.method} is not allowed on {request.path}" + (f" (allowed: {allowed})" if allowed else "")
+    if exc.status == 413:
+        return f"request body too large (at most {request.app._client_max_size // (1024 * 1024)} MB)"
+    return exc.reason or str(exc)
+
+
+def json_protocol_errors() -> None:
+    """Make aiohttp's own answers to requests it cannot even parse (a bad request line or header, answered
+    before any middleware runs) OpenAI error objects too. Patched on aiohttp's handler class, so it is
+    called only by `lalmeval serve`, in a process that serves nothing else."""
+    from aiohttp import web_protocol
+
+    original = web_protocol.RequestHandler.handle_error
+    if getattr(original, "json_errors", False):
+        return
+
+    def handle_error(self: Any, request: Any, status: int = 500, exc: Optional[BaseException] = None, message: Optional[str] = None) -> web.StreamResponse:
+        plain = original(self, request, status, exc, message)  # logs the error as aiohttp does
+        text = (plain.text or "").strip() if isinstance(plain, web.Response) else ""
+        response = error_response(status, " ".join(text.split()) or f"HTTP {status}")
+        response.force_close()
+        return response
+
+    handle_error.json_errors = True  # type: ignore[attr-defined]
+    web_protocol.RequestHandler.handle_error = handle_error  # type: ignore[method-assign]
+
+
+@web.middleware
+async def json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Turn refusals, aiohttp's own 404/405/413 and any bug into OpenAI error objects."""
+    try:
+        return await handler(request)
+    except ApiError as exc:
+        return error_response(exc.status, exc.message, exc.param, exc.headers)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        headers = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None
+        return error_response(exc.status, _http_message(exc, request), headers=headers)
+    except Exception as exc:  # noqa: BLE001 - a bug in a model must cost one request, not the server, and never show a traceback
+        traceback.print_exc(file=sys.stderr)  # into the server's own log, for whoever runs it
+        return error_response(500, f"internal error: {type(exc).__name__}: {exc}")

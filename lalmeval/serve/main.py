@@ -1,0 +1,70 @@
+"""`lalmeval serve`: load a model, then answer OpenAI-compatible requests until stopped."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+
+from lalmeval.errors import UserError
+from lalmeval.serve.builtin import BUILTIN  # names only: `lalmeval --help` imports no server code
+
+
+def add_arguments(parser: argparse.ArgumentParser, default_model: str | None = None, default_port: int = 8000) -> None:
+    """The options of `lalmeval serve` (and of python -m models.inference_boilerplate.server)."""
+    parser.add_argument("--model", required=default_model is None, default=default_model,
+                        help=f"a built-in model ({', '.join(BUILTIN)}) or module:Class (an AudioModel subclass; the module is looked for in the current folder too)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1; 0.0.0.0 for every interface)")
+    parser.add_argument("--port", type=int, default=default_port, help=f"port to listen on (default: {default_port}; 0 picks a free one and prints it)")
+    parser.add_argument("--served-model-name", action="append", metavar="NAME",
+                        help="the model id clients send and GET /v1/models lists (repeat for aliases; default: the model's own name)")
+    parser.add_argument("--max-batch-size", type=int, default=0, metavar="N", help="requests run together in one batch (default: the model's own)")
+    parser.add_argument("--max-wait-ms", type=float, default=10.0, metavar="MS",
+                        help="how long a batch waits for more requests once the model is free (default: 10)")
+    parser.add_argument("--max-queue", type=int, default=256, metavar="N",
+                        help="requests allowed to wait; one more is answered 503 with Retry-After (default: 256)")
+    parser.add_argument("--max-body-mb", type=int, default=256, metavar="MB", help="largest request body; a larger one is answered 413 (default: 256)")
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    try:
+        sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET, reuse_port=False)
+    except OSError as exc:
+        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(False)
+    return sock
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Load the model, open the port, serve until SIGINT/SIGTERM."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    from aiohttp import web
+
+    from lalmeval.serve.app import Limits, make_app
+    from lalmeval.serve.errors import json_protocol_errors
+    from lalmeval.serve.runtime import Runner, load_model
+
+    for name, value, least in (("--max-batch-size", args.max_batch_size, 0), ("--max-queue", args.max_queue, 1),
+                               ("--max-body-mb", args.max_body_mb, 1), ("--max-wait-ms", args.max_wait_ms, 0)):
+        if value < least:
+            raise UserError(f"{name} must be at least {least}")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())  # `--model my_model:MyModel` finds my_model.py where the command runs
+    model = load_model(args.model)
+    runner = Runner(args.model, model)
+    try:
+        runner.load()
+    except BrokenProcessPool:
+        raise UserError(f"--model {args.model}: a worker process could not load the model (see its output above)") from None
+    sock = _listen(args.host, args.port)  # only now: whoever waits for the port finds a model that answers
+    port = sock.getsockname()[1]
+    ids = tuple(dict.fromkeys(args.served_model_name or [model.name]))
+    limits = Limits(args.max_body_mb, args.max_batch_size, args.max_wait_ms, args.max_queue)
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    ready = f"serving {', '.join(ids)} on http://{shown}:{port}/v1 (batches of up to {limits.max_batch or model.max_batch_size}, {runner.workers} at a time)"
+    json_protocol_errors()
+    web.run_app(make_app(runner, ids, limits), sock=sock, print=lambda *_: print(ready, flush=True), access_log=None,
+                handler_cancellation=True)  # a client that goes away takes its waiting requests with it
+    return 0

@@ -1,0 +1,191 @@
+"""How much of each peer's catalog lalmeval's runspecs reproduce.
+
+    python scripts/check_parity.py            # a table per peer, then every declaration not reproduced
+
+A peer declaration is reproduced when a runspec entry says it `reproduces` it and, read through
+lalmeval's own catalog loader (format presets applied), has the same hub repository, configuration,
+split, audio column and target column, and declares every metric the peer reports the way the peer
+computes it (same judge prompt, same normalizer where one is named). Undeclared peer columns are
+compared with what the peer's preprocessor then reads; a declaration the peer itself cannot run
+(no dataset, no reference column, a configuration that does not exist) is counted as "incomplete".
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from lalmeval.runspecs import BUILTIN_DIR, Catalog, Dataset  # noqa: E402
+from scripts.generate_catalog import lmms_rules, load_inputs  # noqa: E402
+
+# What AU-Harness's preprocessors read when a task names no column.
+_AU_IMPLIED = {
+    "GeneralPreprocessor": {"audio_column": "audio"},
+    "BigBenchAudioPreprocessor": {"audio_column": "audio"},
+    "VoiceBenchPreprocessor": {"audio_column": "audio"},
+}
+
+
+def _repo(value: str) -> str:
+    return value[len("../../"):] if value.startswith("../../") else value
+
+
+def _metrics_match(dataset: Dataset, peer_metrics: list[str], rules: dict, strict: bool) -> Optional[str]:
+    """None when every peer metric is declared (strict: also with the peer's judge prompt and normalizer), else why not."""
+    spec = dataset.spec
+    for metric in peer_metrics:
+        rule = rules.get(metric)
+        if rule is None:
+            return f"metric {metric} has no counterpart"
+        if rule.get("skip"):
+            continue
+        if "gap" in rule or rule.get("exact") is False:
+            return f"metric {metric} not reproduced"
+        if not set(rule["metrics"]) <= set(spec.metrics):
+            return f"metric {metric} not declared"
+        for key in ("judge_template", "normalizer") if strict else ():
+            if rule.get(key) and getattr(spec, key, None) != rule[key]:
+                return f"metric {metric} without {key} {rule[key]}"
+    return None
+
+
+def _compare(dataset: Dataset, facts: dict[str, Any]) -> Optional[str]:
+    spec = dataset.spec
+    got = {"hf_repo": _repo(spec.hf_repo), "subset": spec.subset, "split": spec.split,
+           "audio_column": spec.audio_column if spec.modality != "text" else None, "target_column": spec.target_column}
+    if spec.format == "kimi":  # the layout's columns, as the loader maps them (fields given in the runspec win)
+        got.update({k: v for k, v in (("audio_column", "audio_path"), ("target_column", "answer")) if k not in spec.model_fields_set})
+    for key, want in facts.items():
+        if key == "audio_column" and facts.get("modality") == "text":
+            continue
+        if key in got and want is not None and got[key] != want:
+            return f"{key} {got[key]!r} ≠ {want!r}"
+    return None
+
+
+def _entries(catalog: Catalog) -> dict[str, Dataset]:
+    found = {}
+    for dataset in catalog.datasets.values():
+        for tag in (dataset.spec.reproduces or "").split():
+            found[tag] = dataset
+    return found
+
+
+def _verdict(dataset: Optional[Dataset], facts: dict, peer_metrics: list[str], rules: dict, incomplete: Optional[str]) -> tuple[str, str]:
+    """reproduced (strict), same data and metric (the metric's judge prompt or normalizer not the peer's yet), differs, not shipped, incomplete."""
+    if incomplete:
+        return "incomplete", incomplete
+    if dataset is None:
+        return "not shipped", "no entry"
+    why = _compare(dataset, facts) or _metrics_match(dataset, peer_metrics, rules, strict=False)
+    if why is not None:
+        return "differs", f"{dataset.name}: {why}"
+    finer = _metrics_match(dataset, peer_metrics, rules, strict=True)
+    return ("reproduced", dataset.name) if finer is None else ("same data and metric", f"{dataset.name}: {finer}")
+
+
+def _au(catalog: Catalog, peers: dict, mapping: dict) -> list[tuple[str, str, str]]:
+    entries, rows = _entries(catalog), []
+    for task in peers["au_harness"]["tasks"]:
+        c = task["config"]
+        implied = _AU_IMPLIED.get(c.get("preprocessor"), {})
+        facts = {"hf_repo": c.get("dataset_path"), "subset": c.get("subset"), "split": c.get("split"), "modality": c.get("modality"),
+                 "audio_column": c.get("audio_column") or implied.get("audio_column"), "target_column": c.get("target_column")}
+        incomplete = None
+        if not c.get("dataset_path"):
+            incomplete = "names no dataset_path"
+        elif c.get("preprocessor") == "GeneralPreprocessor" and not c.get("target_column"):
+            incomplete = "names no target_column, which its GeneralPreprocessor requires"
+        elif c.get("preprocessor") == "CallhomePreprocessor":
+            facts = {"hf_repo": c.get("dataset_path")}
+        elif c.get("preprocessor") == "BfclPreprocessor":  # it reads the row's functions beside the ground truth
+            facts["target_column"] = [c.get("target_column"), "tools"]
+        verdict = _verdict(entries.get(f"au_harness:{task['name']}"), facts, c.get("metrics") or [], mapping["metrics"]["au_harness"], incomplete)
+        rows.append((task["name"], *verdict))
+    return rows
+
+
+def _lmms_facts(task: dict) -> dict:
+    c, fns = task["config"], task["functions"]
+    kwargs = (c.get("lmms_eval_specific_kwargs") or {}).get("default") or {}
+    audio_fn = fns.get("doc_to_audio") or fns.get("doc_to_visual") or {}
+    target = kwargs.get("target_text_column") or kwargs.get("text_column")
+    if target is None and isinstance(c.get("doc_to_target"), str) and not c["doc_to_target"].startswith("!function") and c["doc_to_target"] != "target_text":
+        target = c["doc_to_target"]  # VoiceBench's "target_text" is a field its own loader builds, not a column
+    if kwargs.get("kwargs_column"):  # VoiceBench ifeval: the instructions and their arguments
+        target = [kwargs.get("id_column", "instruction_id_list"), kwargs["kwargs_column"]]
+    return {"hf_repo": c.get("dataset_path"), "subset": c.get("dataset_name"), "split": c.get("test_split") or c.get("validation_split"),
+            "audio_column": kwargs.get("audio_column") or (audio_fn.get("columns") or [None])[0], "target_column": target}
+
+
+def _lmms(catalog: Catalog, peers: dict, mapping: dict, revision: str, peer: str) -> list[tuple[str, str, str]]:
+    entries, rows = _entries(catalog), []
+    for task in peers["lmms_eval"]["revisions"][revision]["tasks"]:
+        metrics = [m.get("metric") if isinstance(m, dict) else m for m in task["config"].get("metric_list") or []]
+        rules = lmms_rules(task["name"], mapping)
+        skipped = mapping["lmms_skip"].get(task["name"])
+        dataset = entries.get(f"{peer}:{task['name']}")
+        verdict = ("not shipped", skipped) if skipped else _verdict(dataset, _lmms_facts(task), metrics, rules, None)
+        rows.append((task["name"], *verdict))
+    return rows
+
+
+def _kimi(catalog: Catalog, peers: dict, mapping: dict) -> list[tuple[str, str, str]]:
+    entries, rows = _entries(catalog), []
+    for dataset in peers["kimi"]["datasets"]:
+        facts = {"hf_repo": f"private_datasets/kimi/{dataset['series']}/{dataset['name']}.jsonl", "audio_column": "audio_path", "target_column": "answer"}
+        verdict = _verdict(entries.get(f"kimi:{dataset['name']}"), facts, [dataset["kind"]], mapping["metrics"]["kimi"], None)
+        if verdict[0] == "reproduced" and dataset["name"] in ("sd-qa", "OpenAudioBench", "advbench", "ifeval"):
+            verdict = ("differs", f"{verdict[1]}: judge prompt or method differs (see the entry's origin)")
+        rows.append((dataset["name"], *verdict))
+    return rows
+
+
+def parity(catalog: Optional[Catalog] = None, root: Path = ROOT) -> dict[str, list[tuple[str, str, str]]]:
+    """Per peer: (declaration, verdict, detail) for every declaration."""
+    mapping, _, peers = load_inputs(root)
+    catalog = catalog or Catalog.load([BUILTIN_DIR])
+    return {"au_harness": _au(catalog, peers, mapping), "lmms_v0.3": _lmms(catalog, peers, mapping, "v0.3", "lmms_v0.3"),
+            "lmms": _lmms(catalog, peers, mapping, "main", "lmms"), "kimi": _kimi(catalog, peers, mapping)}
+
+
+LABELS = {"au_harness": "AU-Harness", "lmms_v0.3": "lmms-eval v0.3.0", "lmms": "lmms-eval main", "kimi": "Kimi-Audio-Evalkit"}
+VERDICTS = ("reproduced", "same data and metric", "differs", "not shipped", "incomplete")
+
+
+def summary(rows: dict[str, list[tuple[str, str, str]]]) -> list[list[str]]:
+    """One row per peer: declarations, each verdict's count, the share reproduced by the issue's definition
+    (data and metric) and the strict share (also the peer's judge prompt and normalizer)."""
+    out = []
+    for peer, found in rows.items():
+        counts = Counter(v for _, v, _ in found)
+        n = len(found) or 1
+        loose = 100.0 * (counts["reproduced"] + counts["same data and metric"]) / n
+        out.append([LABELS[peer], str(len(found)), *(str(counts[v]) for v in VERDICTS), f"{loose:.1f} %", f"{100.0 * counts['reproduced'] / n:.1f} %"])
+    return out
+
+
+HEADER = ["peer", "declarations", *VERDICTS, "data + metric", "strict"]
+
+
+def main() -> int:
+    rows = parity()
+    header = HEADER
+    table = summary(rows)
+    widths = [max(len(r[i]) for r in [header, *table]) for i in range(len(header))]
+    for row in [header, *table]:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)))
+    for peer, found in rows.items():
+        for name, verdict, detail in found:
+            if verdict != "reproduced":
+                print(f"{peer}\t{name}\t{verdict}\t{detail}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+"""Metrics and runspec fields the peers' catalogs need: GSM8K's boxed answer, AIR-Bench's pairwise judge,
+COMET's refusal without its extra, prompt_template, and a reference made of several columns."""
+
+import json
+import re
+
+import pytest
+
+from lalmeval.config import parse_config
+from lalmeval.errors import UserError
+from lalmeval.metrics import METRICS
+from lalmeval.metrics.air_bench import ratings
+from lalmeval.metrics.gsm8k import reference_answer, reply_answer
+from lalmeval.runner import run
+from tests.support.endpoint import ScriptedEndpoint
+from tests.support.workspace import demo_rows, model
+
+SOLUTION = "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\nShe sold 48+24 = <<48+24=72>>72 clips.\n#### 1,072"
+
+
+@pytest.mark.parametrize("reply, expected", [
+    (r"So the total is \boxed{1,072}.", "1072"),
+    (r"First \boxed{3}, then corrected: \boxed{$1,072.}", "1072"),         # the last box counts; $ , and the period go
+    (r"\boxed{\frac{1}{2}}", "1"),                                          # no nested braces: the first number inside
+    ("1072", "1072"),                                                       # nothing boxed: the reply as it stands
+    ("The answer is 1072.", "The answer is 1072."),
+])
+def test_gsm8k_reads_the_last_boxed_number_of_a_reply(reply, expected):
+    assert reply_answer(reply) == expected
+
+
+def test_gsm8k_reads_the_number_after_the_last_marker_of_a_solution():
+    assert reference_answer(SOLUTION) == "1072"
+    assert reference_answer("#### -3.5") == "-3.5"
+    assert reference_answer("no marker here") == "no marker here"
+
+
+def test_gsm8k_exact_match_scores_a_text_run_as_the_percentage_of_matching_answers(ws):
+    rows = [{"id": "a", "question": "How many?", "answer": SOLUTION}, {"id": "b", "question": "And now?", "answer": "#### 7"}]
+    ws.runspec("reasoning", "gsm8k", {"gsm": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text", "audio_column": None,
+                                              "textual_input_column": "question", "target_column": "answer", "metrics": ["gsm8k_exact_match"],
+                                              "prompt_template": "Solve the following math problem step by step. Put your final answer inside \\boxed{}."}})
+    seen = []
+
+    def reply(request, n):
+        seen.append(request.text)
+        return r"It is \boxed{1,072}." if "How many?" in request.text else r"\boxed{8}"
+
+    with ScriptedEndpoint(reply) as ep:
+        ws.config([model(ep.url)], [["gsm", "gsm8k_exact_match"]])
+        result = ws.run()
+    assert result.scores[0].score == pytest.approx(50.0)
+    assert all(t.startswith("Solve the following math problem step by step. Put your final answer inside \\boxed{}.\n") for t in seen)
+
+
+def test_prompt_template_places_the_rows_instruction_where_the_peer_does(ws):
+    rows = ws.copy_demo_audio(demo_rows(2))
+    for row in rows:
+        row["instruction"] = "Transcribe it."
+    ws.runspec("asr", "framed", {
+        "au_style": {"hf_repo": ws.jsonl(rows), "id_column": "id", "additional_instruction_column": "instruction",
+                     "prompt_template": "Return ONLY the transcript.\n{instruction}"},
+        "lmms_style": {"hf_repo": ws.jsonl(rows, "data/other.jsonl"), "id_column": "id", "additional_instruction_column": "instruction",
+                       "prompt_template": "{instruction}\nAnswer in English."},
+        "prefix_only": {"hf_repo": ws.jsonl(rows, "data/third.jsonl"), "id_column": "id", "prompt_template": "Please transcribe."},
+    })
+    seen = {}
+    with ScriptedEndpoint(lambda s, n: seen.setdefault(s.text, "ok") and "ok") as ep:
+        ws.config([model(ep.url)], [["au_style", "word_error_rate"], ["lmms_style", "word_error_rate"], ["prefix_only", "word_error_rate"]])
+        ws.run()
+    assert set(seen) == {"Return ONLY the transcript.\nTranscribe it.", "Transcribe it.\nAnswer in English.", "Please transcribe."}
+
+
+def test_a_list_target_column_makes_the_reference_a_json_object_of_those_columns(ws):
+    rows = ws.copy_demo_audio(demo_rows(1))
+    rows[0].update(instruction_id_list=["punctuation:no_comma"], kwargs=[{"num": None}])
+    ws.runspec("qa", "multi", {"multi": {"hf_repo": ws.jsonl(rows), "id_column": "id", "target_column": ["instruction_id_list", "kwargs"],
+                                         "metrics": ["accuracy"]}})
+    with ScriptedEndpoint(lambda s, n: "fine") as ep:
+        ws.config([model(ep.url)], [["multi", "accuracy"]])
+        ws.run()
+    [record] = ws.records("multi", "m")
+    assert json.loads(record["reference"]) == {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{"num": None}]}
+
+
+def test_a_list_target_column_with_options_is_refused(ws):
+    rows = ws.copy_demo_audio(demo_rows(1))
+    ws.runspec("qa", "multi", {"mc": {"hf_repo": ws.jsonl(rows), "target_column": ["a", "b"], "choices": ["x", "y"]}})
+    ws.config([model("http://127.0.0.1:9/v1")], [["mc", "accuracy"]])
+    with pytest.raises(UserError, match="dataset 'mc': multiple choice reads its gold answer from one target_column, not a list"):
+        ws.plan()
+
+
+def test_comet_refuses_to_start_without_its_package_or_a_source_column(monkeypatch, ws):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "comet" else real(name, *a))
+    config = parse_config({"dataset_metric": [["x", "comet"]], "models": [{"name": "m", "url": "http://127.0.0.1:9/v1", "model": "m"}]}, "c.yaml")
+    with pytest.raises(UserError, match=r"metric 'comet' needs the unbabel-comet package .*pip install unbabel-comet"):
+        METRICS.get("comet").check(config)
+    rows = ws.copy_demo_audio(demo_rows(1))
+    ws.runspec("st", "translation", {"st": {"hf_repo": ws.jsonl(rows), "metrics": ["comet"]}})
+    from lalmeval.runspecs import Catalog
+
+    dataset = Catalog.load([ws.root / "runspecs"]).datasets["st"]
+    with pytest.raises(UserError, match="dataset 'st': metric 'comet' scores against the source sentence: set transcript_column"):
+        METRICS.get("comet").check_dataset(dataset)
+
+
+@pytest.mark.parametrize("judgment, expected", [("8 6", (8.0, 6.0)), ("Scores: 10 3.", (10.0, 3.0)), ("7", None), ("0 11", None)])
+def test_air_bench_ratings_are_the_first_two_numbers_from_1_to_10(judgment, expected):
+    assert ratings(judgment) == expected
+
+
+def test_air_bench_judge_asks_both_orders_and_averages_the_models_two_ratings(ws):
+    rows = ws.copy_demo_audio(demo_rows(2))
+    for row in rows:
+        row.update(question="What is said?", meta_info="A man speaks a short command.")
+    ws.runspec("audio", "air", {"chat": {"hf_repo": ws.jsonl(rows), "id_column": "id", "additional_instruction_column": "question",
+                                         "transcript_column": "meta_info", "metrics": ["llm_judge_air_bench"]}})
+    prompts = []
+
+    def judge(seen, n):
+        prompts.append(seen.text)
+        first = re.search(r"\[The Start of Assistant 1s Answer\]\n(.*?)\n", seen.text).group(1)
+        return "9 4" if first != "model says" else "5 9"  # the model's answer rated 4 in one order, 5 in the other
+
+    with ScriptedEndpoint(lambda s, n: "model says") as model_ep, ScriptedEndpoint(judge) as judge_ep:
+        ws.config([model(model_ep.url)], [["chat", "llm_judge_air_bench"]],
+                  judge_properties={"judge_model": "judge-1", "judge_api_endpoint": judge_ep.url})
+        result = run(ws.plan(), ws.root / "runs", "t", quiet=True)
+    score = result.scores[0]
+    assert score.score == pytest.approx(4.5) and score.details["scale"] == "1-10" and score.details["num_judge_failed"] == 0
+    assert len(prompts) == 4 and all("[Detailed Audio Description]\nA man speaks a short command.\n[Question]\nWhat is said?" in p for p in prompts)
+    assert sum("[The Start of Assistant 1s Answer]\nmodel says" in p for p in prompts) == 2
+
+
+def test_air_bench_judge_counts_an_unparseable_judgment_as_a_failure_never_as_zero(ws):
+    rows = ws.copy_demo_audio(demo_rows(2))
+    for row in rows:
+        row.update(question="What is said?", meta_info="speech")
+    ws.runspec("audio", "air", {"chat": {"hf_repo": ws.jsonl(rows), "id_column": "id", "transcript_column": "meta_info", "metrics": ["llm_judge_air_bench"]}})
+    calls = []
+
+    def judge(seen, n):
+        calls.append(seen.text)
+        return "no numbers here" if rows[0]["reference"] in seen.text else "6 6"
+
+    with ScriptedEndpoint(lambda s, n: "answer") as model_ep, ScriptedEndpoint(judge) as judge_ep:
+        ws.config([model(model_ep.url)], [["chat", "llm_judge_air_bench"]], judge_properties={"judge_model": "j", "judge_api_endpoint": judge_ep.url})
+        result = run(ws.plan(), ws.root / "runs", "t", quiet=True)
+    score = result.scores[0]
+    assert score.score == pytest.approx(6.0) and score.details["num_judge_failed"] == 1 and score.details["judged"] == 1
