@@ -813,6 +813,14 @@ def r_subset_column(lab: Lab) -> None:
     assert set(lab.run(spec={"qs": {"subset_column": "group"}}).score().details["subsets"]) == {"g1", "g2"}
 
 
+def r_keep_subsets(lab: Lab) -> None:
+    kept = lab.run(spec={"qs": {"subset_column": "group", "keep_subsets": ["g1"]}})
+    assert kept.texts == ["question 0", "question 2"] and set(kept.score().details["subsets"]) == {"g1"}
+    none = lab.run(spec={"qs": {"subset_column": "group", "keep_subsets": ["g3"]}})
+    assert "no sample selected — keep_subsets ['g3'] (subset_column 'group') left out 3" in none.error
+    assert "keep_subsets selects rows by their subset_column, and this entry has none" in lab.run(spec={"qs": {"keep_subsets": ["g1"]}}).error
+
+
 def r_accented(lab: Lab) -> None:
     assert lab.run(filters={"accented": False}).error is None
     assert "the filters leave out dataset 'qs'" in lab.run(spec={"qs": {"accented": True}}, filters={"accented": False}).error
@@ -959,6 +967,9 @@ def r_judge_template(lab: Lab) -> None:
     assert default.score().details["judge_template"]["name"] == "default"
     assert kimi.score().details["judge_template"]["name"] == "au_harness_binary"
     assert {s.text for s in default.judged}.isdisjoint({s.text for s in kimi.judged})
+    per_metric = lab.run(pairs=[["qs", "llm_judge_binary"]], spec={"qs": {"judge_template": {"llm_judge_binary": "au_harness_binary"}}},
+                         judge_properties=lab.judge_properties())
+    assert per_metric.score().details["judge_template"] == kimi.score().details["judge_template"]
 
 
 def r_protocol(lab: Lab) -> None:
@@ -1028,7 +1039,7 @@ EFFECTS: dict[str, Callable[[Lab], None]] = {
     "runspec.mc_template": r_mc_template, "runspec.image_column": r_image_column, "runspec.turns_column": r_turns_column,
     "runspec.messages_column": r_messages_column, "runspec.long_audio": r_long_audio, "runspec.shuffle_options": r_shuffle_options,
     "runspec.repeat_runs": r_repeat_runs, "runspec.origin": r_origin, "runspec.normalizer": r_normalizer, "runspec.error_unit": r_error_unit,
-    "runspec.judge_template": r_judge_template, "runspec.prompt_template": r_prompt_template,
+    "runspec.judge_template": r_judge_template, "runspec.keep_subsets": r_keep_subsets, "runspec.prompt_template": r_prompt_template,
     "runspec.protocol": r_protocol, "runspec.reproduces": r_reproduces,
 }
 for _layer in ("models[].generation_kwargs", "generation_overrides[]", "runspec.generation_kwargs"):

@@ -45,7 +45,7 @@ def test_a_run_with_300_character_model_and_dataset_names_writes_every_file(ws):
                                              "textual_input_column": "question", "audio_column": None}})
     names = ["m" * 299 + "a", "m" * 299 + "b"]
     with ScriptedEndpoint(answer_by_number) as ep:
-        ws.config([model(ep.url, name=n) for n in names], [[dataset, "accuracy"]], output_dir=str(ws.root / "runs"))
+        ws.config([model(ep.url, name=n) for n in names], [[dataset, "accuracy"]], output_dir=str(ws.root / "runs"), cache=True)
         out = cli("run", "--config", str(ws.root / "config.yaml"), "--run-id", "s")
     assert out.returncode == 0, out.stderr
     run = ws.root / "runs" / "s"

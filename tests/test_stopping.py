@@ -142,9 +142,11 @@ def test_a_launched_server_writing_carriage_returns_without_newlines_never_stall
 
 
 def test_a_second_run_on_a_run_directory_in_use_exits_2_and_the_first_finishes_whole(ws):
-    text_dataset(ws)
+    # Long enough (30 rounds of 0.3 s) that the first run is still going when the second has started,
+    # however slowly a loaded machine starts a Python process.
+    text_dataset(ws, count=60)
     port = free_port()
-    config = launched_config(ws, port, delay=0.2)
+    config = launched_config(ws, port, delay=0.3)
     first = start(config, "busy")
     wait_for_records(ws, "busy", first, 1)
     second = start(config, "busy")
@@ -154,7 +156,7 @@ def test_a_second_run_on_a_run_directory_in_use_exits_2_and_the_first_finishes_w
     _, err1 = first.communicate(timeout=120)
     assert first.returncode == 0, err1
     ids = [r["id"] for r in record_lines(ws, "busy")]
-    assert sorted(ids) == sorted(f"q{i}" for i in range(COUNT))
+    assert sorted(ids) == sorted(f"q{i}" for i in range(60))
 
 
 def limit_file_size(max_bytes):

@@ -94,6 +94,8 @@ def _light_fields(dataset: Dataset, filters: Filters) -> list[str]:
     """The fields selection reads from every row."""
     spec = dataset.spec
     fields = [spec.id_column]
+    if spec.keep_subsets and spec.subset_column:
+        fields.append(spec.subset_column)
     if filters.language and spec.language_column:
         fields.append(spec.language_column)
     if filters.length_filter and spec.modality != "text":
