@@ -18,6 +18,7 @@ from lalmeval.errors import Interrupted, UserError, WriteFailed
 
 if TYPE_CHECKING:
     from lalmeval.config import Config
+    from lalmeval.runner import RunResult
     from lalmeval.runspecs import Dataset
 
 EXIT_USER_ERROR = 2
@@ -125,8 +126,7 @@ def _breakdown(failures: list[dict]) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from lalmeval.options import RunOptions
-    from lalmeval.runner import run, who
-    from lalmeval.store import INTERNAL_WRITE_ERROR
+    from lalmeval.runner import run
 
     plan = _plan(args.config)
     output_dir = Path(args.output_dir or plan.config.output_dir)
@@ -141,7 +141,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     options = RunOptions(use_cache=use_cache, skip_eval=args.skip_eval, reeval=args.reeval, force_reinfer=args.force_reinfer,
                          allow_config_change=args.allow_config_change)
     try:
-        result = run(plan, output_dir, run_id, options=options)
+        result = run(plan, output_dir, run_id, options=options, name_report=False)
     except Interrupted as exc:
         _trace(args)
         # Before the first request the run directory may not hold a run yet: --run-id starts or continues it.
@@ -152,6 +152,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         _trace(args)
         print(f"error: {exc}. Free space (or fix the folder), then run again with: {command} --run-id {run_id}", file=sys.stderr)
         return EXIT_WRITE_FAILED
+    code = _conclude(result, again)
+    report = result.final_path.parent / "report.html" if result.final_path else None
+    if report is not None and report.is_file():
+        print(f"Report: {report}", flush=True)  # the last line: the page to open
+    return code
+
+
+def _conclude(result: RunResult, again: str) -> int:
+    """Say what the run's outcome asks of the user, and return its exit code."""
+    from lalmeval.runner import who
+    from lalmeval.store import INTERNAL_WRITE_ERROR
+
     if result.data_errors:
         print(f"{len(result.data_errors)} dataset(s) were not evaluated (see above); the others were.", file=sys.stderr)
         return EXIT_USER_ERROR

@@ -2,6 +2,7 @@
 nothing is launched when every answer is already stored; progress shows even a short run."""
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -95,10 +96,12 @@ def test_a_short_run_still_shows_its_progress(ws):
         out = subprocess.run([sys.executable, "-m", "lalmeval", "run", "--config", str(config), "--run-id", "p"],
                              cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    lines = [line for line in out.stderr.splitlines() if "qs × m:" in line]
-    assert len(lines) >= 2
-    assert "qs × m: 0/3" in lines[0] or "qs × m:" in lines[0]
-    assert "qs × m: 3/3 — done" in lines[-1] and f"m {ep.url}: 0 in flight (limit 4/4)" in lines[-1]
+    lines = out.stderr.splitlines()
+    runs = [i for i, line in enumerate(lines) if re.match(r"\[\s*\d+s\] \d+/3 done", line)]
+    assert len(runs) >= 2   # the first state and the last, one block each
+    last = lines[runs[-1]:]
+    assert last[0].split("] ")[1].startswith("3/3 done (100%), all requested, elapsed")
+    assert "  qs × m: 3/3 — done" in last and f"  m {ep.url}: 0 in flight (limit 4/4), 0 retries" in last
     assert json.loads((ws.root / "runs" / "p" / "final_scores.json").read_text())["scores"][0]["score"] == 100.0
 
 

@@ -14,6 +14,7 @@ from lalmeval.background import abandonable
 from lalmeval.cache import EARLIER_RUN, InferenceCache, deterministic, request_key
 from lalmeval.config import ModelInfo
 from lalmeval.choices import LETTERS
+from lalmeval.clips import notes as clip_notes
 from lalmeval.data.audio import AudioError, PreparedAudio, audio_identity, prepare
 from lalmeval.data.images import ImageError, ImagePart
 from lalmeval.data.messages import Conversation, Text, Turn, image_parts
@@ -456,6 +457,8 @@ class InferenceJob:
         """The record for one (sample, repeat): a prediction, or the reason there is none."""
         record = self._record(sample, prompt, repeat)
         loop = asyncio.get_running_loop()
+        if sample.audio:  # where the clip came from, for the report's player
+            record.extra["audio"] = await loop.run_in_executor(None, clip_notes, sample, self.store.clips)
         try:
             audio = await self._audio(sample, prompt)
             images = await loop.run_in_executor(None, _images, prompt)
