@@ -18,8 +18,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
-from lalmeval.errors import UserError, WriteFailed
-from lalmeval.overrides import Overrides, add_declared, add_selection, apply, from_args
+from lalmeval.errors import UserError
+from lalmeval.overrides import COMMAND_LINE, Overrides, add_declared, add_selection, apply, from_args
 from lalmeval.predictions import Predictions, read_predictions
 
 PLACEHOLDER_URL = "http://127.0.0.1:9/v1"   # the model entry a plan needs; score sends nothing to it
@@ -64,12 +64,14 @@ def _plan(args: argparse.Namespace, predictions: Predictions, model: str):
             raise UserError("without --dataset the prediction file is its own dataset: give --metric (e.g. --metric word_error_rate)")
         _as_dataset(args, predictions)
     overrides: Overrides = replace(from_args(args), datasets=(args.dataset,) if args.dataset else ())
-    config = load_config(args.config) if args.config else None
+    stand_in = replace(overrides, model_url=PLACEHOLDER_URL, model=model, model_name=model)
+    # A config may hold only what scoring reads (runspec_dirs, filters, the judge): the flags give the rest.
+    config = load_config(args.config, stand_in.supplied()) if args.config else None
     if config is not None and model in {m.name for m in config.models}:
         overrides = replace(overrides, models=(model,))   # its prompt rules shape the prompt the judge is shown
     else:
-        overrides = replace(overrides, model_url=PLACEHOLDER_URL, model=model, model_name=model)
-    path = Path(args.config) if args.config else Path("command line")
+        overrides = stand_in
+    path = Path(args.config) if args.config else Path(COMMAND_LINE)
     plan = build_plan(apply(config, overrides, path), path)
     if len(plan.datasets) != 1:
         names = ", ".join(d.name for d in plan.datasets[:5]) + (", …" if len(plan.datasets) > 5 else "")

@@ -24,7 +24,7 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 def replies(seen, n) -> str:
     """A model that gets every third question wrong and drops a word now and then."""
     number = int(seen.text.split()[-1])
-    return "no idea" if number % 3 == 0 else (f"answer {number}" if number % 2 else f"answer")
+    return "no idea" if number % 3 == 0 else (f"answer {number}" if number % 2 else "answer")
 
 
 @pytest.fixture
@@ -141,10 +141,12 @@ def test_multiple_choice_scores_letters_against_the_datas_gold_option(ws: Worksp
 def test_a_judge_metric_asks_the_configs_judge(ws: Workspace):
     ws.text_questions(3)
     with ScriptedEndpoint(lambda seen, n: "Rating: 0" if "answer 2" in seen.text else "Rating: 1") as judge:
-        ws.config([model("http://127.0.0.1:9/v1")], [["qs", "llm_judge_binary"]], output_dir="runs",
-                  judge_properties={"judge_model": "j", "judge_api_endpoint": judge.url, "judge_retry_attempts": 0})
+        # A config of what scoring reads: where the runspecs are, and the judge (no models, no dataset_metric).
+        (ws.root / "judge.yaml").write_text(yaml.safe_dump({"runspec_dirs": ["runspecs"], "output_dir": "runs", "judge_properties": {
+            "judge_model": "j", "judge_api_endpoint": judge.url, "judge_retry_attempts": 0}}))
         write_jsonl(ws.root / "p.jsonl", [{"id": f"q{i}", "prediction": f"my answer {i}"} for i in range(3)])
-        out = cli("score", "--predictions", "p.jsonl", "--config", "config.yaml", "--dataset", "qs", "--run-id", "s", cwd=ws.root)
+        out = cli("score", "--predictions", "p.jsonl", "--config", "judge.yaml", "--dataset", "qs", "--metric", "llm_judge_binary",
+                  "--run-id", "s", cwd=ws.root)
         shown = sorted(s.text for s in judge.requests)
     assert out.returncode == 0, out.stderr
     # The judge is shown the question the dataset asks, its reference and the file's prediction.

@@ -4,6 +4,7 @@ read back with each tracker's own reader; a tracker that is not installed stops 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,10 +19,11 @@ from tests.test_cli import assert_one_line_error
 SECRET = "tok-tracker-secret-77"
 
 
-def cli(*args: str, cwd: Path, code: str = "") -> subprocess.CompletedProcess:
-    """The CLI as a user runs it; `code` runs first in the same interpreter (to hide a package)."""
+def cli(*args: str, cwd: Path, code: str = "", home: Path | None = None) -> subprocess.CompletedProcess:
+    """The CLI as a user runs it; `code` runs first in the same interpreter (to hide a package); `home` is its HOME."""
     start = f"{code}\nimport sys\nfrom lalmeval.cli import main\nsys.argv[0] = 'lalmeval'\nsys.exit(main(sys.argv[1:]))"
-    return subprocess.run([sys.executable, "-c", start, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    env = {**os.environ, **({"HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"), "XDG_DATA_HOME": str(home / ".local")} if home else {})}
+    return subprocess.run([sys.executable, "-c", start, *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
 
 
 @pytest.fixture
@@ -43,7 +45,10 @@ def lab(ws: Workspace):
 
 
 def logged_run(ws: Workspace, trackers: str) -> Path:
-    out = cli("run", "--config", "config.yaml", "--run-id", "r", "--log", trackers, cwd=ws.root)
+    home = ws.root / "home"
+    home.mkdir()
+    out = cli("run", "--config", "config.yaml", "--run-id", "r", "--log", trackers, cwd=ws.root, home=home)
+    assert not any(home.rglob("*")), f"{trackers} wrote outside the run directory: {sorted(home.rglob('*'))[:5]}"
     assert out.returncode == 3, out.stderr   # m2's failed sample
     assert "Traceback" not in out.stderr and "warning" not in out.stderr, out.stderr
     return ws.root / "runs" / "r"

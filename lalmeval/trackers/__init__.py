@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
 
 from lalmeval.errors import UserError
 from lalmeval.registry import Registry
@@ -78,6 +80,21 @@ def log_run(run_dir: Path, names: Sequence[str]) -> bool:
             continue
         print(f"Logged to {name} ({len(runs)} model run(s), offline): {where}")
     return ok
+
+
+@contextmanager
+def environment(values: dict[str, str]) -> Iterator[None]:
+    """Environment variables set for the time a tracker logs (they say where it writes), then put back."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _register() -> None:

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import re
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
-from lalmeval.trackers import TRACKERS, Tracker
+from lalmeval.trackers import TRACKERS, Tracker, environment
 from lalmeval.trackers.content import ModelRun
 from lalmeval.store import safe_name
 
@@ -21,20 +18,6 @@ PARAM_LIMIT = 6000   # characters of a parameter value MLflow takes
 def key(name: str) -> str:
     """A metric or parameter name MLflow accepts: other characters (an '@' in a peer's dataset name) become '_'."""
     return _NOT_IN_KEYS.sub("_", name)
-
-
-@contextmanager
-def _file_store_allowed() -> Iterator[None]:
-    """MLflow 3 refuses its file store unless asked: a store inside the run directory is what --log mlflow means."""
-    before = os.environ.get("MLFLOW_ALLOW_FILE_STORE")
-    os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("MLFLOW_ALLOW_FILE_STORE", None)
-        else:
-            os.environ["MLFLOW_ALLOW_FILE_STORE"] = before
 
 
 def _params(model: ModelRun) -> dict[str, str]:
@@ -54,7 +37,8 @@ def log(run_dir: Path, runs: list[ModelRun]) -> Path:
     from mlflow.tracking import MlflowClient
 
     store = run_dir.resolve() / "mlruns"
-    with _file_store_allowed():
+    # MLflow 3 refuses its file store unless asked: a store inside the run directory is what --log mlflow means.
+    with environment({"MLFLOW_ALLOW_FILE_STORE": "true"}):
         client = MlflowClient(tracking_uri=store.as_uri())
         found = client.get_experiment_by_name(EXPERIMENT)
         experiment = found.experiment_id if found else client.create_experiment(EXPERIMENT)
