@@ -248,6 +248,7 @@ class Config(Strict):
     models: list[ModelInfo] = Field(min_length=1, description="The endpoints to evaluate.")
     runspec_dirs: list[str] = Field(default_factory=list, description="Extra folders of runspec JSON files (relative to this config file).")
     dataset_paths: dict[str, str] = Field(default_factory=dict, description="Dataset name → its data file or folder (relative to this config file), instead of the runspec's hf_repo (Kimi-Audio-Evalkit's DATASETS.datasets map).")
+    datasets: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Datasets declared in the config itself: name → a runspec entry (the fields of a runspec file's entries, validated alike; relative paths start at this config file's folder). `lalmeval run --hf-dataset` declares one here.")
     dataset_root: Optional[str] = Field(None, description="Kimi-Audio-Evalkit's DATASETS.dataset_root (relative to this config file): format kimi datasets are found in it as Kimi finds them, and their relative audio paths start there.")
     allowed_data_dirs: list[str] = Field(default_factory=list, description="Folders (relative to this config file) in which a dataset's rows may also name local files (audio, images), besides the dataset's own folder; links are resolved first, and /proc, /sys and /dev are never read.")
     prompts_file: Optional[str] = Field(None, description="YAML file adding or overriding system prompts and user prompt add-ons.")
@@ -311,13 +312,15 @@ def _describe(err: dict, source: str) -> str:
     return f"{source}: {where or 'config'}: {message}" + (f" (got {err['input']!r})" if shown else "")
 
 
-def parse_config(raw: Any, source: str = "config") -> Config:
+def parse_config(raw: Any, source: str = "config", missing: Optional[dict[str, Any]] = None) -> Config:
     """Validate an already-loaded mapping as a Config; errors name the key. AU-Harness's key names are
-    read as lalmeval's, each with one note line on stderr."""
+    read as lalmeval's, each with one note line on stderr. `missing` gives keys the mapping may leave
+    out (what the command line supplies: a config of models only, run with --hf-dataset)."""
     if not isinstance(raw, dict):
         raise UserError(f"{source}: expected a mapping of keys at the top level")
     raw = interpolate(raw, source)
     raw, notes = read_aliases(raw, source)
+    raw = {**(missing or {}), **raw}
     try:
         config = Config.model_validate(raw)
     except ValidationError as exc:
@@ -335,6 +338,6 @@ def parse_config(raw: Any, source: str = "config") -> Config:
     return config
 
 
-def load_config(path: str | Path) -> Config:
-    """Read, interpolate and validate a config file."""
-    return parse_config(load_yaml(Path(path), "config file"), str(path))
+def load_config(path: str | Path, missing: Optional[dict[str, Any]] = None) -> Config:
+    """Read, interpolate and validate a config file (`missing`: keys it may leave out, see parse_config)."""
+    return parse_config(load_yaml(Path(path), "config file"), str(path), missing)
