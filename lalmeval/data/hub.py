@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 from urllib.parse import urlsplit
 
-from lalmeval.data.tables import BATCH, DATASETS_LOCK, FORMATS, Table, TableRequest, only_columns
+from lalmeval.data.arrow_files import ArrowFiles
+from lalmeval.data.arrow_memory import use_returning_pool
+from lalmeval.data.tables import BATCH, DATASETS_LOCK, FORMATS, Table, TableRequest, only_columns, runs
 from lalmeval.errors import UserError
 
 PROBE_SECONDS = 3.0
@@ -40,21 +42,65 @@ def _narrowed(ds: Any, known: list[str], columns: Optional[Sequence[str]]) -> An
 
 
 class ArrowTable(Table):
-    """A datasets.Dataset (Arrow, memory-mapped): columns by name, rows by index, batch by batch."""
+    """A datasets.Dataset (Arrow, memory-mapped): columns by name, rows by index, batch by batch.
+
+    When the dataset is exactly its Arrow files (a save_to_disk folder, a downloaded hub dataset),
+    they are read directly, releasing each batch's pages once its rows are made (see arrow_files)."""
 
     def __init__(self, ds: Any, request: TableRequest):
         self.ds, self.request = ds, request
         self.columns = list(ds.column_names)
+        self.files = own_files(ds)
 
     def scan(self) -> Iterator[dict[str, Any]]:
         fields = [f for f in self.request.fields if f in self.columns]
         if not fields:
             return ({} for _ in range(len(self.ds)))
+        if self.files is not None:
+            return self._direct(None, fields)
         return _read(self.ds.select_columns(fields), 1000, self.request.name)
 
     def rows(self, indices: Optional[Sequence[int]], columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
+        if self.files is not None:
+            read = None if columns is None else [c for c in self.columns if c in columns] or self.columns[:1]
+            return (only_columns(row, columns) for row in self._direct(indices, read))
         subset = self.ds if indices is None else self.ds.select(indices)
         return (only_columns(row, columns) for row in _read(_narrowed(subset, self.columns, columns), BATCH, self.request.name))
+
+    def _direct(self, indices: Optional[Sequence[int]], columns: Optional[list[str]]) -> Iterator[dict[str, Any]]:
+        """The rows at `indices` (all when None) from the files, BATCH rows at a time."""
+        assert self.files is not None
+        wanted = iter(range(len(self.ds)) if indices is None else indices)
+        target = next(wanted, None)
+        try:
+            for start, batch in self.files.batches(columns):
+                if target is None:
+                    return
+                picked = []
+                while target is not None and target < start + batch.num_rows:
+                    picked.append(target - start)
+                    target = next(wanted, None)
+                for first, count in runs(picked, BATCH):
+                    yield from batch.slice(first, count).to_pylist()
+        except (OSError, ValueError) as exc:  # pyarrow.ArrowInvalid is a ValueError: a file that went bad after opening
+            raise UserError(f"dataset '{self.request.name}': cannot read its rows: {type(exc).__name__}: {_first_line(exc)}") from None
+
+
+def own_files(ds: Any) -> Optional[ArrowFiles]:
+    """The dataset's Arrow files when its rows are exactly theirs, in order (no index mapping, no
+    table built in memory, the same columns and row count); None otherwise."""
+    try:
+        paths = [entry["filename"] for entry in ds.cache_files]
+        if not paths or getattr(ds, "_indices", None) is not None:
+            return None
+        counted = 0
+        for path in paths:
+            if not ArrowFiles.schema_of(path).equals(ds.data.schema):
+                return None
+            counted += ArrowFiles.row_count(path)
+        return ArrowFiles(paths) if counted == len(ds) else None
+    except Exception:  # noqa: BLE001 - anything unexpected: read through `datasets`, as before
+        return None
 
 
 class StreamTable(Table):
@@ -110,6 +156,7 @@ def _load(path: Path, request: TableRequest) -> Any:
 
 @FORMATS.register("hub")
 def _open_hub(path: Path, request: TableRequest) -> Table:
+    use_returning_pool()
     with DATASETS_LOCK:
         ds = _load(path, request)
     return StreamTable(ds, request) if request.streaming else ArrowTable(ds, request)
@@ -119,6 +166,7 @@ def _open_hub(path: Path, request: TableRequest) -> Table:
 def _open_disk(path: Path, request: TableRequest) -> Table:
     from datasets import DatasetDict, load_from_disk
 
+    use_returning_pool()
     with DATASETS_LOCK:
         try:
             ds = load_from_disk(str(path))
