@@ -22,7 +22,8 @@ from lalmeval.options import RunOptions
 from lalmeval.secrets import redacted_config
 
 # Keys whose value never changes which samples are evaluated, what is sent or how it is scored.
-OPERATIONAL = frozenset({"output_dir", "cache_dir", "cache_sampled", "streaming"})
+# max_audio_seconds too: raising it after clips failed over it and resuming is how they get answered.
+OPERATIONAL = frozenset({"output_dir", "cache_dir", "cache_sampled", "streaming", "max_audio_seconds"})
 OPERATIONAL_MODEL = frozenset({
     "auth_token", "delay", "retry_attempts", "timeout", "batch_size", "launch", "launch_timeout",
     "max_reply_mb", "verify_ssl",

@@ -1,5 +1,6 @@
-"""Decoding with a limit: a clip over it fails, with a reason naming the limit, before it is decoded
-whole; clips are decoded and resampled block by block, and a truncation decodes only what it sends."""
+"""max_audio_seconds: a clip over the limit fails its sample, with a reason naming the limit, before
+it is decoded whole; clips are decoded and resampled block by block, and a truncation decodes only
+what it sends."""
 
 import tracemalloc
 
@@ -8,6 +9,8 @@ import pytest
 import soundfile as sf
 
 from lalmeval.data.audio import AudioError, prepare
+from tests.support.endpoint import ScriptedEndpoint
+from tests.support.workspace import demo_rows, model
 
 
 def silent_flac(path, minutes, rate=16000):
@@ -89,3 +92,30 @@ def test_decoding_in_blocks_gives_the_samples_of_decoding_whole(tmp_path):
     whole = soxr.resample(stereo.mean(axis=1), 44100, 16000)
     expected = np.clip(np.rint(whole * 32768.0), -32768, 32767).astype(np.int16)
     assert np.array_equal(prepare(str(tmp_path / "long.wav")).pcm, expected)
+
+
+def test_a_run_fails_only_the_clip_over_the_limit_with_its_reason(ws, tmp_path):
+    rows = ws.copy_demo_audio(demo_rows(2))
+    silent_flac(ws.root / "data" / "audio" / "long.flac", 3)
+    rows.append({**rows[0], "id": "long", "audio": "audio/long.flac"})
+    ws.runspec("asr", "clips", {"clips": {"hf_repo": ws.jsonl(rows), "id_column": "id"}})
+    with ScriptedEndpoint(lambda seen, n: "hello") as ep:
+        ws.config([model(ep.url)], [["clips", "word_error_rate"]], max_audio_seconds=120)
+        result = ws.run()
+    records = {r["id"]: r for r in ws.records("clips", "m")}
+    assert len(records) == 3 and len(ep.requests) == 2
+    assert records["long"]["error"].startswith("audio: clip longer than max_audio_seconds (120 s): its header says 180.0 s")
+    assert all(r["error"] is None for i, r in records.items() if i != "long")
+    assert not result.complete and result.scores[0].num_samples == 3 and result.scores[0].num_failed == 1
+
+
+def test_truncate_answers_a_clip_over_the_limit_from_its_start(ws):
+    rows = ws.copy_demo_audio(demo_rows(1))
+    silent_flac(ws.root / "data" / "audio" / "long.flac", 3)
+    rows = [{**rows[0], "id": "long", "audio": "audio/long.flac"}]
+    ws.runspec("asr", "clips", {"clips": {"hf_repo": ws.jsonl(rows), "id_column": "id", "long_audio": "truncate"}})
+    with ScriptedEndpoint(lambda seen, n: "hello") as ep:
+        ws.config([model(ep.url, chunk_size=20)], [["clips", "word_error_rate"]], max_audio_seconds=120)
+        ws.run()
+    assert [seen.audio_seconds for seen in ep.requests] == [[20.0]]
+    assert ws.records("clips", "m")[0]["error"] is None

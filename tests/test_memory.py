@@ -1,6 +1,8 @@
 """Memory stays flat on the files users have: a parquet in one row group is read a page at a time and
-a save_to_disk folder without keeping its pages."""
+a save_to_disk folder without keeping its pages; many models x datasets x metrics share one reader per
+dataset, one window per endpoint and each decoded clip, while every sample still ends as one record."""
 
+import asyncio
 import hashlib
 import json
 import random
@@ -8,10 +10,14 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tests.support.workspace import REPO
+from lalmeval.inference.feed import READ_AHEAD, AudioCache, SampleFeed
+from lalmeval.records import AudioRef, Sample
+from tests.support.endpoint import ScriptedEndpoint
+from tests.support.workspace import DEMO, REPO, demo_rows, model
 
 AUDIO = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
 
@@ -82,3 +88,99 @@ def test_a_save_to_disk_folder_is_read_without_keeping_its_pages(tmp_path):
     got = read_all(tmp_path / "saved")
     assert got["count"] == 8192 and got["sha1"] == hashlib.sha1(b"".join(data)).hexdigest()
     assert got["grew_mb"] < 32, f"reading 64 MB of audio grew peak memory by {got['grew_mb']:.0f} MB"
+
+
+def samples(count, audio=True):
+    return [Sample(id=f"s{i}", reference="r", audio=(AudioRef(str(DEMO / demo_rows()[i % 5]["audio"])),) if audio else ()) for i in range(count)]
+
+
+def test_a_feed_reads_each_sample_once_for_every_pass_and_holds_a_bounded_window():
+    """Two passes, one slow and asking for two repeats: the source is read once, both get every
+    sample in order, and reading never runs more than a window ahead of the slow one."""
+    read, lag = [], []
+
+    def source():
+        for sample in samples(300, audio=False):
+            read.append(sample.id)
+            yield sample
+
+    async def take(reader, pause, got, slow_count):
+        while (unit := await reader.get()) is not None:
+            got.append(unit[0].id)
+            lag.append(len(read) - len(slow_count) // 2)
+            await asyncio.sleep(pause)
+
+    async def scenario():
+        feed = SampleFeed(source)
+        fast, slow = feed.reader(), feed.reader(repeats=2)
+        feed.start()
+        got_fast, got_slow = [], []
+        await asyncio.gather(take(fast, 0, got_fast, got_slow), take(slow, 0.001, got_slow, got_slow))
+        return feed, got_fast, got_slow
+
+    feed, got_fast, got_slow = asyncio.run(scenario())
+    assert read == [f"s{i}" for i in range(300)]  # once, in order, however many passes read it
+    assert got_fast == read and got_slow == [f"s{i // 2}" for i in range(600)]
+    assert max(lag) <= feed.window + READ_AHEAD + 1  # the fast pass waited for the slow one
+
+
+def test_a_pass_that_closes_no_longer_holds_the_feed_back():
+    async def scenario():
+        feed = SampleFeed(lambda: iter(samples(300, audio=False)))
+        reader, gone = feed.reader(), feed.reader()
+        feed.start()
+        gone.close()  # e.g. a pass that failed before reading
+        return [unit[0].id async for unit in _units(reader)]
+
+    assert len(asyncio.run(scenario())) == 300
+
+async def _units(reader):
+    while (unit := await reader.get()) is not None:
+        yield unit
+
+
+def test_models_of_a_dataset_share_each_decoded_clip_and_drop_it_once_all_took_it():
+    async def scenario():
+        cache = AudioCache(capacity=10)
+        for _ in range(3):
+            cache.expect("d")
+        sample = samples(1)[0]
+        first, second, third = [await cache.get("d", sample, 0) for _ in range(3)]
+        return cache, first, second, third
+
+    cache, first, second, third = asyncio.run(scenario())
+    assert np.shares_memory(first.pcm, second.pcm) and np.shares_memory(first.pcm, third.pcm)  # decoded once
+    assert first.b64 == second.b64 and first is not second  # each model has its own request encoding
+    assert not cache._items  # all three took it: nothing kept
+
+
+def test_every_sample_of_a_fan_out_run_ends_as_one_record(ws):
+    """3 models x 3 datasets (a one-row-group parquet, a save_to_disk folder, files listed in a jsonl)
+    x 2 metrics, one endpoint per model: every pair scores every sample, each model records each once."""
+    from datasets import Audio, Dataset
+
+    rows = ws.copy_demo_audio(demo_rows(12))
+    clips = [(r["id"], (ws.root / "data" / r["audio"]).read_bytes(), r["reference"]) for r in rows]
+    table = pa.table({"id": [c[0] for c in clips], "audio": pa.array([{"bytes": c[1], "path": None} for c in clips], AUDIO),
+                      "reference": [c[2] for c in clips]})
+    pq.write_table(table, ws.root / "data" / "one.parquet")
+    Dataset(table).cast_column("audio", Audio(decode=False)).save_to_disk(str(ws.root / "data" / "saved"))
+    spec = {"id_column": "id"}
+    ws.runspec("asr", "fan", {"one": {"hf_repo": "data/one.parquet", **spec}, "saved": {"hf_repo": "data/saved", **spec},
+                              "files": {"hf_repo": ws.jsonl(rows), **spec}})
+    endpoints = [ScriptedEndpoint(lambda seen, n: "set a timer", latency=0.01 * k) for k in range(3)]
+    for ep in endpoints:
+        ep.__enter__()
+    try:
+        pairs = [[d, m] for d in ("one", "saved", "files") for m in ("word_error_rate", "bleu")]
+        ws.config([model(ep.url, name=f"m{k}", batch_size=2 + k) for k, ep in enumerate(endpoints)], pairs)
+        result = ws.run()
+    finally:
+        for ep in endpoints:
+            ep.__exit__(None, None, None)
+    assert len(result.scores) == 18 and all(s.num_samples == 12 and s.num_failed == 0 for s in result.scores)
+    for k, ep in enumerate(endpoints):
+        records = [r for dataset in ("one", "saved", "files") for r in ws.records(dataset, f"m{k}")]
+        assert sorted(r["id"] for r in records) == sorted(r["id"] for r in rows * 3) and all(r["error"] is None for r in records)
+        # The three layouts hold the same clips: a request is sent once, or answered from the run's cache.
+        assert len(ep.requests) + sum(bool(r["extra"].get("cached")) for r in records) == 36
