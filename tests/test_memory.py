@@ -5,6 +5,7 @@ dataset, one window per endpoint and each decoded clip, while every sample still
 import asyncio
 import hashlib
 import json
+import os
 import random
 import subprocess
 import sys
@@ -38,18 +39,20 @@ READ_ALL = textwrap.dedent("""
 
     path = {path!r}
     dataset = Dataset("big", "c", "t", DatasetSpec(hf_repo=path, language="en", id_column="id"), Path(path).parent / "x.json")
-    source = open_source(dataset, Filters())
+    source = open_source(dataset, Filters(), streaming={streaming!r})
     before, digest, count = peak_mb(), hashlib.sha1(), 0
     for sample in source.samples():
         digest.update(sample.audio[0].source)
         count += 1
-    print(json.dumps({{"count": count, "sha1": digest.hexdigest(), "grew_mb": peak_mb() - before,
+    print(json.dumps({{"count": count, "sha1": digest.hexdigest(), "grew_mb": peak_mb() - before, "table": type(source.table).__name__,
                       "arrow_pool_mb": pa.default_memory_pool().max_memory() / 2**20}}))
 """)
 
 
-def read_all(path):
-    out = subprocess.run([sys.executable, "-c", READ_ALL.format(repo=str(REPO), path=str(path))], capture_output=True, text=True, timeout=300)
+def read_all(path, streaming=False):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    out = subprocess.run([sys.executable, "-c", READ_ALL.format(repo=str(REPO), path=str(path), streaming=streaming)],
+                         capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -76,6 +79,19 @@ def test_a_parquet_in_one_row_group_is_read_a_page_at_a_time(tmp_path):
     assert got["count"] == 8192 and got["sha1"] == hashlib.sha1(b"".join(data)).hexdigest()
     assert got["grew_mb"] < 32, f"reading 64 MB of audio grew peak memory by {got['grew_mb']:.0f} MB"
     assert got["arrow_pool_mb"] < 16, f"Arrow held {got['arrow_pool_mb']:.0f} MB at once"
+
+
+def test_a_streamed_folder_of_parquet_is_read_a_page_at_a_time(tmp_path):
+    """`streaming: true` over parquet data files (a hub dataset, or a folder laid out like one): read
+    by the page reader, not by `datasets`, whose parquet streaming decodes a whole row group at once."""
+    (tmp_path / "hub").mkdir()
+    data = blobs(8192, 8192, seed=2)
+    pq.write_table(audio_table(data[:4096]), tmp_path / "hub" / "test-00000-of-00002.parquet")
+    pq.write_table(audio_table(data[4096:]).set_column(0, "id", pa.array([f"t{i:05d}" for i in range(4096)])), tmp_path / "hub" / "test-00001-of-00002.parquet")
+    got = read_all(tmp_path / "hub", streaming=True)
+    assert got["table"] == "ParquetStreamTable"
+    assert got["count"] == 8192 and got["sha1"] == hashlib.sha1(b"".join(data)).hexdigest()
+    assert got["grew_mb"] < 32, f"streaming 64 MB of audio grew peak memory by {got['grew_mb']:.0f} MB"
 
 
 def test_a_save_to_disk_folder_is_read_without_keeping_its_pages(tmp_path):

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from lalmeval.data.arrow_files import ArrowFiles
 from lalmeval.data.arrow_memory import use_returning_pool
-from lalmeval.data.tables import BATCH, DATASETS_LOCK, FORMATS, Table, TableRequest, only_columns, runs
+from lalmeval.data.tables import BATCH, DATASETS_LOCK, FORMATS, ParquetTable, Table, TableRequest, only_columns, runs
 from lalmeval.errors import UserError
 
 PROBE_SECONDS = 3.0
@@ -154,10 +154,59 @@ def _load(path: Path, request: TableRequest) -> Any:
         raise UserError(f"dataset '{request.name}': cannot load '{request.hub_id or path}'{hint}: {_first_line(exc)}") from None
 
 
+class ParquetStreamTable(Table):
+    """A streamed dataset whose data files are parquet: the files of the split read in order, each a
+    page at a time (ParquetTable), instead of through `datasets`, whose parquet streaming decodes a
+    whole row group per batch (a file written in one row group: all of it, several times over)."""
+
+    def __init__(self, files: list[str], request: TableRequest):
+        self.files, self.request = files, request
+        self.columns = self._table(files[0]).columns
+
+    def _table(self, file: str) -> ParquetTable:
+        if "://" not in file:
+            return ParquetTable(Path(file), self.request)
+        import fsspec  # a hub file (hf://...): read by ranges, as `datasets` streams it
+
+        return ParquetTable(Path(file), self.request, opener=lambda: fsspec.open(file, "rb").open())
+
+    def scan(self) -> None:
+        return None
+
+    def rows(self, indices: Optional[Sequence[int]], columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
+        assert indices is None, "a stream is read whole, in order"
+        try:
+            for file in self.files:
+                yield from self._table(file).rows(None, columns)
+        except UserError as exc:  # names the file; say which dataset it belongs to
+            raise UserError(f"dataset '{self.request.name}': cannot read its rows: {exc}") from None
+
+
+def _parquet_files(path: Path, request: TableRequest) -> Optional[list[str]]:
+    """The data files of the split when `datasets` would read the dataset as parquet; None otherwise."""
+    from datasets import load_dataset_builder
+
+    try:
+        builder = load_dataset_builder(str(path) if path.is_dir() else request.hub_id, request.subset, revision=request.revision)
+    except Exception:  # noqa: BLE001 - load_dataset, next, reports what is wrong in its own words
+        return None
+    if type(builder.config).__name__ != "ParquetConfig" or builder.config.filters or builder.config.columns:
+        return None
+    files = next((list(found) for split, found in (builder.config.data_files or {}).items() if str(split) == request.split), None)
+    return [str(f) for f in files] if files else None
+
+
 @FORMATS.register("hub")
 def _open_hub(path: Path, request: TableRequest) -> Table:
     use_returning_pool()
     with DATASETS_LOCK:
+        if request.streaming:
+            if not path.is_dir() and not _offline() and (problem := _hub_reachable()):
+                raise UserError(f"dataset '{request.name}': cannot load '{request.hub_id}' from the hub: {problem}. "
+                                f"Run once with network to cache it, then set HF_HUB_OFFLINE=1 to use the cache offline")
+            files = _parquet_files(path, request)
+            if files:
+                return ParquetStreamTable(files, request)
         ds = _load(path, request)
     return StreamTable(ds, request) if request.streaming else ArrowTable(ds, request)
 

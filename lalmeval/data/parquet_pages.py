@@ -14,7 +14,7 @@ encoded, in data pages v1 or v2, without repetition (no lists), in a codec pyarr
 from __future__ import annotations
 
 import struct
-from typing import Any, Iterator, Optional
+from typing import Any, BinaryIO, Callable, Iterator, Optional
 
 import numpy as np
 
@@ -161,14 +161,15 @@ def _plain(buf: Any, count: int, pos: int = 0) -> list[memoryview]:
 
 
 class BinaryColumn:
-    """The values of one BYTE_ARRAY leaf column in one row group: bytes per row, or None."""
+    """The values of one BYTE_ARRAY leaf column in one row group: bytes per row, or None.
+    `opener` opens the file (a local one, or a remote one through fsspec)."""
 
-    def __init__(self, path: str, chunk: Any, max_definition: int, max_repetition: int):
+    def __init__(self, opener: Callable[[], BinaryIO], chunk: Any, max_definition: int, max_repetition: int):
         if chunk.physical_type != "BYTE_ARRAY" or max_repetition:
             raise Unsupported("not a flat binary column")
         if chunk.compression not in _CODECS or not set(chunk.encodings) <= _ENCODINGS:
             raise Unsupported(f"codec {chunk.compression}, encodings {chunk.encodings}")
-        self.path, self.codec, self.max_definition = path, _CODECS[chunk.compression], max_definition
+        self.opener, self.codec, self.max_definition = opener, _CODECS[chunk.compression], max_definition
         offsets = [o for o in (chunk.dictionary_page_offset, chunk.data_page_offset) if o]  # 0 or None: absent
         self.start = min(offsets) if offsets else chunk.data_page_offset
         self.end = self.start + chunk.total_compressed_size
@@ -178,7 +179,7 @@ class BinaryColumn:
         """Every row's value, in order (None for a null)."""
         dictionary: Optional[list[memoryview]] = None
         produced = 0
-        with open(self.path, "rb") as handle:
+        with self.opener() as handle:
             pos = self.start
             while pos < self.end and produced < self.rows:
                 header, body_at = self._header(handle, pos)

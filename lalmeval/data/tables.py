@@ -14,7 +14,7 @@ import csv
 import itertools
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, BinaryIO, Callable, Iterator, Optional, Sequence
 
 from lalmeval.background import stop_if_abandoned
 from lalmeval.data.arrow_memory import release_freed, use_returning_pool
@@ -214,13 +214,15 @@ class ParquetTable(Table):
     rows become Python objects. A large binary column (the audio bytes) is read one page at a time
     (parquet_pages), the rest through pyarrow, so memory is bounded by a page, not by the row group."""
 
-    def __init__(self, path: Path, request: TableRequest):
+    def __init__(self, path: Path, request: TableRequest, opener: Optional[Callable[[], BinaryIO]] = None):
         import pyarrow.parquet as pq  # only paid by runs that read parquet
 
         use_returning_pool()
         self.path, self.request = path, request
+        self.open = opener or (lambda: open(path, "rb"))  # a streamed hub file opens through fsspec
         try:
-            meta = pq.ParquetFile(path).metadata
+            with self.open() as handle:
+                meta = pq.ParquetFile(handle).metadata
             self.columns = list(meta.schema.to_arrow_schema().names)
             self._sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
         except Exception as exc:  # pyarrow raises several types for a bad file
@@ -243,35 +245,38 @@ class ParquetTable(Table):
         """The rows at `indices` (sorted; every row when None), only `columns`, `size` rows decoded at a time."""
         import pyarrow.parquet as pq
 
-        wanted = iter(range(self._starts[-1]) if indices is None else indices)
-        target = next(wanted, None)
         try:
-            # No pre-buffering and a small read buffer: pages are fetched as they are decoded, so a
-            # row group is never held whole (pre_buffer would read all of its column chunks at once).
-            handle = pq.ParquetFile(self.path, pre_buffer=False, buffer_size=READ_BUFFER)
-            while target is not None:
-                group = bisect.bisect_right(self._starts, target) - 1
-                heavy = heavy_columns(handle, str(self.path), group, columns)
-                for start, batch, values in _group_slices(handle, group, self._starts[group], columns, heavy, BATCH if heavy else size):
-                    picked = []
-                    while target is not None and target < start + len(values):
-                        picked.append(target - start)
-                        target = next(wanted, None)
-                    # Slices of consecutive rows, because Table.take would load pyarrow.compute (~100 MB of kernels) for nothing.
-                    for first, count in runs(picked, BATCH):
-                        part = batch.slice(first, count).to_pylist() if batch is not None else [{} for _ in range(count)]
-                        for at, row in enumerate(part, first):
-                            yield _with_heavy(row, values[at])
-                    if target is None or target >= self._starts[group + 1]:
-                        break  # the rest of this row group holds no selected row
-                release_freed()
+            with self.open() as source:
+                # No pre-buffering and a small read buffer: pages are fetched as they are decoded, so a
+                # row group is never held whole (pre_buffer would read all of its column chunks at once).
+                handle = pq.ParquetFile(source, pre_buffer=False, buffer_size=READ_BUFFER)
+                yield from self._groups(handle, iter(range(self._starts[-1]) if indices is None else indices), columns, size)
         except (UserError, GeneratorExit):
             raise
         except Exception as exc:  # a file that went bad after opening
             raise UserError(f"{self.path}: not a readable parquet file: {exc}") from None
 
+    def _groups(self, handle: Any, wanted: Iterator[int], columns: list[str], size: int) -> Iterator[dict[str, Any]]:
+        target = next(wanted, None)
+        while target is not None:
+            group = bisect.bisect_right(self._starts, target) - 1
+            heavy = heavy_columns(handle, self.open, group, columns)
+            for start, batch, values in _group_slices(handle, group, self._starts[group], columns, heavy, BATCH if heavy else size):
+                picked = []
+                while target is not None and target < start + len(values):
+                    picked.append(target - start)
+                    target = next(wanted, None)
+                # Slices of consecutive rows, because Table.take would load pyarrow.compute (~100 MB of kernels) for nothing.
+                for first, count in runs(picked, BATCH):
+                    part = batch.slice(first, count).to_pylist() if batch is not None else [{} for _ in range(count)]
+                    for at, row in enumerate(part, first):
+                        yield _with_heavy(row, values[at])
+                if target is None or target >= self._starts[group + 1]:
+                    break  # the rest of this row group holds no selected row
+            release_freed()
 
-def heavy_columns(handle: Any, path: str, group: int, columns: Sequence[str]) -> dict[str, Any]:
+
+def heavy_columns(handle: Any, opener: Callable[[], BinaryIO], group: int, columns: Sequence[str]) -> dict[str, Any]:
     """{leaf path: BinaryColumn} of the large binary leaves among `columns` in a row group: a
     top-level binary column, or a binary field of a top-level struct whose other fields are flat."""
     from lalmeval.data.parquet_pages import BinaryColumn, Unsupported
@@ -287,7 +292,7 @@ def heavy_columns(handle: Any, path: str, group: int, columns: Sequence[str]) ->
             continue
         column = schema.column(i)
         try:
-            found[leaf] = BinaryColumn(path, chunks.column(i), column.max_definition_level, column.max_repetition_level)
+            found[leaf] = BinaryColumn(opener, chunks.column(i), column.max_definition_level, column.max_repetition_level)
         except Unsupported:
             continue
     return found
