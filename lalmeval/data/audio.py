@@ -312,10 +312,4 @@ def prepare(source: Union[bytes, str], span: Optional[Span] = None, max_seconds:
 
     A clip longer than `max_seconds` (max_audio_seconds) fails with an AudioError before it is decoded
     whole. The identity is the whole clip's (or span's): a truncation is the model's setting, not the audio."""
-    return decoded(source, span, max_seconds, first_seconds).encoded()
-
-
-def decoded(source: Union[bytes, str], span: Optional[Span] = None, max_seconds: Optional[float] = None,
-            first_seconds: Optional[float] = None) -> PreparedAudio:
-    """As `prepare`, without the base64 yet (a clip shared by models, each encoding its own request)."""
-    return PreparedAudio(pcm16(source, span, max_seconds, first_seconds), audio_identity(source, span))
+    return PreparedAudio(pcm16(source, span, max_seconds, first_seconds), audio_identity(source, span)).encoded()

@@ -14,7 +14,7 @@ import itertools
 from collections import Counter, OrderedDict
 from typing import Any, Callable, Hashable, Iterator, Optional
 
-from lalmeval.data.audio import PreparedAudio, decoded, prepare
+from lalmeval.data.audio import PreparedAudio, prepare
 from lalmeval.errors import UserError
 from lalmeval.ledger import InvariantError
 from lalmeval.records import Sample
@@ -200,17 +200,20 @@ class FeedReader:
 
 
 class AudioCache:
-    """Prepared clips shared by the models of a run. The 16 kHz PCM one model decoded is kept until
-    every model expected to ask for it has (then dropped at once), or until `capacity` newer clips
-    push it out (a model that never asks: its record was stored, its request failed); each model
-    encodes its own base64, so a kept clip costs its PCM only. With one model nothing is kept. A clip
-    that cannot be decoded fails the same way for every model."""
+    """Prepared clips shared by the models of a run. A clip one model prepared (decoded, encoded) is
+    kept until every model expected to ask for it has (then dropped at once), or until `capacity`
+    newer clips push it out (a model that never asks: its record was stored, its request failed).
+    With one model nothing is kept. A clip that cannot be decoded fails the same way for every model."""
 
     def __init__(self, capacity: int, max_seconds: Optional[float] = None):
         self.capacity = capacity
         self.max_seconds = max_seconds
         self._expected: Counter[Hashable] = Counter()
-        self._items: OrderedDict[tuple, list[Any]] = OrderedDict()   # key -> [future of the PCM, times served]
+        self._items: OrderedDict[tuple, list[Any]] = OrderedDict()   # key -> [future, times served]
+
+    def __len__(self) -> int:
+        """Clips kept for models that have not asked for them yet."""
+        return len(self._items)
 
     def expect(self, group: Hashable) -> None:
         """One more reader will ask for the clips of `group` (a dataset and how its clips are cut)."""
@@ -218,18 +221,17 @@ class AudioCache:
 
     async def get(self, group: Hashable, sample: Sample, index: int, first_seconds: Optional[float] = None) -> PreparedAudio:
         """Clip `index` of `sample`, decoded (at most `first_seconds` of it) and encoded off the loop."""
-        loop = asyncio.get_running_loop()
         ref = sample.audio[index]
-        if not self.capacity or self._expected[group] < 2:
-            return await loop.run_in_executor(None, prepare, ref.source, ref.span, self.max_seconds, first_seconds)
         key = (group, sample.id, index)
         entry = self._items.get(key)
         if entry is None:
-            entry = self._items[key] = [loop.run_in_executor(None, decoded, ref.source, ref.span, self.max_seconds, first_seconds), 0]
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
+            future = asyncio.get_running_loop().run_in_executor(None, prepare, ref.source, ref.span, self.max_seconds, first_seconds)
+            entry = [future, 0]
+            if self.capacity and self._expected[group] > 1:
+                self._items[key] = entry
+                while len(self._items) > self.capacity:
+                    self._items.popitem(last=False)
         entry[1] += 1
         if entry[1] >= self._expected[group]:
             self._items.pop(key, None)
-        clip = await entry[0]
-        return await loop.run_in_executor(None, PreparedAudio(clip.pcm, clip.digest).encoded)
+        return await entry[0]
