@@ -14,6 +14,9 @@ import mmap
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
+from lalmeval.data.tables import BATCH, Table, TableRequest, only_columns, runs
+from lalmeval.errors import UserError
+
 _RELEASE = getattr(mmap, "MADV_DONTNEED", None)  # absent where madvise is (Windows): pages then stay mapped
 
 
@@ -80,3 +83,44 @@ class _Mapped:
     def __exit__(self, *exc: object) -> None:
         self.release()
         self.map = None  # unmapped once the last zero-copy slice of it is gone
+
+
+class ArrowFilesTable(Table):
+    """Rows straight from Arrow stream files: the light fields by a scan, rows by index, BATCH at a time."""
+
+    def __init__(self, files: ArrowFiles, request: TableRequest, rows: int, columns: list[str]):
+        self.files, self.request, self.count, self.columns = files, request, rows, columns
+
+    @classmethod
+    def of(cls, paths: Sequence[str], request: TableRequest) -> "ArrowFilesTable":
+        """The table of these files, which must share one schema (OSError, ValueError when not readable)."""
+        schema = ArrowFiles.schema_of(paths[0])
+        if any(not ArrowFiles.schema_of(path).equals(schema) for path in paths[1:]):
+            raise ValueError("the files do not share one schema")
+        return cls(ArrowFiles(paths), request, sum(ArrowFiles.row_count(path) for path in paths), list(schema.names))
+
+    def scan(self) -> Iterator[dict[str, Any]]:
+        fields = [f for f in self.request.fields if f in self.columns]
+        return self._rows(None, fields) if fields else ({} for _ in range(self.count))
+
+    def rows(self, indices: Optional[Sequence[int]], columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
+        read = None if columns is None else [c for c in self.columns if c in columns] or self.columns[:1]
+        return (only_columns(row, columns) for row in self._rows(indices, read))
+
+    def _rows(self, indices: Optional[Sequence[int]], columns: Optional[list[str]]) -> Iterator[dict[str, Any]]:
+        """The rows at `indices` (all when None); only the selected rows become Python objects."""
+        wanted = iter(range(self.count) if indices is None else indices)
+        target = next(wanted, None)
+        try:
+            for start, batch in self.files.batches(columns):
+                if target is None:
+                    return
+                picked = []
+                while target is not None and target < start + batch.num_rows:
+                    picked.append(target - start)
+                    target = next(wanted, None)
+                for first, count in runs(picked, BATCH):
+                    yield from batch.slice(first, count).to_pylist()
+        except (OSError, ValueError) as exc:  # pyarrow.ArrowInvalid is a ValueError: a file that went bad after opening
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise UserError(f"dataset '{self.request.name}': cannot read its rows: {type(exc).__name__}: {text}") from None

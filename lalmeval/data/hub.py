@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 from urllib.parse import urlsplit
 
-from lalmeval.data.arrow_files import ArrowFiles
+from lalmeval.data.arrow_files import ArrowFiles, ArrowFilesTable
 from lalmeval.data.arrow_memory import use_returning_pool
-from lalmeval.data.tables import BATCH, DATASETS_LOCK, FORMATS, ParquetTable, Table, TableRequest, only_columns, runs
+from lalmeval.data.saved import saved_files
+from lalmeval.data.tables import BATCH, DATASETS_LOCK, FORMATS, ParquetTable, Table, TableRequest, only_columns
 from lalmeval.errors import UserError
 
 PROBE_SECONDS = 3.0
@@ -44,46 +45,28 @@ def _narrowed(ds: Any, known: list[str], columns: Optional[Sequence[str]]) -> An
 class ArrowTable(Table):
     """A datasets.Dataset (Arrow, memory-mapped): columns by name, rows by index, batch by batch.
 
-    When the dataset is exactly its Arrow files (a save_to_disk folder, a downloaded hub dataset),
-    they are read directly, releasing each batch's pages once its rows are made (see arrow_files)."""
+    When the dataset is exactly its Arrow files (a downloaded hub dataset, a folder converted by
+    `datasets`), they are read directly, releasing each batch's pages once read (see arrow_files)."""
 
     def __init__(self, ds: Any, request: TableRequest):
         self.ds, self.request = ds, request
         self.columns = list(ds.column_names)
-        self.files = own_files(ds)
+        files = own_files(ds)
+        self.direct = ArrowFilesTable(files, request, len(ds), self.columns) if files is not None else None
 
     def scan(self) -> Iterator[dict[str, Any]]:
+        if self.direct is not None:
+            return self.direct.scan()
         fields = [f for f in self.request.fields if f in self.columns]
         if not fields:
             return ({} for _ in range(len(self.ds)))
-        if self.files is not None:
-            return self._direct(None, fields)
         return _read(self.ds.select_columns(fields), 1000, self.request.name)
 
     def rows(self, indices: Optional[Sequence[int]], columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
-        if self.files is not None:
-            read = None if columns is None else [c for c in self.columns if c in columns] or self.columns[:1]
-            return (only_columns(row, columns) for row in self._direct(indices, read))
+        if self.direct is not None:
+            return self.direct.rows(indices, columns)
         subset = self.ds if indices is None else self.ds.select(indices)
         return (only_columns(row, columns) for row in _read(_narrowed(subset, self.columns, columns), BATCH, self.request.name))
-
-    def _direct(self, indices: Optional[Sequence[int]], columns: Optional[list[str]]) -> Iterator[dict[str, Any]]:
-        """The rows at `indices` (all when None) from the files, BATCH rows at a time."""
-        assert self.files is not None
-        wanted = iter(range(len(self.ds)) if indices is None else indices)
-        target = next(wanted, None)
-        try:
-            for start, batch in self.files.batches(columns):
-                if target is None:
-                    return
-                picked = []
-                while target is not None and target < start + batch.num_rows:
-                    picked.append(target - start)
-                    target = next(wanted, None)
-                for first, count in runs(picked, BATCH):
-                    yield from batch.slice(first, count).to_pylist()
-        except (OSError, ValueError) as exc:  # pyarrow.ArrowInvalid is a ValueError: a file that went bad after opening
-            raise UserError(f"dataset '{self.request.name}': cannot read its rows: {type(exc).__name__}: {_first_line(exc)}") from None
 
 
 def own_files(ds: Any) -> Optional[ArrowFiles]:
@@ -213,9 +196,17 @@ def _open_hub(path: Path, request: TableRequest) -> Table:
 
 @FORMATS.register("disk")
 def _open_disk(path: Path, request: TableRequest) -> Table:
+    use_returning_pool()
+    # Read from the folder's own metadata and Arrow files when they are as `datasets` writes them:
+    # importing `datasets` alone costs a second and a half and 60 MB before the first request.
+    files = saved_files(path, request)
+    if files:
+        try:
+            return ArrowFilesTable.of(files, request)
+        except (OSError, ValueError):
+            pass  # load_from_disk below says what is wrong with the folder
     from datasets import DatasetDict, load_from_disk
 
-    use_returning_pool()
     with DATASETS_LOCK:
         try:
             ds = load_from_disk(str(path))
