@@ -253,6 +253,7 @@ class Config(Strict):
     allowed_data_dirs: list[str] = Field(default_factory=list, description="Folders (relative to this config file) in which a dataset's rows may also name local files (audio, images), besides the dataset's own folder; links are resolved first, and /proc, /sys and /dev are never read.")
     prompts_file: Optional[str] = Field(None, description="YAML file adding or overriding system prompts and user prompt add-ons.")
     streaming: bool = Field(False, description="Stream hub datasets instead of downloading them whole.")
+    max_audio_seconds: float = Field(3600.0, ge=1, le=DAY, description="Longest clip a sample may decode, in seconds (16 kHz PCM costs 115 MB an hour): a longer clip fails its sample, with a reason naming this limit, before it is decoded whole; with long_audio: truncate only the first chunk_size seconds are decoded.")
     seed: int = Field(0, ge=0, le=2**32 - 1, description="Seed for sampling (filters.shuffle) and for the bootstrap of score intervals and comparisons.")
     bootstrap_resamples: int = Field(1000, ge=0, le=100_000, description="Bootstrap resamples behind each score's ci95/stderr and each paired comparison between models; 0 turns intervals and comparisons off.")
     output_dir: str = Field("run_logs", description="Where run directories are written (relative to the working directory).")
