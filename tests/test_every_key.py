@@ -612,6 +612,16 @@ def e_allowed_data_dirs(lab: Lab) -> None:
     assert len(allowed.requests) == 2 and allowed.score("outside").num_failed == 0
 
 
+def e_max_audio_seconds(lab: Lab) -> None:
+    import soundfile as sf
+
+    shortest = min(sf.info(str(DEMO / r["audio"])).duration for r in demo_rows(3))
+    limited = lab.run(pairs=[["clips", "word_error_rate"]], max_audio_seconds=shortest / 2)
+    assert len(lab.run(pairs=[["clips", "word_error_rate"]]).requests) == 3
+    assert len(limited.requests) == 0 and limited.score("clips").num_failed == 3
+    assert all("max_audio_seconds" in r["error"] for r in limited.records["clips"])
+
+
 def e_cache_dir(lab: Lab) -> None:
     lab.run(options=RunOptions(), cache=True, cache_dir="my-cache")
     assert (lab.ws.root / "my-cache" / "m.jsonl").is_file()
@@ -1026,7 +1036,8 @@ EFFECTS: dict[str, Callable[[Lab], None]] = {
     "models[].verify_ssl": e_verify_ssl,
     "runspec_dirs": e_runspec_dirs, "dataset_paths": e_dataset_paths, "datasets": e_datasets, "dataset_root": e_dataset_root, "prompts_file": e_prompts_file,
     "streaming": e_streaming, "seed": e_seed, "bootstrap_resamples": e_bootstrap_resamples, "output_dir": e_output_dir,
-    "cache": e_cache, "max_failure_rate": e_max_failure_rate, "allowed_data_dirs": e_allowed_data_dirs, "cache_dir": e_cache_dir, "cache_sampled": e_cache_sampled,
+    "cache": e_cache, "max_failure_rate": e_max_failure_rate, "allowed_data_dirs": e_allowed_data_dirs,
+    "max_audio_seconds": e_max_audio_seconds, "cache_dir": e_cache_dir, "cache_sampled": e_cache_sampled,
     "judge_properties.judge_model": e_judge_model, "judge_properties.judge_type": e_judge_type,
     "judge_properties.judge_api_endpoint": e_judge_api_endpoint, "judge_properties.judge_api_key": e_judge_api_key,
     "judge_properties.judge_api_version": e_judge_api_version, "judge_properties.judge_concurrency": e_judge_concurrency,
