@@ -57,6 +57,28 @@ def test_lone_surrogates_and_control_characters_in_replies_references_and_judgme
     assert (ws.root / "runs" / "s" / "report.html").read_text().count("\ufffd") >= 3
 
 
+def test_a_lone_surrogate_escaped_in_the_json_text_of_a_cell_is_sent_mended(ws):
+    """A TSV cell holds a message list, options or turns as JSON (or Python) text: "\\ud800" there decoded to a
+    string no request body can encode, and the sample failed as an internal error."""
+    (ws.root / "data").mkdir()
+    messages = '[{"role": "user", "content": "say \\ud800 yes"}]'
+    (ws.root / "data" / "vqa.tsv").write_text(f"messages\tanswer\n{messages}\tyes\n")
+    (ws.root / "data" / "mc.tsv").write_text('id\tquestion\toptions\tanswer\n0\tPick one\t["cat \\ud800", "dog"]\tB\n')
+    (ws.root / "data" / "turns.tsv").write_text('id\tturns\treference\n0\t["hello \\udc00", "bye"]\tyes\n')
+    ws.runspec("seed", "sets", {
+        "vqa": {"hf_repo": "data/vqa.tsv", "format": "general_vqa"},
+        "mc": {"hf_repo": "data/mc.tsv", "id_column": "id", "modality": "text", "audio_column": None, "textual_input_column": "question",
+               "choices_column": "options", "target_column": "answer"},
+        "turns": {"hf_repo": "data/turns.tsv", "id_column": "id", "modality": "text", "audio_column": None, "turns_column": "turns"}})
+    with ScriptedEndpoint(lambda seen, n: "B. dog yes") as ep:
+        ws.config([model(ep.url)], [["vqa", "bleu"], ["mc", "accuracy"], ["turns", "bleu"]], output_dir=str(ws.root / "runs"))
+        result = ws.run()
+        sent = [m["content"] for r in ep.requests for m in r.body["messages"]]
+    assert all(s.num_failed == 0 for s in result.scores), [(s.dataset, s.details.get("failures")) for s in result.scores]
+    text = json.dumps(sent, ensure_ascii=False)
+    assert "say \ufffd yes" in text and "cat \ufffd" in text and "hello \ufffd" in text
+
+
 def test_a_lone_surrogate_that_reaches_the_writer_is_stored_escaped_and_reads_back_identically(tmp_path):
     watch_writes(None)
     path = tmp_path / "records.jsonl"
