@@ -160,3 +160,38 @@ def test_answer_extraction_is_linear_in_the_reply_on_adversarial_shapes():
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("done") == len(ADVERSARIAL)
+
+
+NORMALIZING = textwrap.dedent("""
+    import lalmeval.metrics
+    from lalmeval.metrics.normalize import normalizer, units_of
+
+    rules = [normalizer("whisper_english"), normalizer("open_asr"), normalizer("chinese"), normalizer("kimi", "en"), normalizer("au_harness", "en")]
+    for unit in ("[", "(", "<", "<|x ", " ", "\\t", "[ ("):
+        reply = unit * (300_000 // len(unit)) + "'"
+        for rule in rules:
+            units_of(rule, reply, "word")
+        print("done", repr(unit), flush=True)
+""")
+
+
+def test_normalizing_a_degenerate_reply_for_an_error_rate_is_linear():
+    """A reply of brackets that never close, or of one long run of spaces: the normalizers' bracket and
+    apostrophe rules scanned from each to the end (300 000 characters took minutes for each normalizer, a
+    megabyte hours, so one looping reply stalled the scoring of a run). A time limit quadratic work could
+    never meet separates linear from not without asserting any duration."""
+    out = subprocess.run([sys.executable, "-c", NORMALIZING], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("done") == 7
+
+
+def test_long_texts_are_tokenized_exactly_as_before_when_nothing_in_them_is_degenerate():
+    """The linear form changes nothing a rule would see: a long transcript with a few unclosed brackets and
+    long runs of spaces gets the tokens its normalizer gives it directly."""
+    from lalmeval.metrics.normalize import defused, normalizer, units_of
+
+    text = ("He said [laughs] it costs $5 (roughly) — ok ?  " * 60 + "[unfinished (aside <note " + " " * 300 + "'s end") * 2
+    assert len(text) > 2000 and defused(text) != text
+    for name, language in (("whisper_english", ""), ("open_asr", ""), ("basic", ""), ("kimi", "en"), ("lmms", "en"), ("au_harness", "en")):
+        rules = normalizer(name, language) if language else normalizer(name)
+        assert units_of(rules, text, "word") == rules.tokens(text, "word"), name
