@@ -165,6 +165,7 @@ def test_answer_extraction_is_linear_in_the_reply_on_adversarial_shapes():
 NORMALIZING = textwrap.dedent("""
     import lalmeval.metrics
     from lalmeval.metrics.gsm8k import reply_answer
+    from lalmeval.metrics.ifeval_rules import follows
     from lalmeval.metrics.normalize import normalizer, units_of
 
     rules = [normalizer("whisper_english"), normalizer("open_asr"), normalizer("chinese"), normalizer("kimi", "en"), normalizer("au_harness", "en")]
@@ -174,17 +175,23 @@ NORMALIZING = textwrap.dedent("""
             units_of(rule, reply, "word")
         reply_answer(reply)
         print("done", repr(unit), flush=True)
+    for unit, instruction, args in (("[", "detectable_content:number_placeholders", {"num_placeholders": 1}),
+                                    ("<<", "detectable_format:title", {}),
+                                    ("Mr. ", "length_constraints:number_sentences", {"num_sentences": 3, "relation": "at least"})):
+        follows(unit * (300_000 // len(unit)), instruction, args, loose=False)
+        print("done", instruction, flush=True)
 """)
 
 
 def test_normalizing_a_degenerate_reply_for_an_error_rate_is_linear():
-    """A reply of brackets (or GSM8K boxes) that never close, or of one long run of spaces: the normalizers'
-    bracket and apostrophe rules, and the last-box reading, scanned from each to the end (300 000 characters took minutes for each normalizer, a
+    """A reply of brackets (or GSM8K boxes, IFEval placeholders and titles) that never close, or of one long run
+    of spaces or of abbreviations: the normalizers' bracket and apostrophe rules, the last-box reading and
+    IFEval's checks scanned from each to the end (300 000 characters took minutes for each normalizer, a
     megabyte hours, so one looping reply stalled the scoring of a run). A time limit quadratic work could
     never meet separates linear from not without asserting any duration."""
     out = subprocess.run([sys.executable, "-c", NORMALIZING], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.count("done") == 8
+    assert out.stdout.count("done") == 11
 
 
 def test_long_texts_are_tokenized_exactly_as_before_when_nothing_in_them_is_degenerate():
