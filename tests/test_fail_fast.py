@@ -86,6 +86,39 @@ def test_an_all_5xx_server_is_taken_out_after_a_few_samples_instead_of_retrying_
     assert len(records) == COUNT and {r["error"].split(" (")[0].split(":")[0] for r in records} == {"HTTP 500", "endpoint down"}
 
 
+@pytest.mark.parametrize("status,body,fix", [
+    (405, b"<html><h1>405 Not Allowed</h1></html>", "the url does not point at an OpenAI-compatible API"),
+    (407, b"Proxy Authentication Required", "a proxy in front of the server asks for its own credentials"),
+    (410, b'{"error": {"message": "The model has been deprecated"}}', "the model id 'scripted-m' is no longer served there"),
+])
+def test_an_endpoint_refusing_every_request_with_405_407_or_410_is_stopped_like_a_wrong_key(ws, capsys, status, body, fix):
+    """A url that is a web page (nginx answers POST with 405), a gateway wanting its own credentials, a retired
+    model: no retry changes them, and each used to be sent every sample of the dataset."""
+    ws.text_questions(COUNT)
+    with ScriptedEndpoint(lambda seen, n: Reply(status=status, raw=body)) as ep:
+        ws.config([model(ep.url, batch_size=4)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        code = cli(ws)
+        sent = len(ep.requests)
+    lines = error_lines(capsys.readouterr().err)
+    assert code == 2 and sent <= 2 * 4, sent
+    assert f"the first 5 requests were refused: HTTP {status} from POST {ep.url}/chat/completions" in lines[0] and fix in lines[0], lines
+    assert len(ws.records("qs", "m")) == COUNT
+
+
+def test_a_gateway_answering_every_request_with_an_error_object_in_a_200_is_taken_out(ws, capsys):
+    """`{"error": {...}}` with status 200 is a gateway reporting its own failure, not a model's answer to one
+    prompt: like a 5xx it takes the endpoint out instead of being retried on every sample."""
+    ws.text_questions(COUNT)
+    failing = lambda seen, n: Reply(status=200, payload={"error": {"message": "upstream connect error", "code": 503}})
+    with ScriptedEndpoint(failing) as ep:
+        ws.config([model(ep.url, batch_size=2, retry_attempts=2)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        code = cli(ws)
+        sent = len(ep.requests)
+    assert code == 3 and sent <= (8 + 6) * 3, sent
+    assert "endpoint of model 'm' is down: bad reply: reply holds an error instead of choices: upstream connect error" in capsys.readouterr().err
+    assert len(ws.records("qs", "m")) == COUNT
+
+
 def test_a_few_refusals_among_answers_do_not_stop_the_endpoint(ws):
     """Once the server has answered, a 422 for a few samples whose requests it cannot take is about those samples
     (three of them in a row included)."""

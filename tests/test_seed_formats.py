@@ -5,6 +5,7 @@ AU-Harness's config key names."""
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 
 import pytest
@@ -171,7 +172,9 @@ def twinkle_folder(ws):
         path = ws.root / "data" / "tw" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         records = [dict(zip(["question", "A", "B", "C", "D", "answer"], row)) for row in rows]
-        if name.endswith(".csv"):
+        if name.endswith(".gz"):
+            path.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
+        elif name.endswith(".csv"):
             with path.open("w", newline="") as handle:
                 writer = csv.DictWriter(handle, fieldnames=list(records[0]))
                 writer.writeheader()
@@ -258,6 +261,8 @@ def test_split_files_of_a_folder_are_read_by_their_split_every_one(ws):
     ({"test.jsonl": [q(0)], "test_more.csv": [q(1)]}, "the files of split 'test' are of several types (test.jsonl, test_more.csv)"),
     ({"test.jsonl": [q(0)], "extra.jsonl": [q(1)]}, "extra.jsonl name(s) no split while other files do (test), so they would be left out"),
     ({"one.jsonl": [q(0)], "two.csv": [q(1)]}, "the files of split 'test' are of several types (one.jsonl, two.csv)"),
+    ({"one.jsonl": [q(0)], "two.jsonl.gz": [q(1)]}, "two.jsonl.gz hold(s) data lalmeval does not read beside plain data files (one.jsonl)"),
+    ({"one.jsonl": [q(0)], "sub/two.ndjson": [q(1)]}, "sub/two.ndjson hold(s) data lalmeval does not read beside plain data files (one.jsonl)"),
 ])
 def test_a_folder_whose_files_cannot_all_be_read_is_refused_not_read_in_part(ws, capsys, files, problem):
     """`datasets` would read one type and drop the other, or drop files that name no split:

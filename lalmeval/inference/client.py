@@ -108,12 +108,13 @@ class _TooLarge(Exception):
 
 # A request that exhausted its retries on these reasons got no answer at all from the server ...
 _UNREACHABLE = ("connection error", "timeout")
-# ... or none a server in working order gives: 5xx, or a body that is not JSON. (A wrong-shaped 200, such as null
-# content, may be the model's answer to that one prompt: it never takes an endpoint out.)
-_BROKEN = (*_UNREACHABLE, "HTTP 5", "malformed JSON reply")
+# ... or none a server in working order gives: 5xx, a body that is not JSON, or a 200 holding an error object instead
+# of choices (a gateway reporting its own failure). (Another wrong-shaped 200, such as null content, may be the
+# model's answer to that one prompt: it never takes an endpoint out.)
+_BROKEN = (*_UNREACHABLE, "HTTP 5", "malformed JSON reply", "bad reply: reply holds an error")
 DOWN_AFTER = 3      # unreachable requests in a row (each after its retries) that take an endpoint out
 BROKEN_AFTER = 8    # unreachable or broken requests in a row that take out an endpoint that still answers
-REFUSED_AFTER = 5   # refusals (401/403/404/422) before any answer that stop sending to an endpoint (fewer with a small batch_size)
+REFUSED_AFTER = 5   # refusals (diagnose.REFUSALS) before any answer that stop sending to an endpoint (fewer with a small batch_size)
 
 
 class Endpoint:

@@ -8,8 +8,10 @@ from urllib.parse import urlsplit
 
 from lalmeval.config import ModelInfo
 
-# Answers that no retry can change and that say the endpoint (key, URL, model id), not one sample, is wrong.
-REFUSALS = frozenset({401, 403, 404, 422})
+# Answers that no retry can change and that say the endpoint (key, URL, model id), not one sample, is wrong:
+# 405 (the url is a web page or another API, which takes no POST there), 407 (a gateway's own credentials)
+# and 410 (a retired model) included.
+REFUSALS = frozenset({401, 403, 404, 405, 407, 410, 422})
 _VERSIONED = re.compile(r"/v\d+[a-z0-9.]*/?$")   # .../v1, .../v1beta: an OpenAI-style API base
 
 
@@ -22,6 +24,12 @@ def likely_fix(status: Optional[int], base_url: str, info: ModelInfo) -> str:
         if not _VERSIONED.search(urlsplit(base_url).path or "/"):
             return "the url probably misses /v1 (set it to the API base, e.g. http://host:port/v1)"
         return f"the model id '{info.model}' is probably not served there (or the server has no such route)"
+    if status == 405:
+        return "the url does not point at an OpenAI-compatible API (the server takes no POST there): set it to the API base, e.g. http://host:port/v1"
+    if status == 407:
+        return "a proxy in front of the server asks for its own credentials, which lalmeval does not send: set url to the server itself"
+    if status == 410:
+        return f"the model id '{info.model}' is no longer served there (retired): use its successor's id"
     if status == 422:
         return f"the server could not use the request: check model '{info.model}', inference_type '{info.inference_type}' and audio_format '{info.audio_format}'"
     return "check url, model and auth_token"
