@@ -204,7 +204,7 @@ async def _score(plan: Any, source: Any, predictions: Predictions, model: str, s
     context = MetricContext(judge=judge, resamples=config.bootstrap_resamples, seed=config.seed)
     engines = [Engine(dataset.name, METRICS.get(metric)(dataset, postprocessor, context), {model: file_pass}, store) for _, metric in plan.pairs]
     writer = JsonlWriter(store.records_path(dataset.name, model), mode="w")
-    persist = (lambda r: writer.write(scrub(r.to_json(), redactor))) if redactor else (lambda r: writer.write(r.to_json()))
+    persist = (lambda r: writer.write(scrub(r.to_json(), redactor, keys=False))) if redactor else (lambda r: writer.write(r.to_json()))
     try:
         results = await asyncio.gather(file_pass.run(persist, stop), *(engine.run() for engine in engines))
     finally:

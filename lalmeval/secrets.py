@@ -137,12 +137,14 @@ def clip(text: str, redactor: Redactor, limit: int) -> str:
 NO_SECRETS = Redactor()
 
 
-def scrub(node: Any, redactor: Redactor) -> Any:
-    """A copy of JSON-like data with every string (keys included) passed through the redactor."""
+def scrub(node: Any, redactor: Redactor, keys: bool = True) -> Any:
+    """A copy of JSON-like data with every string passed through the redactor, mapping keys too unless
+    `keys` is false: data whose keys are lalmeval's own field names (a config, a record) keeps them, as a
+    secret that happens to start like `max_audio_seconds` must not turn a field into another."""
     if isinstance(node, dict):
-        return {scrub(k, redactor): scrub(v, redactor) for k, v in node.items()}
+        return {(scrub(k, redactor) if keys else k): scrub(v, redactor, keys) for k, v in node.items()}
     if isinstance(node, (list, tuple)):
-        return [scrub(v, redactor) for v in node]
+        return [scrub(v, redactor, keys) for v in node]
     return redactor(node) if isinstance(node, str) else node
 
 
@@ -284,7 +286,7 @@ def redacted_config(config: "Config") -> dict:
     data["generation_overrides"] = blank_credentials(data["generation_overrides"])
     if data.get("judge_properties") and data["judge_properties"].get("judge_api_key"):
         data["judge_properties"]["judge_api_key"] = REDACTED
-    return scrub(data, Redactor(config_secrets(config)))
+    return scrub(data, Redactor(config_secrets(config)), keys=False)
 
 
 def _strings(node: Any) -> Iterator[str]:

@@ -19,7 +19,7 @@ from lalmeval.inference.client import RequestFailed
 from lalmeval.judge import judge_failure
 from lalmeval.metrics.base import METRICS, Metric, SampleScore, empty_reference, sample_stats, unscored
 from lalmeval.postprocess.extraction import extract_choice
-from lalmeval.postprocess.labels import option_letter
+from lalmeval.postprocess.labels import as_number, option_letter
 from lalmeval.records import Record
 from lalmeval.runspecs import Dataset
 from lalmeval.stats import SampleStats, Uncertainty, ratio, wilson
@@ -79,6 +79,9 @@ class Accuracy(Metric):
         if (empty := empty_reference(reference, ref)) is not None:  # only punctuation: nothing to match
             return unscored(empty)
         pred = self.postprocessor.label(record.prediction or "", letters)
+        if not letters and (number := as_number(reference)) is not None and (said := as_number(record.prediction or "")) is not None:
+            # Both plain numbers: equal values match (a CSV's "3.0" and the answer "3"), as their texts would not.
+            return {"score": 1.0 if number == said else 0.0, "reference_label": ref, "prediction_label": pred}
         return {"score": 1.0 if pred == ref else 0.0, "reference_label": ref, "prediction_label": pred}
 
     def _choice(self, record: Record, options: list[str]) -> SampleScore:
