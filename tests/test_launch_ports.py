@@ -91,6 +91,6 @@ def test_python_m_models_inference_boilerplate_server_still_works_from_the_repos
 def test_a_launch_command_that_backgrounds_its_server_is_told_to_stay_in_the_foreground(ws):
     """A `cmd &` returns at once with exit code 0; the run could never stop what it left behind."""
     ws.text_questions(1)
-    config = ws.config([echo_entry(launch="sleep 0 & exit 0")], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+    config = ws.config([echo_entry(launch="sleep 0 & exit 0  # would serve on {port}")], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
     out = lalmeval("run", "--config", str(config), "--run-id", "bg", cwd=ws.root)
     assert out.returncode == 2 and "exited with code 0" in out.stderr and "in the foreground" in out.stderr
