@@ -165,3 +165,10 @@ def test_three_letter_language_codes_are_the_languages_of_their_two_letter_codes
     assert iso_code(code) == expected
     if expected == "ja":
         assert default_error_unit(iso_code(code)) == "character"
+
+
+def test_zero_width_separators_are_not_characters_of_a_character_error_rate():
+    """Thai and Khmer texts separate words with U+200B; counted, a perfect answer without them scored errors."""
+    from lalmeval.metrics.normalize import split_units
+
+    assert split_units("សួស្តី\u200bពិភពលោក", "character") == split_units("សួស្តីពិភពលោក", "character")

@@ -187,12 +187,17 @@ _MIXED = regex.compile(rf"[{_UNSPACED}]|[^\s{_UNSPACED}]+")
 UNITS = ("word", "character", "mixed")
 
 
+# Zero-width characters: word separators in Thai and Khmer text, joiners elsewhere; never a character said.
+_INVISIBLE = frozenset("\u200b\u200c\u200d\u2060\ufeff")
+
+
 def split_units(text: str, unit: str) -> list[str]:
-    """Tokens of a normalized text: words, characters (spaces dropped), or mixed (CJK characters and other words)."""
+    """Tokens of a normalized text: words, characters (spaces and zero-width characters dropped), or mixed
+    (CJK characters and other words)."""
     if unit == "word":
         return text.split()
     if unit == "character":
-        return [ch for ch in text if not ch.isspace()]
+        return [ch for ch in text if not ch.isspace() and ch not in _INVISIBLE]
     if unit == "mixed":
         return _MIXED.findall(text)
     raise ValueError(f"unknown error unit '{unit}'")
