@@ -9,12 +9,13 @@ from typing import Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from lalmeval import bundled
 from lalmeval.errors import UserError, closest
 from lalmeval.files import load_json
 from lalmeval.generation import Generation
 from lalmeval.languages import iso_code
 
-BUILTIN_DIR = Path(__file__).resolve().parent.parent / "runspecs"
+BUILTIN_DIR = bundled.RUNSPECS
 
 
 class DatasetSpec(BaseModel):
