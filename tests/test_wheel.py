@@ -98,3 +98,20 @@ def test_the_demo_config_runs_outside_the_checkout_with_both_shipped_models(inst
     assert {m: (s["num_samples"], s["num_failed"]) for m, s in scores.items()} == {"whisper-tiny.en": (4, 0), "pocketsphinx-demo": (4, 0)}
     logs = {log.name: log.read_text() for log in (tmp_path / "run_logs" / "w").glob("launch_*.log")}
     assert len(logs) == 2 and all(re.search(r"on http://127.0.0.1:\d+/v1", text) for text in logs.values()), logs
+
+
+def test_init_demo_writes_the_demo_config_that_validates_and_never_overwrites(tmp_path):
+    """In a checkout too: the config `bash evaluate.sh` runs, to copy anywhere."""
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "lalmeval", *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+    assert cli("init", "--demo", "d").returncode == 0
+    config = tmp_path / "d" / "config.yaml"
+    assert config.read_text() == (REPO / "config.yaml").read_text()
+    checked = cli("validate", "--config", str(config))
+    assert checked.returncode == 0 and "demo_commands × word_error_rate" in checked.stdout, checked.stderr
+    config.write_text("# mine\n")
+    again = cli("init", "--demo", "d")
+    assert again.returncode == 2 and again.stderr.strip() == "error: d/config.yaml already exists: lalmeval init leaves it alone (pass --force to overwrite, or pick another folder)"
+    assert config.read_text() == "# mine\n"
+    assert cli("init", "--demo", "d", "--force").returncode == 0 and config.read_text() == (REPO / "config.yaml").read_text()
