@@ -218,3 +218,21 @@ def test_the_printed_retry_command_runs_as_printed(set_up, ws, how):
         again = bare(printed, ws.root, path=path)  # pasted into the same shell
         assert again.returncode == 0, again.stderr
         assert len(ep.requests) == 5  # only the two failed samples were requested again
+
+
+def test_pin_versions_merges_one_line_where_pythons_agree_and_a_range_per_version_where_they_differ():
+    from scripts.pin_versions import merge
+
+    frozen = {"3.10": {"numpy": ("numpy", "2.2.6"), "tomli": ("tomli", "2.5.0"), "six": ("six", "1.17.0")},
+              "3.11": {"numpy": ("numpy", "2.4.6"), "six": ("six", "1.17.0")},
+              "3.12": {"numpy": ("numpy", "2.5.5"), "six": ("six", "1.17.0"), "pocketsphinx": ("pocketsphinx", "5.0.4")},
+              "3.13": {"numpy": ("numpy", "2.5.5"), "six": ("six", "1.17.0"), "pocketsphinx": ("pocketsphinx", "5.1.1")}}
+    assert merge(frozen) == [
+        'numpy==2.2.6; python_version < "3.11"',
+        'numpy==2.4.6; python_version >= "3.11" and python_version < "3.12"',
+        'numpy==2.5.5; python_version >= "3.12"',
+        'pocketsphinx==5.0.4; python_version < "3.13"',  # the first range reaches down to any older Python
+        'pocketsphinx==5.1.1; python_version >= "3.13"',
+        "six==1.17.0",
+        "tomli==2.5.0",  # needed by one Python only: a pin elsewhere is never used
+    ]
