@@ -38,7 +38,7 @@ _lalmeval_python() {  # the interpreter LALMEVAL_PYTHON names, on stdout
 
 _lalmeval_install() {
   local root="$1" venv="$1/.venv" python="$2" version="$3" took=$SECONDS
-  echo "Setting up $venv with Python $version ($python): the versions pinned in constraints.txt, then lalmeval itself (2 to 3 minutes the first time, with pip's progress)" >&2
+  echo "Setting up $venv with Python $version ($python): the versions pinned in constraints.txt, then lalmeval itself (a few minutes the first time, more while pip downloads about 390 MB; its progress follows)" >&2
   if [ "$(_lalmeval_version "$venv/bin/python")" != "$version" ]; then
     "$python" -m venv --clear "$venv" >&2 || {
       echo "error: '$python -m venv' failed (on Debian/Ubuntu: apt-get install python3-venv, or python$version-venv)" >&2
