@@ -99,7 +99,7 @@ def evaluate(config: Union[str, Path, Mapping[str, Any]], *, output_dir: Union[s
     with _silenced(quiet):
         plan = _load(config)
         out = Path(output_dir if output_dir is not None else plan.config.output_dir)
-        run_id = check_run_id(run_id) if run_id is not None else default_run_id()
+        run_id = check_run_id(run_id) if run_id is not None else default_run_id(out)
         options = RunOptions(use_cache=use_cache, allow_config_change=allow_config_change)
         with _own_event_loop():
             result = run(plan, out, run_id, quiet=quiet, options=options)

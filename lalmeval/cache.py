@@ -10,7 +10,7 @@ from typing import Any, Optional, Sequence
 from lalmeval.config import ModelInfo
 from lalmeval.generation import request_fields
 from lalmeval.records import Prompt
-from lalmeval.store import JsonlWriter, WriteFailed, read_jsonl, safe_name
+from lalmeval.store import JsonlWriter, WriteFailed, file_name, read_jsonl
 
 
 def request_key(info: ModelInfo, prompt: Prompt, params: dict[str, Any], audio_digests: Sequence[str], language: str,
@@ -46,7 +46,7 @@ def deterministic(params: dict[str, Any]) -> bool:
 
 def cache_file(folder: Path, model: str) -> Path:
     """The cache file of one model (or judge) in the cache folder."""
-    return folder / f"{safe_name(model)}.jsonl"
+    return folder / file_name([model], ".jsonl")
 
 
 EARLIER_RUN = "an earlier run"   # where an entry written before entries named their run came from

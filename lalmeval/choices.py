@@ -159,7 +159,7 @@ def _index_from_text(target: str, options: list[str]) -> Optional[int]:
 
 
 def _index_from_letter(target: str, n: int) -> Optional[int]:
-    found = re.fullmatch(r"[(\[（]?\s*([A-Za-z])\s*[)\]）]?\s*[.:：)]?", target)
+    found = re.fullmatch(r"[(\[（]?\s{0,8}([A-Za-z])\s{0,8}[)\]）]?\s{0,8}[.:：)]?", target)  # bounded: linear on any text
     if found and LETTERS.index(found.group(1).upper()) < n:
         return LETTERS.index(found.group(1).upper())
     return None

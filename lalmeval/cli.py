@@ -8,6 +8,7 @@ import re
 import shlex
 import signal
 import sys
+import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence, TextIO
 
@@ -90,6 +91,7 @@ def _plan(config_path: str):
     return build_plan(load_config(path), path)
 
 
+EXIT_INTERNAL_ERROR = 1
 EXIT_FAILED_SAMPLES = 3
 EXIT_WRITE_FAILED = 4
 EXIT_INTERRUPTED = 130
@@ -113,7 +115,7 @@ def _run_id(args: argparse.Namespace, output_dir: Path) -> str:
         check_run_id(run_id)
     if (args.resume or args.reeval) and not (run_id and (output_dir / run_id).is_dir()):
         raise UserError(f"no run to {'resume' if args.resume else 're-evaluate'}: {output_dir / (run_id or '<run id>')} does not exist (give --run-id)")
-    return run_id or default_run_id()
+    return run_id or default_run_id(output_dir)
 
 
 def _breakdown(failures: list[dict]) -> str:
@@ -126,6 +128,7 @@ def _breakdown(failures: list[dict]) -> str:
 def cmd_run(args: argparse.Namespace) -> int:
     from lalmeval.options import RunOptions
     from lalmeval.runner import run, who
+    from lalmeval.store import INTERNAL_WRITE_ERROR
 
     plan = _plan(args.config)
     output_dir = Path(args.output_dir or plan.config.output_dir)
@@ -142,16 +145,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         result = run(plan, output_dir, run_id, options=options)
     except Interrupted as exc:
+        _trace(args)
         # Before the first request the run directory may not hold a run yet: --run-id starts or continues it.
         how = f"Resume with: {again}" if exc.resumable else f"Run again with: {command} --run-id {run_id}"
         print(f"interrupted {exc.stage}. {how}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except WriteFailed as exc:  # before the first request: nothing of this run is lost
+        _trace(args)
         print(f"error: {exc}. Free space (or fix the folder), then run again with: {command} --run-id {run_id}", file=sys.stderr)
         return EXIT_WRITE_FAILED
     if result.data_errors:
         print(f"{len(result.data_errors)} dataset(s) were not evaluated (see above); the others were.", file=sys.stderr)
         return EXIT_USER_ERROR
+    if result.write_error and result.write_error.startswith(INTERNAL_WRITE_ERROR):  # a bug, not the disk
+        print(f"{result.write_error}. Resume with: {again}", file=sys.stderr)
+        return EXIT_INTERNAL_ERROR
     if result.write_error:
         print(f"error: {result.write_error}. Free space (or fix the folder), then resume with: {again}", file=sys.stderr)
         return EXIT_WRITE_FAILED
@@ -200,6 +208,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from lalmeval.data.confine import allowed_dirs
     from lalmeval.data.source import inspect
     from lalmeval.secrets import Redactor, config_secrets, short_secret_warnings
 
@@ -223,15 +232,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
     problems = 0
     for dataset in plan.datasets:  # open every data file, check every mapped column, read every selected local row
         try:
-            columns = inspect(dataset, plan.config.streaming)
-            problems += _validate_rows(dataset, plan.config, len(columns))
+            allowed = allowed_dirs(plan.config.allowed_data_dirs, plan.base)
+            columns = inspect(dataset, plan.config.streaming, allowed)
+            problems += _validate_rows(dataset, plan.config, len(columns), allowed)
         except UserError as exc:
             problems += 1
             print(f"error: {exc}", file=sys.stderr)
     return EXIT_USER_ERROR if problems else 0
 
 
-def _validate_rows(dataset: "Dataset", config: "Config", columns: int) -> int:
+def _validate_rows(dataset: "Dataset", config: "Config", columns: int, allowed: "Sequence[Path]" = ()) -> int:
     """Read a local dataset's selected rows as a run would; print what would fail (at most 3, then a count). 1 when some would."""
     from lalmeval.data.source import locate, row_problems
 
@@ -239,7 +249,7 @@ def _validate_rows(dataset: "Dataset", config: "Config", columns: int) -> int:
     if kind == "hub" and not path.is_dir():  # not downloaded by validate: its columns were checked from the metadata
         print(f"  data of {dataset.name}: OK ({columns} columns; a hub dataset's rows are read by the run)")
         return 0
-    count, problems = row_problems(dataset, config.filters, config.seed, config.streaming)
+    count, problems = row_problems(dataset, config.filters, config.seed, config.streaming, allowed)
     for sample_id, problem in problems[:3]:
         print(f"error: dataset '{dataset.name}' ({dataset.source}): sample '{sample_id}' would fail: {problem}", file=sys.stderr)
     if len(problems) > 3:
@@ -342,6 +352,10 @@ def _terminate(signum: int, frame: object) -> None:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; user errors print one line and return 2."""
     streams = sys.stdout, sys.stderr
+    for stream in streams:  # text from outside (a reply, a server's message) must never fail to print
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     sys.stdout, sys.stderr = _Output(sys.stdout), _Output(sys.stderr)
     try:
         return _main(argv)
@@ -367,25 +381,30 @@ def _main(argv: Optional[Sequence[str]]) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    """Run the command; every way it can end is one line and its documented exit code (--debug adds the traceback)."""
     handlers = {"run": cmd_run, "init": cmd_init, "validate": cmd_validate, "check": cmd_check, "list": cmd_list, "report": cmd_report,
                 "serve": cmd_serve}
     try:
         return handlers[args.command](args)
     except UserError as exc:
-        if args.debug:
-            raise
+        _trace(args)
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
     except WriteFailed as exc:
-        if args.debug:
-            raise
+        _trace(args)
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_WRITE_FAILED
     except KeyboardInterrupt:
+        _trace(args)
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:  # a bug, not bad input: say so without a wall of traceback
-        if args.debug:
-            raise
-        print(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", file=sys.stderr)
-        return 1
+        _trace(args)
+        print(f"internal error: {type(exc).__name__}: {exc}" + ("" if args.debug else " (rerun with --debug for the traceback)"), file=sys.stderr)
+        return EXIT_INTERNAL_ERROR
+
+
+def _trace(args: argparse.Namespace) -> None:
+    """With --debug, the traceback of the exception being handled (the exit code stays the documented one)."""
+    if args.debug:
+        traceback.print_exc()

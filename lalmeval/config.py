@@ -239,7 +239,7 @@ class JudgeProperties(Strict):
 class Config(Strict):
     dataset_metric: list[tuple[str, str]] = Field(min_length=1, description="[name, metric] pairs; name is a dataset, task type or category; metric 'all' means the runspec's metrics.")
     filters: Filters = Field(default_factory=Filters, description="Sample selection and prompt additions.")
-    aggregate: list[tuple[str, list[str]]] = Field(default_factory=list, description="[metric, [names...]]: weighted and unweighted means over datasets, task types or categories.")
+    aggregate: list[tuple[str, list[str]]] = Field(default_factory=list, description="[metric, [names...]]: the pooled score (statistics summed over every sample), the sample-weighted and the unweighted mean over datasets, task types or categories.")
     temperature_overrides: list[TemperatureOverride] = Field(default_factory=list, description="Temperatures by model, by task, or both; the most specific wins.")
     generation_overrides: list[GenerationOverride] = Field(default_factory=list, description="Any generation setting by model, by task, or both: model+task > task > runspec generation_kwargs > model.")
     prompt_rules: list[PromptRule] = Field(default_factory=list, description="System prompts, add-ons, instructions and MC templates by model, task and language; more specific rules win.")
@@ -249,6 +249,7 @@ class Config(Strict):
     runspec_dirs: list[str] = Field(default_factory=list, description="Extra folders of runspec JSON files (relative to this config file).")
     dataset_paths: dict[str, str] = Field(default_factory=dict, description="Dataset name → its data file or folder (relative to this config file), instead of the runspec's hf_repo (Kimi-Audio-Evalkit's DATASETS.datasets map).")
     dataset_root: Optional[str] = Field(None, description="Kimi-Audio-Evalkit's DATASETS.dataset_root (relative to this config file): format kimi datasets are found in it as Kimi finds them, and their relative audio paths start there.")
+    allowed_data_dirs: list[str] = Field(default_factory=list, description="Folders (relative to this config file) in which a dataset's rows may also name local files (audio, images), besides the dataset's own folder; links are resolved first, and /proc, /sys and /dev are never read.")
     prompts_file: Optional[str] = Field(None, description="YAML file adding or overriding system prompts and user prompt add-ons.")
     streaming: bool = Field(False, description="Stream hub datasets instead of downloading them whole.")
     seed: int = Field(0, ge=0, le=2**32 - 1, description="Seed for sampling (filters.shuffle) and for the bootstrap of score intervals and comparisons.")

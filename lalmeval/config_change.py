@@ -22,7 +22,8 @@ from lalmeval.options import RunOptions
 from lalmeval.secrets import redacted_config
 
 # Keys whose value never changes which samples are evaluated, what is sent or how it is scored.
-OPERATIONAL = frozenset({"output_dir", "cache_dir", "cache", "cache_sampled", "streaming", "max_failure_rate"})
+# allowed_data_dirs only decides which files may be read: a refused sample failed, and a resume retries it.
+OPERATIONAL = frozenset({"output_dir", "cache_dir", "cache", "cache_sampled", "streaming", "max_failure_rate", "allowed_data_dirs"})
 OPERATIONAL_MODEL = frozenset({
     "auth_token", "delay", "retry_attempts", "timeout", "batch_size", "launch", "launch_timeout",
     "max_reply_mb", "verify_ssl",

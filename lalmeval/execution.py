@@ -13,6 +13,7 @@ from typing import Optional
 
 from lalmeval.background import abandonable
 from lalmeval.cache import InferenceCache, cache_file
+from lalmeval.data.confine import allowed_dirs
 from lalmeval.data.source import Source, open_source
 from lalmeval.engine import SCORING_FAILED, Engine
 from lalmeval.errors import Interrupted, UserError
@@ -86,7 +87,8 @@ class Execution:
         """Open and select every dataset at once; one that fails is reported and the others go on."""
         config = self.plan.config
         datasets = self.plan.datasets
-        opened = await asyncio.gather(*(abandonable(open_source, d, config.filters, config.seed, config.streaming)
+        allowed = allowed_dirs(config.allowed_data_dirs, self.plan.base)
+        opened = await asyncio.gather(*(abandonable(open_source, d, config.filters, config.seed, config.streaming, allowed)
                                         for d in datasets), return_exceptions=True)
         sources = {}
         for dataset, result in zip(datasets, opened):

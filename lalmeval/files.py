@@ -12,6 +12,7 @@ from typing import Any, Optional
 import yaml
 
 from lalmeval.errors import DISK_FULL, UserError, write_failed
+from lalmeval.text import mended, may_spell_surrogates
 
 # YAML aliases may be nested so that a few hundred bytes expand to billions of nodes; count the
 # expanded size on the composed graph (linear in its distinct nodes) before constructing anything.
@@ -42,6 +43,17 @@ def file_kind(mode: int) -> str:
         if test(mode):
             return name
     return "not a regular file"
+
+
+# Kernel trees whose "regular" files are process state (/proc/self/environ holds every key of the
+# environment) or hardware: never read as data, whatever a dataset names or a config allows.
+SYSTEM_TREES = ("/proc", "/sys", "/dev")
+
+
+def system_tree(path: str) -> Optional[str]:
+    """The system tree (/proc, /sys, /dev) the real path of `path` lies in, if any."""
+    real = os.path.realpath(path)
+    return next((tree for tree in SYSTEM_TREES if real == tree or real.startswith(tree + os.sep)), None)
 
 
 def check_regular(path: Path, what: str) -> None:
@@ -127,7 +139,8 @@ def load_yaml(path: Path, what: str = "YAML file") -> Any:
             return None
         if _expanded_size(node) > MAX_YAML_NODES:
             raise UserError(f"{path}: {what} expands to more than {MAX_YAML_NODES} values through aliases (&anchor / *alias); refusing it")
-        return loader.construct_document(node)
+        value = loader.construct_document(node)
+        return mended(value) if may_spell_surrogates(text) else value
     except RecursionError:  # PyYAML composes and constructs recursively
         raise UserError(f"{path}: invalid YAML: nested too deeply") from None
     except yaml.YAMLError as exc:
@@ -158,7 +171,9 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def parse_json(text: str) -> Any:
     """json.loads that raises DuplicateKey on a repeated key and TooDeep on nesting it cannot follow."""
     try:
-        return json.loads(text, object_pairs_hook=_unique_pairs)
+        value = json.loads(text, object_pairs_hook=_unique_pairs)
+        # "\ud800" decodes to a string no file, hash or request can encode: mended where it enters.
+        return mended(value) if may_spell_surrogates(text) else value
     except RecursionError:
         raise TooDeep("nested too deeply") from None
 

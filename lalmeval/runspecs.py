@@ -13,9 +13,12 @@ from lalmeval import bundled
 from lalmeval.errors import UserError, closest
 from lalmeval.files import load_json
 from lalmeval.generation import Generation
+from lalmeval.judge_templates import BINARY_METRIC, GRADED_METRIC
 from lalmeval.languages import iso_code
+from lalmeval.scoring_protocols import resolve as resolve_protocol
 
 BUILTIN_DIR = bundled.RUNSPECS
+JUDGE_METRICS = (BINARY_METRIC, GRADED_METRIC)  # the metrics a judge template is chosen for
 
 
 class DatasetSpec(BaseModel):
@@ -41,13 +44,14 @@ class DatasetSpec(BaseModel):
     id_column: Optional[str] = Field(None, description="Column holding a stable sample id (row number when unset).")
     language_column: Optional[str] = Field(None, description="Column holding a per-row language, for filters.language.")
     subset_column: Optional[str] = Field(None, description="Column whose values group the samples: every metric reports each group in details.subsets.")
+    keep_subsets: Optional[list[str]] = Field(None, min_length=1, description="Only the rows whose subset_column holds one of these values (one entry per subset of a file that mixes them, e.g. to judge each with its own template).")
     accented: bool = Field(False, description="Whether this dataset is accented speech (for filters.accented).")
     preprocessor: str = Field("GeneralPreprocessor", description="Registered preprocessor name.")
     postprocessor: str = Field("GeneralPostprocessor", description="Registered postprocessor name.")
     metrics: list[str] = Field(default_factory=list, description="Metrics that 'all' expands to.")
     instruction: Optional[str] = Field(None, description="Default instruction when the row has none.")
     prompt_template: Optional[str] = Field(None, description="How the instruction is framed, as a peer frames it: '{instruction}' stands for the row's (or default) instruction, every other character is sent as written (AU-Harness's user_prompt before the dataset's instruction, lmms-eval's pre_prompt and post_prompt around its question). Without '{instruction}' the template comes first and the instruction follows on a new line.")
-    reproduces: Optional[str] = Field(None, description="The peer declaration this entry reproduces, '<peer>:<task>' (peers: au_harness, lmms, lmms_v0.3, kimi); `lalmeval list` counts entries by peer and docs/catalog.md maps each to its source.")
+    reproduces: Optional[str] = Field(None, description="The peer declaration this entry reproduces, '<peer>:<task>' (peers: au_harness, lmms, lmms_v0.3, kimi), or '<peer>:<task>/<subset>' for one subset the peer judges on its own; `lalmeval list` counts entries by peer and docs/catalog.md maps each to its source.")
     choices_column: Optional[Union[str, list[str]]] = Field(None, description="Multiple choice: one column holding each row's options (a list, or a string like '(A) x (B) y'), or a list of option columns (e.g. [\"A\", \"B\", \"C\", \"D\"]).")
     choices: Optional[list[str]] = Field(None, min_length=2, max_length=26, description="Multiple choice with the same options for every row (fixed-label classification).")
     answer_extraction: Literal["default", "regex", "box", "first_letter", "llm"] = Field("default", description="How a multiple-choice reply becomes an option: default (explicit final answers, negations, CJK, option text), regex (answer_pattern), box, first_letter, or llm (the judge maps replies default cannot read).")
@@ -61,9 +65,17 @@ class DatasetSpec(BaseModel):
     repeat_runs: Optional[int] = Field(None, ge=1, le=100, description="Ask every sample this many times (overrides the config's repeat_runs).")
     generation_kwargs: Generation = Field(default_factory=Generation, description="Generation settings for this dataset (top_p, max_tokens, stop, extra_body, ...): above the model's own, below config overrides that name the task.")
     origin: Optional[str] = Field(None, description="Where this definition comes from: the dataset card and paper (documentation only).")
-    judge_template: Optional[str] = Field(None, min_length=1, description="LLM judges (llm_judge_binary / llm_judge_detailed): the judge template — default (lalmeval's prompts), a published one (audiobench, au_harness_binary, au_harness_detailed, kimi_yes_no, ...; see README), or a template file (.yaml) relative to this runspec file.")
-    normalizer: Optional[str] = Field(None, description="Text normalizer of error rates (a registered name, or 'none'); default by language: whisper_english for English, chinese for Chinese and Cantonese, basic otherwise.")
-    error_unit: Optional[Literal["word", "character", "mixed"]] = Field(None, description="What error rates count: words, characters, or mixed (each CJK character and each other word a token); default by language: mixed for zh/yue, character for ja/ko/th/lo/my/km, word otherwise.")
+    protocol: str = Field("lalmeval", description="Scoring convention (a registered protocol name, or name@version): presets normalizer and error_unit (and any other field it defines) for the dataset's language; fields set here win. lalmeval, kimi, lmms, open_asr, au_harness.")
+    judge_template: Optional[Union[str, dict[str, str]]] = Field(None, description="LLM judges (llm_judge_binary / llm_judge_detailed): the judge template — default (lalmeval's prompts), a published one (audiobench, au_harness_binary, au_harness_detailed, kimi_yes_no, ...; see README), or a template file (.yaml) relative to this runspec file; or a mapping {judge metric: template} when the entry's binary and detailed judges each have their own (a judge metric it does not name uses default).")
+    normalizer: Optional[str] = Field(None, description="Text normalizer of error rates (a registered name, or 'none'); default: the protocol's for the language (lalmeval: whisper_english for English, chinese for Chinese and Cantonese, basic otherwise).")
+    error_unit: Optional[Literal["word", "character", "mixed"]] = Field(None, description="What error rates count: words, characters, or mixed (each CJK character and each other word a token); default: the protocol's for the language (lalmeval: mixed for zh/yue, character for ja/ko/th/lo/my/km, word otherwise).")
+
+
+    def judge_template_for(self, metric: str) -> Optional[str]:
+        """The judge template this entry names for `metric` (None: the default)."""
+        if isinstance(self.judge_template, dict):
+            return self.judge_template.get(metric)
+        return self.judge_template
 
 
 CHOICE_FORMATS = ("twinkle", "general_vmcq")  # formats whose column mapping finds the options itself
@@ -85,6 +97,20 @@ def with_format_defaults(spec: "DatasetSpec") -> "DatasetSpec":
     # Presets are not the runspec's own choice: the data's columns may still refine them (general_vmcq with audio_k).
     object.__setattr__(filled, "__pydantic_fields_set__", set(spec.model_fields_set))
     return filled
+
+
+def with_protocol_defaults(spec: "DatasetSpec", where: str) -> "DatasetSpec":
+    """The spec with its protocol's presets for its language filled in wherever the runspec gave nothing."""
+    protocol = resolve_protocol(spec.protocol, f"{where}: protocol")
+    try:
+        preset = protocol.fields(iso_code(spec.language))
+    except UserError as exc:
+        raise UserError(f"{where}: {exc}") from None
+    given = {k: v for k, v in preset.items() if k not in spec.model_fields_set}
+    try:
+        return DatasetSpec.model_validate({**spec.model_dump(exclude_unset=True), **given}) if given else spec
+    except ValidationError as exc:  # a protocol presetting a value the field refuses is a bug in its definition
+        raise UserError(f"{where}: protocol '{protocol.name}' presets an invalid value: {exc.errors()[0]['msg']}") from None
 
 
 @dataclass(frozen=True)
@@ -165,6 +191,7 @@ def _check_spec(path: Path, name: str, spec: DatasetSpec) -> None:
     if isinstance(spec.target_column, list) and (spec.choices or spec.choices_column or spec.format in CHOICE_FORMATS):
         raise UserError(f"{where}: multiple choice reads its gold answer from one target_column, not a list")
     _check_fields_apply(spec, where)
+    _check_judge_template(spec.judge_template, where)
     if spec.target_language:
         iso_code(spec.target_language, where=f"{where}: target_language")
     _check_reproduces(path, name, spec.reproduces)
@@ -240,8 +267,24 @@ def _read_file(path: Path, category: str, where: Locations = Locations()) -> lis
             continue
         spec = with_format_defaults(spec)
         _check_spec(path, name, spec)
+        spec = with_protocol_defaults(spec, f"{path}: dataset '{name}'")
         entries += per_file_datasets(where.place(Dataset(name, category, path.stem, spec, path)))
     return entries
+
+
+def _check_judge_template(value: Union[str, dict[str, str], None], where: str) -> None:
+    """A template name (or file), or a mapping naming a template per judge metric."""
+    if value is None:
+        return
+    named = value.items() if isinstance(value, dict) else [(None, value)]
+    if isinstance(value, dict) and not value:
+        raise UserError(f"{where}: judge_template: the mapping names no judge metric ({', '.join(JUDGE_METRICS)})")
+    for metric, template in named:
+        if metric is not None and metric not in JUDGE_METRICS:
+            raise UserError(f"{where}: judge_template: '{metric}' is not a judge metric{closest(metric, JUDGE_METRICS)}; "
+                            f"a template is chosen for {' or '.join(JUDGE_METRICS)}")
+        if not template.strip():
+            raise UserError(f"{where}: judge_template{'.' + metric if metric else ''}: give a template name or file")
 
 
 def _check_fields_apply(spec: DatasetSpec, where: str) -> None:
@@ -250,6 +293,8 @@ def _check_fields_apply(spec: DatasetSpec, where: str) -> None:
         raise UserError(f"{where}: answer_extraction regex needs answer_pattern")
     if spec.answer_pattern and spec.answer_extraction != "regex":
         raise UserError(f"{where}: answer_pattern is read only by answer_extraction regex (this entry's is '{spec.answer_extraction}')")
+    if spec.keep_subsets and not spec.subset_column:
+        raise UserError(f"{where}: keep_subsets selects rows by their subset_column, and this entry has none")
     if spec.choices and spec.choices_column:
         raise UserError(f"{where}: give choices (the same for every row) or choices_column, not both")
     if not (spec.choices or spec.choices_column or spec.format in CHOICE_FORMATS):

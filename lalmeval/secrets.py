@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 from urllib.parse import quote
 
 from lalmeval.errors import UserError
+from lalmeval.text import printable
 
 if TYPE_CHECKING:
     from lalmeval.config import Config
@@ -19,6 +20,12 @@ REDACTED = "<redacted>"
 # throwaway token may be `x`): replacing them inside replies, model ids or URLs would change what is
 # recorded and compared. They are blanked where they are the secret (their own field), nowhere else.
 MIN_SECRET_LENGTH = 6
+# A secret's first and last this many characters are secret wherever they appear, and so is any longer
+# run of its start or end: OpenAI's 401 echoes a key as "sk-proj-ab****wxyz", a cut message keeps half
+# of a key, and neither may show where the key begins or ends.
+END_LENGTH = 6
+# How far a stream must be held back so that a URL's `user:password@` split between two chunks is still seen.
+USERINFO_HOLD = 512
 
 
 def _forms(value: str) -> set[str]:
@@ -31,30 +38,87 @@ def _forms(value: str) -> set[str]:
     return {f for f in forms if f}
 
 
+# `scheme://user:password@host`: the password part, whatever its length.
+_USERINFO = re.compile(r"[^\s/?#@:\[\]]*:([^\s/?#@]+)@")
+
+
+def userinfo_spans(text: str) -> list[tuple[int, int]]:
+    """Where the passwords of `scheme://user:password@` URLs stand in `text` (linear: anchored at each '://')."""
+    spans = []
+    at = text.find("://")
+    while at >= 0:
+        match = _USERINFO.match(text, at + 3)
+        if match:
+            spans.append(match.span(1))
+        at = text.find("://", at + 3)
+    return spans
+
+
+def _run_length(text: str, start: int, form: str, forward: bool) -> int:
+    """How many characters of `form`'s start (forward) or end (backward) stand in `text` from `start`;
+    at least END_LENGTH is known. Binary search over slice comparisons: C speed, whatever the text."""
+    room = len(text) - start if forward else start
+    low, high = END_LENGTH, min(len(form), room)
+    while low < high:
+        mid = (low + high + 1) // 2
+        same = text[start:start + mid] == form[:mid] if forward else text[start - mid:start] == form[-mid:]
+        low, high = (mid, high) if same else (low, mid - 1)
+    return low
+
+
 class Redactor:
-    """Replaces each secret value, in any of its spellings, by <redacted>."""
+    """Replaces each secret, in any of its spellings, and any run of END_LENGTH or more characters of its
+    start or end, by <redacted>; and the password of every `scheme://user:password@` URL."""
 
     def __init__(self, values: Iterable[str] = (), min_length: int = MIN_SECRET_LENGTH):
         spelled = {form for value in values if value and len(value) >= min_length for form in _forms(value)}
-        # Longest first, so an escaped form is replaced before the raw value inside it is.
         self._forms: Sequence[str] = sorted(spelled, key=len, reverse=True)
+        self._heads: dict[str, list[str]] = {}
+        self._tails: dict[str, list[str]] = {}
+        for form in self._forms:
+            if len(form) >= END_LENGTH:
+                self._heads.setdefault(form[:END_LENGTH], []).append(form)
+                self._tails.setdefault(form[-END_LENGTH:], []).append(form)
 
     def __bool__(self) -> bool:
         return bool(self._forms)
 
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Every (start, end) of `text` to hide, unmerged."""
+        found = userinfo_spans(text) if "://" in text else []
+        for head, forms in self._heads.items():
+            at = text.find(head)
+            while at >= 0:
+                found.append((at, at + max(_run_length(text, at, f, True) for f in forms)))
+                at = text.find(head, at + 1)
+        for tail, forms in self._tails.items():
+            at = text.find(tail)
+            while at >= 0:
+                end = at + END_LENGTH
+                found.append((end - max(_run_length(text, end, f, False) for f in forms), end))
+                at = text.find(tail, at + 1)
+        return found
+
     def __call__(self, text: str) -> str:
-        for form in self._forms:
-            if form in text:
-                text = text.replace(form, REDACTED)
-        return text
+        found = self.spans(text)
+        if not found:
+            return text
+        merged: list[list[int]] = []
+        for start, end in sorted(found):
+            if merged and start <= merged[-1][1]:  # overlapping or touching: one <redacted>
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        out, done = [], 0
+        for start, end in merged:
+            out += [text[done:start], REDACTED]
+            done = end
+        out.append(text[done:])
+        return "".join(out)
 
     def bytes(self, data: bytes) -> bytes:
-        """The same for raw bytes (a launched server's output)."""
-        for form in self._forms:
-            encoded = form.encode("utf-8", "replace")
-            if encoded in data:
-                data = data.replace(encoded, REDACTED.encode())
-        return data
+        """The same for raw bytes (a launched server's output); bytes that are not UTF-8 pass unchanged."""
+        return self(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
 
     @property
     def longest(self) -> int:
@@ -63,8 +127,9 @@ class Redactor:
 
 
 def clip(text: str, redactor: Redactor, limit: int) -> str:
-    """Redact first, then cut to `limit` characters: cutting first could leave a token's prefix behind."""
-    text = redactor(text)
+    """A message made of outside text: redacted first (cutting first could leave part of a token behind),
+    control characters escaped (they would drive the terminal that prints it), then cut to `limit` characters."""
+    text = printable(redactor(text))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -92,11 +157,20 @@ def redacted_errors(redactor: Redactor) -> Iterator[None]:
         raise UserError(text) from None  # not chained: a traceback (--debug) would show the original
 
 
+# A field name is credential-like when, lower-cased with its separators and camelCase humps removed
+# (`x-api-key`, `clientSecret`, `PRIVATE_KEY` → xapikey, clientsecret, privatekey), it contains one of
+# CREDENTIAL_PARTS, or one of its words is in CREDENTIAL_WORDS, or it is exactly `key`. Whole words
+# only for the short ones: `max_tokens`, `author` and `keywords` are ordinary settings.
+CREDENTIAL_PARTS = re.compile(r"apikey|accesskey|privatekey|secretkey|signingkey|secret|passw|passphrase|pwd|authoriz|oauth"
+                              r"|credential|cookie|session|signature|bearer")
+CREDENTIAL_WORDS = frozenset({"token", "auth", "jwt", "sig"})
+
+
 def is_credential(name: str) -> bool:
-    """Whether a request field's name says it carries a credential: api_key, access_token, password, ..."""
-    words = re.split(r"[^a-z0-9]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower())
+    """Whether a request field's name says it carries a credential (CREDENTIAL_PARTS, CREDENTIAL_WORDS, `key`)."""
+    words = [w for w in re.split(r"[^a-z0-9]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()) if w]
     joined = "".join(words)
-    return bool({"token", "bearer"} & set(words)) or any(w in joined for w in ("apikey", "accesskey", "secret", "passw", "authoriz", "credential"))
+    return bool(CREDENTIAL_PARTS.search(joined)) or bool(CREDENTIAL_WORDS & set(words)) or joined == "key"
 
 
 def _credentials(node: Any, where: str) -> Iterator[tuple[str, str]]:
@@ -128,9 +202,18 @@ def _secret_fields(config: "Config") -> list[tuple[str, str]]:
         found.append(("judge_properties.judge_api_key", config.judge_properties.judge_api_key.get_secret_value()))
     for m in config.models:
         found += _credentials(m.generation_kwargs.extra_body, f"models[{m.name}].generation_kwargs.extra_body")
+        found += [(f"models[{m.name}].url", password) for password in url_passwords(m.url)]
+    if config.judge_properties:
+        found += [("judge_properties.judge_api_endpoint", p) for p in url_passwords(config.judge_properties.judge_api_endpoint)]
     for index, override in enumerate(config.generation_overrides):
         found += _credentials(override.extra_body, f"generation_overrides[{index}].extra_body")
     return [(where, value) for where, value in found if value]
+
+
+def url_passwords(urls: Any) -> list[str]:
+    """The passwords of `scheme://user:password@host` URLs (one URL or a list)."""
+    texts = [urls] if isinstance(urls, str) else [u for u in urls or [] if isinstance(u, str)]
+    return [text[a:b] for text in texts for a, b in userinfo_spans(text)]
 
 
 def raw_secrets(raw: Any) -> list[str]:

@@ -105,6 +105,31 @@ def bootstrap(stats: SampleStats, point: float, resamples: int, seed: int) -> Un
     return Uncertainty((low, high), stderr, f"percentile bootstrap over samples ({resamples} resamples, seed {seed})")
 
 
+def pooled(parts: Sequence[SampleStats], resamples: int, seed: int) -> tuple[Optional[float], Uncertainty]:
+    """One statistic over the samples of several datasets (their statistics summed), with a stratified bootstrap interval.
+
+    This is a corpus score across datasets: for WER, Σ errors / Σ reference tokens over all of them.
+    Each resample redraws every dataset's samples within that dataset, so the datasets keep their
+    sizes, as they would in a repeated evaluation."""
+    parts = [p for p in parts if len(p.values)]
+    if not parts or len({p.values.shape[1] for p in parts}) != 1:
+        return None, Uncertainty()
+    statistic = parts[0].statistic  # one metric: the same formula for every dataset
+    value = float(statistic(sum(p.values.sum(axis=0, keepdims=True) for p in parts))[0])
+    if math.isnan(value):
+        return None, Uncertainty()
+    if resamples <= 0:
+        return value, Uncertainty()
+    replicates = statistic(sum(resampled_sums(p.values, resamples, seed + i) for i, p in enumerate(parts)))
+    replicates = replicates[~np.isnan(replicates)]
+    if len(replicates) == 0:
+        return value, Uncertainty()
+    low, high = _percentiles(replicates)
+    stderr = float(np.std(replicates, ddof=1)) if len(replicates) > 1 else 0.0
+    method = f"percentile bootstrap over samples within each dataset ({resamples} resamples, seed {seed})"
+    return value, Uncertainty((min(low, value), max(high, value)), stderr, method)
+
+
 def wilson(successes: float, n: int, scale: float = 100.0) -> Uncertainty:
     """Wilson score interval of a proportion (stderr: the binomial sqrt(p(1-p)/n)), in units of `scale`."""
     if n == 0:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import queue
@@ -10,7 +11,7 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable, Optional
+from typing import Any, BinaryIO, Callable, Iterable, Optional, Sequence
 
 import yaml
 
@@ -18,12 +19,15 @@ from lalmeval.background import stop_if_abandoned
 from lalmeval.errors import DISK_FULL, UserError, WriteFailed, write_failed
 from lalmeval.files import check_regular
 from lalmeval.records import Record
+from lalmeval.text import mended, without_surrogates
 
 try:
     import fcntl
 except ImportError:  # not on POSIX: runs are not locked
     fcntl = None  # type: ignore[assignment]
 
+# What the writer thread reports when a failure is not the disk's: the run stops, and says it is a bug.
+INTERNAL_WRITE_ERROR = "internal error while writing records"
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-_")
 
 
@@ -42,6 +46,30 @@ def safe_name(name: str) -> str:
     return "".join(out) or "%00"
 
 
+# Longest file name (one path component) common filesystems take: 255 bytes on ext4 and xfs.
+NAME_MAX = 255
+
+
+def file_name(parts: Sequence[str], suffix: str, prefix: str = "") -> str:
+    """`prefix` + the safe names of `parts` joined by '__' + `suffix`, at most NAME_MAX bytes: parts too
+    long for their share are cut and end in '~' and a hash of the whole name, so distinct names stay
+    distinct ('~' is escaped in every safe name, so a cut name never meets an uncut one)."""
+    safe = [safe_name(part) for part in parts]
+    room = NAME_MAX - len(prefix) - len(suffix) - 2 * (len(parts) - 1)
+    if sum(map(len, safe)) > room:
+        share = room // len(parts)
+        safe = [_shortened(s, part, share) if len(s) > share else s for s, part in zip(safe, parts)]
+    return prefix + "__".join(safe) + suffix
+
+
+def _shortened(safe: str, name: str, limit: int) -> str:
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    cut = safe[: limit - len(digest) - 1]
+    if "%" in cut[-2:]:  # never half of a %XX escape
+        cut = cut[: cut.rindex("%")]
+    return f"{cut}~{digest}"
+
+
 def read_jsonl(path: Path, what: str = "JSONL file") -> Iterable[dict[str, Any]]:
     """The JSON objects of a JSONL file, skipping a line cut short by a crash (or by a full disk)."""
     if not path.exists():
@@ -56,7 +84,8 @@ def read_jsonl(path: Path, what: str = "JSONL file") -> Iterable[dict[str, Any]]
             except (ValueError, RecursionError):  # a torn line, bytes that are not UTF-8, or garbage nested too deeply
                 continue
             if isinstance(item, dict):
-                yield item
+                # A line json_line wrote with \u escapes (or written before text was mended) may spell a lone surrogate.
+                yield mended(item) if b"\\u" in line else item
 
 
 class _WriterThread:
@@ -91,7 +120,8 @@ class _WriterThread:
             try:
                 self._write(batch)
             except BaseException as exc:  # noqa: BLE001 - the thread must outlive any failure
-                self._fail(f"writer error: {type(exc).__name__}: {exc}")
+                # Not the disk (its refusals are OSErrors, handled in _write): a bug, and said to be one.
+                self._fail(f"{INTERNAL_WRITE_ERROR}: {type(exc).__name__}: {exc}")
             finally:
                 for _, _, done in batch:
                     if done is not None:
@@ -101,7 +131,7 @@ class _WriterThread:
         chunks: dict[BinaryIO, list[bytes]] = {}
         for file, item, _ in batch:
             if item is not None:  # serialized here, off the event loop
-                chunks.setdefault(file, []).append((json.dumps(item, ensure_ascii=False, default=_plain) + "\n").encode())
+                chunks.setdefault(file, []).append(json_line(item))
         for file, lines in chunks.items():
             if self.error is not None:
                 return
@@ -115,6 +145,16 @@ class _WriterThread:
             self.error = reason
             if self.on_error is not None:
                 self.on_error(reason)
+
+
+def json_line(item: Any) -> bytes:
+    """One JSONL line: UTF-8 text as it reads, or — for text holding a lone surrogate, which UTF-8 cannot
+    encode — \\u escapes for everything that is not ASCII, which read back as the very same string."""
+    text = json.dumps(item, ensure_ascii=False, default=_plain)
+    try:
+        return (text + "\n").encode()
+    except UnicodeEncodeError:
+        return (json.dumps(item, default=_plain) + "\n").encode()
 
 
 def _plain(value: Any) -> Any:
@@ -242,10 +282,10 @@ class RunStore:
             self._lock_handle = None
 
     def records_path(self, dataset: str, model: str) -> Path:
-        return self.root / "records" / f"{safe_name(dataset)}__{safe_name(model)}.jsonl"
+        return self.root / "records" / file_name([dataset, model], ".jsonl")
 
     def scores_path(self, dataset: str, metric: str, model: str) -> Path:
-        return self.root / "scores" / f"{safe_name(dataset)}__{safe_name(metric)}__{safe_name(model)}.jsonl"
+        return self.root / "scores" / file_name([dataset, metric, model], ".jsonl")
 
     def files(self) -> list[tuple[Path, str]]:
         """The run's own files besides records and scores, with what each is (for check_regular)."""
@@ -279,7 +319,8 @@ def write_atomic(path: Path, text: str) -> Path:
     tmp = path.with_suffix(path.suffix + ".tmp")
     try:
         tmp.unlink(missing_ok=True)  # our scratch name: whatever is left there (a named pipe would block) goes
-        tmp.write_text(text, encoding="utf-8")
+        # A lone surrogate that came in some way nothing mended becomes U+FFFD, not a crash.
+        tmp.write_text(without_surrogates(text), encoding="utf-8")
         os.replace(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):

@@ -20,8 +20,8 @@ from typing import Any, Optional
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lalmeval.runspecs import BUILTIN_DIR, Catalog, Dataset  # noqa: E402
-from scripts.generate_catalog import lmms_rules, load_inputs  # noqa: E402
+from lalmeval.runspecs import BUILTIN_DIR, JUDGE_METRICS, Catalog, Dataset  # noqa: E402
+from scripts.generate_catalog import kimi_rules, lmms_rules, load_inputs  # noqa: E402
 
 # What AU-Harness's preprocessors read when a task names no column.
 _AU_IMPLIED = {
@@ -48,9 +48,12 @@ def _metrics_match(dataset: Dataset, peer_metrics: list[str], rules: dict, stric
             return f"metric {metric} not reproduced"
         if not set(rule["metrics"]) <= set(spec.metrics):
             return f"metric {metric} not declared"
-        for key in ("judge_template", "normalizer") if strict else ():
-            if rule.get(key) and getattr(spec, key, None) != rule[key]:
-                return f"metric {metric} without {key} {rule[key]}"
+        if strict and rule.get("judge_template"):
+            for judged in (m for m in rule["metrics"] if m in JUDGE_METRICS):
+                if spec.judge_template_for(judged) != rule["judge_template"]:
+                    return f"metric {metric} without judge_template {rule['judge_template']}"
+        if strict and rule.get("normalizer") and spec.normalizer != rule["normalizer"]:
+            return f"metric {metric} without normalizer {rule['normalizer']}"
     return None
 
 
@@ -138,11 +141,17 @@ def _lmms(catalog: Catalog, peers: dict, mapping: dict, revision: str, peer: str
 def _kimi(catalog: Catalog, peers: dict, mapping: dict) -> list[tuple[str, str, str]]:
     entries, rows = _entries(catalog), []
     for dataset in peers["kimi"]["datasets"]:
-        facts = {"hf_repo": f"private_datasets/kimi/{dataset['series']}/{dataset['name']}.jsonl", "audio_column": "audio_path", "target_column": "answer"}
-        verdict = _verdict(entries.get(f"kimi:{dataset['name']}"), facts, [dataset["kind"]], mapping["metrics"]["kimi"], None)
-        if verdict[0] == "reproduced" and dataset["name"] in ("sd-qa", "OpenAudioBench", "advbench", "ifeval"):
-            verdict = ("differs", f"{verdict[1]}: judge prompt or method differs (see the entry's origin)")
-        rows.append((dataset["name"], *verdict))
+        name, kind = dataset["name"], dataset["kind"]
+        facts = {"hf_repo": f"private_datasets/kimi/{dataset['series']}/{name}.jsonl", "audio_column": "audio_path", "target_column": "answer"}
+        subsets = mapping.get("kimi_subsets", {}).get(name)
+        if subsets:  # judged subset by subset: reproduced when every subset's entry is
+            verdicts = [_verdict(entries.get(f"kimi:{name}/{s}"), facts, [kind], {kind: rule}, None) for s, rule in subsets.items()]
+            verdict = next((v for v in verdicts if v[0] != "reproduced"), ("reproduced", ", ".join(v[1] for v in verdicts)))
+        else:
+            verdict = _verdict(entries.get(f"kimi:{name}"), facts, [kind], kimi_rules(name, mapping), None)
+        if verdict[0] == "reproduced" and name in ("advbench", "ifeval"):
+            verdict = ("differs", f"{verdict[1]}: its published numbers come from another method (see the entry's origin)")
+        rows.append((name, *verdict))
     return rows
 
 

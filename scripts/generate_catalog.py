@@ -8,7 +8,8 @@ Inputs: catalog/lalmeval.json (lalmeval's own entries, file → name → setting
 peer's declaration becomes an entry). Every AU-Harness task, lmms-eval audio task (v0.3.0 and main)
 and Kimi-Audio-Evalkit dataset becomes an entry, named by who declares it: lalmeval's own entries keep
 their names; a peer's task takes its own name when nobody earlier (lalmeval, AU-Harness, lmms-eval
-main, lmms-eval v0.3, Kimi) holds it, else `<name>@<peer>`. Kimi's are always `<name>@kimi`.
+main, lmms-eval v0.3, Kimi) holds it, else `<name>@<peer>`. Kimi's are always `<name>@kimi`; a Kimi dataset
+judged subset by subset (catalog/mapping.yaml kimi_subsets) is one entry per subset, `<name>-<subset>@kimi`.
 Peer groups become group entries `<group>@<peer>` in runspecs/groups/<peer>.json.
 
 Fields another part of lalmeval owns (protocol, judge_template, a normalizer) are written only when
@@ -32,9 +33,10 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from lalmeval import judge_templates  # noqa: E402
 from lalmeval.languages import NAMES  # noqa: E402
 from lalmeval.metrics import METRICS, NORMALIZERS  # noqa: E402
-from lalmeval.runspecs import DatasetSpec  # noqa: E402
+from lalmeval.runspecs import JUDGE_METRICS, DatasetSpec  # noqa: E402
 
 ORDER = ("au_harness", "lmms", "lmms_v0.3", "kimi")  # who takes a free plain name first
 LANGUAGE_NAMES = {code: name.capitalize() for name, code in NAMES.items() if name not in ("mandarin", "myanmar", "filipino", "multilingual")}
@@ -51,6 +53,7 @@ class Entry:
     spec: dict[str, Any]
     gaps: list[str] = field(default_factory=list)      # peer metrics lalmeval cannot reproduce, with why
     differs: list[str] = field(default_factory=list)   # how the entry departs from the declaration, with why
+    judges: dict[str, str] = field(default_factory=dict)  # judge metric → the peer's template for it
     final: str = ""
 
 
@@ -73,12 +76,7 @@ def _accepts(field_name: str, value: Any) -> bool:
     except Exception:  # noqa: BLE001 - any refusal means: not yet
         return False
     if field_name == "judge_template":
-        try:
-            from lalmeval import judge as judge_module
-            known = getattr(judge_module, "TEMPLATES", None) or getattr(judge_module, "JUDGE_TEMPLATES", None)
-        except ImportError:
-            known = None
-        return known is None or value in known
+        return value in judge_templates.names()
     return True
 
 
@@ -106,11 +104,15 @@ def _apply_metric(entry: Entry, peer_metric: str, rule: dict) -> None:
     if rule.get("exact") is False:
         entry.differs.append(f"metric {peer_metric}: {rule.get('note') or 'scored with ' + ', '.join(rule['metrics']) + ' instead'}")
     template = rule.get("judge_template")
+    if template and not _accepts("judge_template", template):  # the peer's judge is not shipped (yet): a stand-in, said so
+        stand_in = rule.get("stand_in")
+        entry.differs.append(f"metric {peer_metric}: " + (rule.get("note") or f"the peer's judge prompt ({template}) is not available here; "
+                                                          + (f"{stand_in} stands in" if stand_in else "lalmeval's default prompt is used")))
+        template = stand_in
     if template:
-        if _accepts("judge_template", template):
-            entry.spec["judge_template"] = template
-        else:
-            entry.differs.append(f"metric {peer_metric}: the peer's judge prompt ({template}) is not available here; lalmeval's default prompt is used")
+        for metric in (m for m in rule["metrics"] if m in JUDGE_METRICS):
+            if entry.judges.setdefault(metric, template) != template:
+                raise SystemExit(f"catalog/mapping.yaml: {entry.peer} {entry.name}: {metric} would need two templates, {entry.judges[metric]} and {template}")
     normalizer = rule.get("normalizer")
     if normalizer:
         if normalizer in NORMALIZERS.names():
@@ -119,6 +121,15 @@ def _apply_metric(entry: Entry, peer_metric: str, rule: dict) -> None:
             entry.differs.append(f"metric {peer_metric}: the peer's text normalization ({normalizer}) is not available here; the language's default is used")
     if rule.get("error_unit"):
         entry.spec["error_unit"] = rule["error_unit"]
+
+
+def _judge_templates(entry: Entry) -> None:
+    """Write the entry's judge templates: one name when it has one judge metric, else one per metric."""
+    judged = [m for m in entry.spec.get("metrics", []) if m in JUDGE_METRICS]
+    found = {m: t for m, t in entry.judges.items() if m in judged and _accepts("judge_template", t)}
+    if not found:
+        return
+    entry.spec["judge_template"] = next(iter(found.values())) if len(judged) == 1 else found
 
 
 def _protocol(entry: Entry, name: str) -> None:
@@ -208,6 +219,7 @@ def au_entry(task: dict, mapping: dict, commit: str) -> Optional[Entry]:
         entry.differs.append("prompt: the declaration's 'prompt' key is not read by AU-Harness (it reads user_prompt), so the dataset's own instruction is the whole prompt, as here")
     for metric in c.get("metrics") or [] if not entry.gaps else []:
         _apply_metric(entry, metric, mapping["metrics"]["au_harness"].get(metric, {"gap": "no mapping"}))
+    _judge_templates(entry)
     _protocol(entry, "au_harness")
     spec["reproduces"] = f"au_harness:{name}"
     spec["origin"] = _origin(spec, f"AU-Harness {task['file']} @ {commit[:12]}", mapping["papers"]["au_harness"])
@@ -241,8 +253,9 @@ def _au_columns(entry: Entry, c: dict, pre: str, modality: str, audio: Optional[
         text_col, instruction_col = "prompt", None
         if c.get("subset") == "ifeval":
             target = ["instruction_id_list", "kwargs"]
-    if pre == "BigBenchAudioPreprocessor":
+    if pre == "BigBenchAudioPreprocessor":  # its judge is shown the (transcript, official answer) pair
         audio, text_col, instruction_col = "audio", "transcript", None
+        spec["transcript_column"] = "transcript"
     if pre == "BfclPreprocessor":
         instruction_col, text_col = "tools", "question"
         target = [target, "tools"]
@@ -334,6 +347,7 @@ def lmms_entry(task: dict, mapping: dict, peer: str, commit: str) -> Optional[En
     for metric in c.get("metric_list") or []:
         metric_name = metric.get("metric") if isinstance(metric, dict) else metric
         _apply_metric(entry, metric_name, rules.get(metric_name, {"gap": f"lmms-eval's {metric_name} has no counterpart"}))
+    _judge_templates(entry)
     _protocol(entry, "lmms")
     spec["reproduces"] = f"{peer}:{name}"
     spec["origin"] = _origin(spec, f"lmms-eval {task['file']} @ {commit[:12]}", mapping["papers"][peer])
@@ -368,26 +382,41 @@ def _lmms_prompt(spec: dict, kwargs: dict, fns: dict, overrides: dict) -> None:
 
 # ---------------------------------------------------------------- Kimi-Audio-Evalkit
 
-def kimi_entry(dataset: dict, mapping: dict, commit: str) -> Entry:
+def kimi_rules(name: str, mapping: dict) -> dict:
+    """Kimi-Audio-Evalkit's metric rules for one dataset: by kind, with the dataset's own judge where it has one."""
+    return {**mapping["metrics"]["kimi"], **mapping.get("kimi_metric_overrides", {}).get(name, {})}
+
+
+def kimi_entries(dataset: dict, mapping: dict, commit: str) -> list[Entry]:
+    """The dataset's entry — or, where its evaluate() judges each subset its own way, one entry per subset."""
+    subsets = mapping.get("kimi_subsets", {}).get(dataset["name"])
+    if not subsets:
+        return [kimi_entry(dataset, mapping, commit)]
+    return [kimi_entry(dataset, mapping, commit, subset, rule) for subset, rule in subsets.items()]
+
+
+def kimi_entry(dataset: dict, mapping: dict, commit: str, subset: Optional[str] = None, rule: Optional[dict] = None) -> Entry:
     name = dataset["name"]
-    entry = Entry(name, "kimi", mapping["kimi_files"][name], OrderedDict())
+    entry = Entry(f"{name}-{subset}" if subset else name, "kimi", mapping["kimi_files"][name], OrderedDict())
     spec = entry.spec
     spec["hf_repo"] = f"../../private_datasets/kimi/{dataset['series']}/{name}.jsonl"
     spec["format"] = "kimi"
     language = dataset.get("language") or ("zh" if name in ("AISHELL-1", "AISHELL-2", "WenetSpeech", "Fleurs-zh") else "en")
     spec["language"] = language
     spec["subset_column"] = "subset"
-    _apply_metric(entry, dataset["kind"], mapping["metrics"]["kimi"][dataset["kind"]])
-    if name == "sd-qa" or name == "OpenAudioBench":
-        entry.differs.append("judge prompt: this dataset has its own prompt in Kimi-Audio-Evalkit (SQ_QA_PROMPT, or one per OpenAudioBench subset), not the yes/no one")
+    if subset:
+        spec["keep_subsets"] = [subset]
+    _apply_metric(entry, dataset["kind"], rule or kimi_rules(name, mapping)[dataset["kind"]])
+    _judge_templates(entry)
     if name in ("advbench", "ifeval"):
         entry.differs.append("Kimi-Audio-Evalkit's default method for this set is the 1-5 open-answer judge; its vb-advbench / vb-ifeval methods (refusal keywords, IFEval rules) are the published ones")
     _protocol(entry, "kimi")
     source = dataset.get("downloader") or {}
     hub = ", ".join(a[0] for a in source.get("load_dataset", []) if a)
-    spec["reproduces"] = f"kimi:{name}"
+    spec["reproduces"] = f"kimi:{name}/{subset}" if subset else f"kimi:{name}"
     spec["origin"] = _origin(spec, f"Kimi-Audio-Evalkit {dataset['file']} (class {dataset['class']}) @ {commit[:12]}; the jsonl is written by its "
-                             f"data/download_benchmark.py ({source.get('class')}{'; from the hub: ' + hub if hub else ''}) run with --output-dir private_datasets/kimi",
+                             f"data/download_benchmark.py ({source.get('class')}{'; from the hub: ' + hub if hub else ''}) run with --output-dir private_datasets/kimi"
+                             + (f"; subset {subset} of it, which its evaluate() judges with its own prompt" if subset else ""),
                              mapping["papers"]["kimi"])
     return entry
 
@@ -408,7 +437,7 @@ def build(root: Path = ROOT) -> tuple[dict[str, OrderedDict], list[Entry], dict]
         if name in mapping["lmms_skip"]:
             continue
         entries.append(lmms_entry(task, mapping, "lmms_v0.3", lmms["revisions"]["v0.3"]["commit"]))
-    entries += [kimi_entry(d, mapping, kimi["commit"]) for d in kimi["datasets"]]
+    entries += [e for d in kimi["datasets"] for e in kimi_entries(d, mapping, kimi["commit"])]
     taken = {name for file in ours.values() for name in file}
     for peer in ORDER:
         for entry in (e for e in entries if e.peer == peer):
@@ -459,6 +488,14 @@ def _groups(entries: list[Entry], au: dict, lmms: dict, mapping: dict) -> dict[s
             found[f"{group}@{peer}"] = OrderedDict(members=names, aggregation="weighted_mean" if weighted else "mean",
                                                    reproduces=f"{peer}:{group}", origin=f"lmms-eval {info['file']} @ {rev['commit'][:12]}: {how}")
         out[peer] = found
+    kimi = OrderedDict()
+    for dataset, subsets in mapping.get("kimi_subsets", {}).items():
+        names = [shipped[("kimi", f"{dataset}-{s}")] for s in subsets if ("kimi", f"{dataset}-{s}") in shipped]
+        if names:
+            kimi[f"{dataset}@kimi"] = OrderedDict(members=names, aggregation="mean", reproduces=f"kimi:{dataset}",
+                                                  origin=f"Kimi-Audio-Evalkit {dataset}: one entry per subset, each judged as its evaluate() judges it; "
+                                                         "Kimi-Audio-Evalkit prints each subset's score and no overall one, so the group's mean is lalmeval's")
+    out["kimi"] = kimi
     return out
 
 

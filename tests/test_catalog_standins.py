@@ -6,6 +6,7 @@ import shutil
 
 import pytest
 
+from lalmeval import judge_templates
 from lalmeval.runspecs import BUILTIN_DIR, Catalog
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.workspace import DEMO, demo_rows, model
@@ -89,3 +90,40 @@ def test_an_au_harness_covost2_pair_names_both_languages_and_keeps_the_source_fo
                       "covost2_zh-CN_en@au_harness": ("Chinese", "English")}[name]
     assert f"from {source} to {target}." in spec.prompt_template
     assert spec.transcript_column == "sentence" and spec.metrics == ["bleu", "meteor", "bertscore", "comet"]
+
+
+def test_a_kimi_openaudiobench_subset_entry_judges_only_its_subset_with_that_subsets_prompt(ws):
+    folder = ws.root / "kimi" / "OpenAudioBench"
+    folder.mkdir(parents=True)
+    lines = []
+    for i, subset in enumerate(["reasoning_qa", "trivia_qa", "reasoning_qa"]):
+        shutil.copy(DEMO / ROWS[i % 2]["audio"], folder / f"{i}.wav")
+        lines.append({"index": i, "audio_path": str(folder / f"{i}.wav"), "subset": subset, "question": "",
+                      "audio_content": f"spoken question {i}", "answer": f"answer {i}", "task_type": "audio2text"})
+    (folder / "OpenAudioBench.jsonl").write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
+    shipped(ws, "OpenAudioBench-reasoning_qa@kimi", folder / "OpenAudioBench.jsonl")
+    with ScriptedEndpoint(lambda s, n: "an answer") as m, ScriptedEndpoint(lambda s, n: "这道题回答正确，但是没有中间过程，因此得4分，得分是[4]") as j:
+        ws.config([model(m.url)], [["standin", "llm_judge_detailed"]],
+                  judge_properties={"judge_model": "j", "judge_api_endpoint": j.url, "judge_concurrency": 1, "judge_retry_attempts": 0})
+        result = ws.run()
+        judged = sorted(s.text for s in j.requests)
+    [score] = result.scores
+    assert score.num_samples == 2 and set(score.details["subsets"]) == {"reasoning_qa"}  # the trivia_qa row is not selected
+    assert score.score == pytest.approx(80.0) and score.details["judge_template"]["name"] == "kimi_openaudiobench_reasoning_qa"
+    assert "## 题目\nspoken question 0\n## 标准答案:\nanswer 0\n## 学生回答:\nan answer" in judged[0]
+    assert "spoken question 2" in judged[1]
+
+
+def test_an_au_harness_task_with_both_judges_sends_each_its_own_prompt(ws):
+    rows = [{"audio": clip(i), "instruction": "Is there noise in the recording?", "label": "yes"} for i in range(2)]
+    data = hub_folder(ws.root / "noise", {("default", "test"): rows})  # DynamicSuperb's layout: audio, instruction, label
+    shipped(ws, "noise_detection", data)
+    with ScriptedEndpoint(lambda s, n: "yes") as m, ScriptedEndpoint(lambda s, n: '{"score": 1, "explanation": "matches"}') as j:
+        ws.config([model(m.url)], [["standin", "llm_judge_binary"], ["standin", "llm_judge_detailed"]],
+                  judge_properties={"judge_model": "j", "judge_api_endpoint": j.url, "judge_concurrency": 1, "judge_retry_attempts": 0})
+        result = ws.run()
+        systems = {s.system for s in j.requests}
+    names = {s.metric: s.details["judge_template"]["name"] for s in result.scores}
+    assert names == {"llm_judge_binary": "au_harness_binary", "llm_judge_detailed": "au_harness_detailed"}
+    assert {s.metric: s.score for s in result.scores} == {"llm_judge_binary": 100.0, "llm_judge_detailed": 20.0}
+    assert systems == {judge_templates.shipped()["au_harness_binary"].system, judge_templates.shipped()["au_harness_detailed"].system}

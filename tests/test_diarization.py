@@ -55,6 +55,41 @@ def test_a_time_at_the_start_of_a_line_is_not_a_label():
     assert parse_speakers("A: we met at\n10:30 sharp") == [("A", "we met at"), ("A", "10:30 sharp")]
 
 
+@pytest.mark.parametrize("labels", [("Caller", "Agent"), ("1", "2"), ("John", "Mary"), ("SPEAKER_00", "SPEAKER_01"),
+                                    ("Customer Service", "Dr. Smith"), ("speaker b", "Speaker A"), ("Interviewer (Anne)", "Guest #2")])
+def test_any_label_names_are_mapped_to_the_reference_speakers_and_never_scored_as_words(labels):
+    reference = "A: hello how are you\nB: fine thanks and you\nA: very well"
+    first, second = labels
+    prediction = f"{first}: hello how are you\n{second}: fine thanks and you\n{first}: very well"
+    value, details, (item,) = run([(reference, prediction)])
+    assert value == 0 and details["wder"] == 0 and item["speaker_count_error"] == 0
+    (hyp_first, _), (hyp_second, _) = parse_speakers(prediction)[:2]
+    assert sorted(map(tuple, item["assignment"])) == [("A", hyp_first), ("B", hyp_second)]
+
+
+@pytest.mark.parametrize("prediction", [
+    "Caller: hello how are you. Agent: fine thanks and you. Caller: very well",
+    "**Caller:** hello how are you **Agent:** fine thanks and you **Caller:** very well",
+    "Speaker 1: hello how are you Speaker 2: fine thanks and you Speaker 1: very well",
+    "Caller: hello how are you\nAgent: fine thanks and you Caller: very well",
+])
+def test_labels_inside_one_line_start_new_turns(prediction):
+    value, details, _ = run([("A: hello how are you\nB: fine thanks and you\nA: very well", prediction)])
+    assert value == 0 and details["wder"] == 0
+
+
+def test_a_role_labelled_perfect_answer_scores_zero_where_labels_read_as_words_scored_150_percent():
+    reference = "A: yes\nB: no"
+    assert run([(reference, "Caller: yes\nAgent: no")])[0] == 0
+    assert run([(reference, "yes\nno")])[0] > 0  # unlabelled lines are one speaker: the score does see speakers
+
+
+def test_a_colon_inside_a_sentence_or_a_time_or_an_address_is_not_a_label():
+    assert parse_speakers("A: see http://example.com at 10:30\nB: the ratio was 3:1") == [
+        ("A", "see http://example.com at 10:30"), ("B", "the ratio was 3:1")]
+    assert parse_speakers("Here is what the two of them said:\nA: hi") == [("?", "Here is what the two of them said:"), ("A", "hi")]
+
+
 # DiarizationLM's worked examples (diarizationlm/metrics_test.py in github.com/google/speaker-id),
 # written as speaker-attributed transcripts: speaker numbers become line labels.
 SAME_WORDS = ("2: Hello. Good morning, how\n1: are you?", "1: hello good morning\n2: how are you")

@@ -30,6 +30,7 @@ from lalmeval.errors import UserError
 from lalmeval.options import RunOptions
 from lalmeval.runspecs import DatasetSpec
 from tests.support.endpoint import Reply, ScriptedEndpoint, Seen
+from tests.support.ports import free_port_pair
 from tests.support.workspace import DEMO, REPO, Workspace, demo_rows
 
 # --- the walk over the schema --------------------------------------------------------------------
@@ -438,12 +439,6 @@ def e_long_audio(lab: Lab) -> None:
     assert len(chunked.requests) > 3 and len(truncated.requests) == 3
 
 
-def free_port_pair() -> int:
-    from tests.test_replicas import free_port_pair as pair
-
-    return pair()
-
-
 def e_replicas(lab: Lab) -> None:
     port = free_port_pair()
     with other_endpoint(port=port) as first, other_endpoint(lambda s, n: Reply(payload={"choices": [{"message": {"content": "x"}}]}, delay=0.2),
@@ -594,6 +589,21 @@ def e_max_failure_rate(lab: Lab) -> None:
         stopped = lab.run(pairs=[["forty", "accuracy"]], model={"batch_size": 1}, max_failure_rate=0.2)
     assert len(whole.requests) == 40 and not whole.final["stopped"]
     assert len(stopped.requests) < 40 and stopped.final["stopped"].startswith("stopped after")
+
+
+def e_allowed_data_dirs(lab: Lab) -> None:
+    elsewhere = lab.ws.root / "elsewhere"
+    elsewhere.mkdir(exist_ok=True)
+    rows = []
+    for row in demo_rows(2):
+        shutil.copy(DEMO / row["audio"], elsewhere / Path(row["audio"]).name)
+        rows.append({**row, "audio": str(elsewhere / Path(row["audio"]).name)})
+    lab.ws.jsonl(rows, "data/outside.jsonl")
+    with extra_dataset("outside", {**BASE["clips"], "hf_repo": "data/outside.jsonl"}):
+        refused = lab.run(pairs=[["outside", "word_error_rate"]])
+        allowed = lab.run(pairs=[["outside", "word_error_rate"]], allowed_data_dirs=["elsewhere"])
+    assert len(refused.requests) == 0 and refused.score("outside").num_failed == 2
+    assert len(allowed.requests) == 2 and allowed.score("outside").num_failed == 0
 
 
 def e_cache_dir(lab: Lab) -> None:
@@ -803,6 +813,14 @@ def r_subset_column(lab: Lab) -> None:
     assert set(lab.run(spec={"qs": {"subset_column": "group"}}).score().details["subsets"]) == {"g1", "g2"}
 
 
+def r_keep_subsets(lab: Lab) -> None:
+    kept = lab.run(spec={"qs": {"subset_column": "group", "keep_subsets": ["g1"]}})
+    assert kept.texts == ["question 0", "question 2"] and set(kept.score().details["subsets"]) == {"g1"}
+    none = lab.run(spec={"qs": {"subset_column": "group", "keep_subsets": ["g3"]}})
+    assert "no sample selected — keep_subsets ['g3'] (subset_column 'group') left out 3" in none.error
+    assert "keep_subsets selects rows by their subset_column, and this entry has none" in lab.run(spec={"qs": {"keep_subsets": ["g1"]}}).error
+
+
 def r_accented(lab: Lab) -> None:
     assert lab.run(filters={"accented": False}).error is None
     assert "the filters leave out dataset 'qs'" in lab.run(spec={"qs": {"accented": True}}, filters={"accented": False}).error
@@ -886,8 +904,8 @@ def r_mc_template(lab: Lab) -> None:
 
 
 def r_image_column(lab: Lab) -> None:
-    image = REPO / "tests" / "fixtures" / "images" / "three.png"
-    lab.ws.jsonl([{**q, "picture": str(image)} for q in QS], "data/qs.jsonl")
+    shutil.copy(REPO / "tests" / "fixtures" / "images" / "three.png", lab.ws.root / "data" / "three.png")  # a dataset reads its own folder
+    lab.ws.jsonl([{**q, "picture": "three.png"} for q in QS], "data/qs.jsonl")
     assert {len(s.images) for s in lab.run().requests} == {0}
     assert {len(s.images) for s in lab.run(spec={"qs": {"image_column": "picture"}}).requests} == {1}
 
@@ -949,6 +967,16 @@ def r_judge_template(lab: Lab) -> None:
     assert default.score().details["judge_template"]["name"] == "default"
     assert kimi.score().details["judge_template"]["name"] == "au_harness_binary"
     assert {s.text for s in default.judged}.isdisjoint({s.text for s in kimi.judged})
+    per_metric = lab.run(pairs=[["qs", "llm_judge_binary"]], spec={"qs": {"judge_template": {"llm_judge_binary": "au_harness_binary"}}},
+                         judge_properties=lab.judge_properties())
+    assert per_metric.score().details["judge_template"] == kimi.score().details["judge_template"]
+
+
+def r_protocol(lab: Lab) -> None:
+    ours = lab.run(pairs=[["qs", "word_error_rate"]]).score()
+    theirs = lab.run(pairs=[["qs", "word_error_rate"]], spec={"qs": {"protocol": "open_asr"}}).score()
+    assert ours.details["protocol"]["name"] == "lalmeval" and theirs.details["protocol"]["name"] == "open_asr"
+    assert theirs.details["normalizer"] == "open_asr" != ours.details["normalizer"]
 
 
 def r_prompt_template(lab: Lab) -> None:
@@ -992,7 +1020,7 @@ EFFECTS: dict[str, Callable[[Lab], None]] = {
     "models[].verify_ssl": e_verify_ssl,
     "runspec_dirs": e_runspec_dirs, "dataset_paths": e_dataset_paths, "dataset_root": e_dataset_root, "prompts_file": e_prompts_file,
     "streaming": e_streaming, "seed": e_seed, "bootstrap_resamples": e_bootstrap_resamples, "output_dir": e_output_dir,
-    "cache": e_cache, "max_failure_rate": e_max_failure_rate, "cache_dir": e_cache_dir, "cache_sampled": e_cache_sampled,
+    "cache": e_cache, "max_failure_rate": e_max_failure_rate, "allowed_data_dirs": e_allowed_data_dirs, "cache_dir": e_cache_dir, "cache_sampled": e_cache_sampled,
     "judge_properties.judge_model": e_judge_model, "judge_properties.judge_type": e_judge_type,
     "judge_properties.judge_api_endpoint": e_judge_api_endpoint, "judge_properties.judge_api_key": e_judge_api_key,
     "judge_properties.judge_api_version": e_judge_api_version, "judge_properties.judge_concurrency": e_judge_concurrency,
@@ -1011,7 +1039,8 @@ EFFECTS: dict[str, Callable[[Lab], None]] = {
     "runspec.mc_template": r_mc_template, "runspec.image_column": r_image_column, "runspec.turns_column": r_turns_column,
     "runspec.messages_column": r_messages_column, "runspec.long_audio": r_long_audio, "runspec.shuffle_options": r_shuffle_options,
     "runspec.repeat_runs": r_repeat_runs, "runspec.origin": r_origin, "runspec.normalizer": r_normalizer, "runspec.error_unit": r_error_unit,
-    "runspec.judge_template": r_judge_template, "runspec.prompt_template": r_prompt_template, "runspec.reproduces": r_reproduces,
+    "runspec.judge_template": r_judge_template, "runspec.keep_subsets": r_keep_subsets, "runspec.prompt_template": r_prompt_template,
+    "runspec.protocol": r_protocol, "runspec.reproduces": r_reproduces,
 }
 for _layer in ("models[].generation_kwargs", "generation_overrides[]", "runspec.generation_kwargs"):
     for _key in GENERATION:

@@ -50,11 +50,21 @@ def test_the_type_comes_from_the_bytes_not_the_file_name(tmp_path):
     assert part.mime == "image/png" and part.url.startswith("data:image/png;base64,")
 
 
-def test_types_not_recognised_by_content_fall_back_to_the_extension(tmp_path):
-    (tmp_path / "icon.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>')
+def test_svg_and_ico_are_recognised_by_their_bytes(tmp_path):
+    (tmp_path / "icon.svg").write_text('<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>')
     part = image_url(ImageRef("icon.svg", tmp_path))
     assert part.mime == "image/svg+xml"
     assert payload(part) == (tmp_path / "icon.svg").read_bytes()
+    (tmp_path / "x.ico").write_bytes(b"\x00\x00\x01\x00\x01\x00" + bytes(16))
+    assert image_url(ImageRef("x.ico", tmp_path)).mime == "image/vnd.microsoft.icon"
+
+
+@pytest.mark.parametrize("name", ["x.ico", "x.svg", "x.pcx", "x.png"])
+def test_a_file_whose_bytes_are_no_image_is_refused_whatever_its_name(tmp_path, name):
+    """The name is not trusted: a text file called x.ico used to be sent as an icon."""
+    (tmp_path / name).write_bytes(b"HOME=/root\x00OPENAI_API_KEY=sk-...\x00")
+    with pytest.raises(ImageError, match=r"image file is named like image/\S+ but its bytes are not"):
+        image_url(ImageRef(name, tmp_path))
 
 
 def test_a_file_named_like_a_known_type_whose_bytes_are_not_is_refused(tmp_path):
@@ -188,7 +198,8 @@ def test_raw_bytes_become_a_data_uri_typed_by_their_magic():
 
 def test_raw_bytes_of_no_known_image_type_are_refused():
     with pytest.raises(ImageError, match="not a recognised image type"):
-        image_url(ImageRef(b"<svg/>"))
+        image_url(ImageRef(b"<html>not an image</html>"))
+    assert image_url(ImageRef(b"<svg/>")).mime == "image/svg+xml"  # SVG is told by its text, as every type by its bytes
     with pytest.raises(ImageError, match="image bytes are empty"):
         image_url(ImageRef(b""))
 

@@ -290,6 +290,55 @@ def test_the_default_template_is_named_and_its_hash_follows_the_prompt_variant_u
     assert a["name"] == b["name"] == "default" and a["sha256"] != b["sha256"]
 
 
+def test_a_template_per_judge_metric_judges_each_metric_with_its_own(ws):
+    questions(ws, count=2, judge_template={"llm_judge_binary": "au_harness_binary", "llm_judge_detailed": "au_harness_detailed"})
+    with ScriptedEndpoint(answer_by_number) as m, ScriptedEndpoint(lambda s, n: '{"score": 1, "explanation": "ok"}') as j:
+        ws.config([model(m.url)], [["qs", "llm_judge_binary"], ["qs", "llm_judge_detailed"]], output_dir=str(ws.root / "runs"),
+                  judge_properties={"judge_model": "judge-1", "judge_api_endpoint": j.url, "judge_concurrency": 1, "judge_retry_attempts": 0})
+        assert main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"]) == 0
+        systems = {s.system for s in j.requests}
+    assert systems == {shipped()["au_harness_binary"].system, shipped()["au_harness_detailed"].system}
+    scores = {s["metric"]: s for s in json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())["scores"]}
+    assert scores["llm_judge_binary"]["details"]["judge_template"]["name"] == "au_harness_binary"
+    assert scores["llm_judge_detailed"]["details"]["judge_template"]["name"] == "au_harness_detailed"
+    assert scores["llm_judge_binary"]["score"] == 100.0 and scores["llm_judge_detailed"]["score"] == pytest.approx(20.0)
+
+
+def test_a_judge_metric_the_mapping_does_not_name_uses_the_default_template(ws, capsys):
+    questions(ws, count=1, judge_template={"llm_judge_binary": "kimi_yes_no"})
+    ws.config([model("http://127.0.0.1:9/v1")], [["qs", "llm_judge_binary"], ["qs", "llm_judge_detailed"]],
+              judge_properties={"judge_model": "j", "judge_api_endpoint": "http://127.0.0.1:9/v1"})
+    assert main(["validate", "--config", str(ws.root / "config.yaml")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert next(line for line in lines if "qs × llm_judge_binary" in line).endswith(", judge template kimi_yes_no)")
+    assert next(line for line in lines if "qs × llm_judge_detailed" in line).endswith(", judge template default)")
+
+
+def test_a_mapped_template_that_does_not_fit_its_metric_is_refused_naming_the_metric(ws, capsys):
+    questions(ws, count=1, judge_template={"llm_judge_binary": "au_harness_detailed"})
+    ws.config([model("http://127.0.0.1:9/v1")], [["qs", "llm_judge_binary"]],
+              judge_properties={"judge_model": "j", "judge_api_endpoint": "http://127.0.0.1:9/v1"})
+    assert main(["validate", "--config", str(ws.root / "config.yaml")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert ("dataset 'qs': judge_template.llm_judge_binary: judge template 'au_harness_detailed' rates on a 0-5 scale "
+            "and fits llm_judge_detailed, not llm_judge_binary") in err
+
+
+@pytest.mark.parametrize("value, message", [
+    ({"llm_judge_binay": "kimi_yes_no"}, "judge_template: 'llm_judge_binay' is not a judge metric (did you mean 'llm_judge_binary'?)"),
+    ({}, "judge_template: the mapping names no judge metric (llm_judge_binary, llm_judge_detailed)"),
+    ({"llm_judge_detailed": " "}, "judge_template.llm_judge_detailed: give a template name or file"),
+    ("", "judge_template: give a template name or file"),
+])
+def test_a_judge_template_mapping_must_name_judge_metrics_and_templates(ws, capsys, value, message):
+    questions(ws, count=1, judge_template=value)
+    ws.config([model("http://127.0.0.1:9/v1")], [["qs", "bleu"]])
+    assert main(["validate", "--config", str(ws.root / "config.yaml")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "questions.json: dataset 'qs': " + message in err
+
+
 @pytest.mark.parametrize("command", ["validate", "run"])
 def test_an_unknown_prompt_model_override_is_refused_naming_the_key_and_the_known_variants(ws, capsys, command):
     (ws.root / "prompts.yaml").write_text("judge_prompts:\n  llm_judge_binary:\n    reference:\n"

@@ -17,6 +17,7 @@ import yaml
 
 from lalmeval.errors import UserError
 from tests.support.endpoint import ForwardingProxy, Reply, ScriptedEndpoint, chat_payload
+from tests.support.ports import free_port_pair
 from tests.support.workspace import REPO, model
 
 

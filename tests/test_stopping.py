@@ -142,9 +142,11 @@ def test_a_launched_server_writing_carriage_returns_without_newlines_never_stall
 
 
 def test_a_second_run_on_a_run_directory_in_use_exits_2_and_the_first_finishes_whole(ws):
-    text_dataset(ws)
+    # Long enough (30 rounds of 0.3 s) that the first run is still going when the second has started,
+    # however slowly a loaded machine starts a Python process.
+    text_dataset(ws, count=60)
     port = free_port()
-    config = launched_config(ws, port, delay=0.2)
+    config = launched_config(ws, port, delay=0.3)
     first = start(config, "busy")
     wait_for_records(ws, "busy", first, 1)
     second = start(config, "busy")
@@ -154,7 +156,7 @@ def test_a_second_run_on_a_run_directory_in_use_exits_2_and_the_first_finishes_w
     _, err1 = first.communicate(timeout=120)
     assert first.returncode == 0, err1
     ids = [r["id"] for r in record_lines(ws, "busy")]
-    assert sorted(ids) == sorted(f"q{i}" for i in range(COUNT))
+    assert sorted(ids) == sorted(f"q{i}" for i in range(60))
 
 
 def limit_file_size(max_bytes):
@@ -269,3 +271,73 @@ def test_a_refused_or_interrupted_write_keeps_the_old_file_and_leaves_no_tempora
     with pytest.raises(KeyboardInterrupt):
         write_atomic(target, "new")
     assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["final_scores.json"]
+
+
+# --- A launched server's children: stopped when they can be traced, never waited for -------------
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` runs (a zombie waiting to be reaped does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except (OSError, IndexError):
+        return False
+
+
+def wait_for_pid(path: Path, limit: float = 10.0) -> int:
+    deadline = time.time() + limit
+    while not (path.exists() and path.read_text().strip()):
+        assert time.time() < deadline, f"{path} was never written"
+        time.sleep(0.05)
+    return int(path.read_text())
+
+
+def escaping_config(ws, port, pidfile, detached):
+    """A launch command whose server first starts a `sleep` in a session (and process group) of its own that
+    inherits the server's stdout; `detached` double-forks it, so nothing links it to the server any more."""
+    child = f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 300'"
+    server = f"exec {sys.executable} {REPO / 'tests' / 'support' / 'slow_server.py'} --port {port} --delay 0.01"
+    launch = f"({child} &); {server}" if detached else f"{child} & {server}"
+    entry = model(f"http://127.0.0.1:{port}/v1", launch=launch, launch_timeout=60)
+    return ws.config([entry], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+
+
+def test_a_child_the_server_started_in_a_session_of_its_own_is_stopped_with_it(ws):
+    """The child left the server's process group (setsid) and holds its stdout pipe: the run used to wait
+    for that pipe's end for ever. It is the server's descendant, so it is stopped too."""
+    text_dataset(ws, count=2)
+    port, pidfile = free_port(), ws.root / "child.pid"
+    config = escaping_config(ws, port, pidfile, detached=False)
+    proc = start(config, "kids")
+    try:
+        _, err = proc.communicate(timeout=90)
+        child = wait_for_pid(pidfile)
+        assert proc.returncode == 0, err
+        assert port_is_free(port)
+        deadline = time.time() + 10
+        while running(child) and time.time() < deadline:
+            time.sleep(0.05)
+        assert not running(child), "the server's child outlived the run"
+    finally:
+        proc.kill()
+        if pidfile.exists() and running(int(pidfile.read_text())):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
+def test_a_detached_child_holding_the_servers_output_open_does_not_keep_the_run_from_exiting(ws):
+    """A double fork leaves no trace from the server to its child, which keeps the stdout pipe open after the
+    server's group is stopped: the run closes its end of the pipe instead of waiting for its end."""
+    text_dataset(ws, count=2)
+    port, pidfile = free_port(), ws.root / "child.pid"
+    config = escaping_config(ws, port, pidfile, detached=True)
+    proc = start(config, "detached")
+    try:
+        _, err = proc.communicate(timeout=90)
+        assert proc.returncode == 0, err
+        assert port_is_free(port)
+        assert running(wait_for_pid(pidfile)), "the detached child should still hold the pipe (else this test shows nothing)"
+        assert final(ws, "detached")["scores"][0]["score"] == 100.0
+    finally:
+        proc.kill()
+        if pidfile.exists() and running(int(pidfile.read_text())):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)

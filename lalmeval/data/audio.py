@@ -16,6 +16,8 @@ import numpy as np
 import soundfile as sf
 import soxr
 
+from lalmeval.files import system_tree
+
 TARGET_RATE = 16000
 
 
@@ -24,7 +26,10 @@ class AudioError(Exception):
 
 
 def _check_regular(path: str) -> os.stat_result:
-    """A named pipe or a device would block the reader for ever; a directory is not a clip."""
+    """A named pipe or a device would block the reader for ever; a directory is not a clip; /proc holds secrets."""
+    tree = system_tree(path)
+    if tree is not None:
+        raise AudioError(f"audio path is a system file under {tree}, never read: {path}")
     try:
         info = os.stat(path)
     except OSError as exc:

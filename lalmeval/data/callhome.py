@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Iterator, NamedTuple, Sequence
 
 import soundfile as sf
 
 from lalmeval.data.chat import Transcript, Utterance, read_chat
+from lalmeval.data.confine import DataFolders, Refused
 from lalmeval.errors import UserError
 
 # Preferred first when one call has several files; all are formats soundfile reads.
@@ -95,10 +96,19 @@ def _check_audio(path: Path) -> None:
         raise UserError(f"{path}: audio has no samples")
 
 
-def find_calls(root: Path) -> list[Call]:
-    """Every transcript of `root` with its audio; a missing file is a UserError saying where to put it."""
+def find_calls(root: Path, allowed: Sequence[Path] = ()) -> list[Call]:
+    """Every transcript of `root` with its audio; a missing file is a UserError saying where to put it.
+
+    Files are read only inside `root` (or `allowed`), links resolved: a transcript linked elsewhere is
+    an error; a call's audio linked elsewhere is not opened here, and its samples fail with the reason."""
     root = root.expanduser().resolve()
+    folders = DataFolders.of([root, *allowed])
     transcripts = _transcript_paths(root)
+    for path in transcripts:
+        try:
+            folders.check(str(path), "CallHome transcript")
+        except Refused as exc:
+            raise UserError(str(exc)) from None
     audio = _audio_files(root)
     missing = [p.name for p in transcripts if p.stem not in audio]
     if missing:
@@ -110,9 +120,18 @@ def find_calls(root: Path) -> list[Call]:
         )
     calls = []
     for path in transcripts:
-        _check_audio(audio[path.stem])
+        if _readable(folders, audio[path.stem]):
+            _check_audio(audio[path.stem])
         calls.append(Call(path.stem, read_chat(path), audio[path.stem]))
     return calls
+
+
+def _readable(folders: DataFolders, path: Path) -> bool:
+    try:
+        folders.check(str(path), "audio file")
+        return True
+    except Refused:
+        return False
 
 
 def turns(utterances: list[Utterance]) -> list[Turn]:
@@ -164,13 +183,14 @@ def turn_rows(call: Call, window_s: float) -> Iterator[dict[str, Any]]:
         yield {"id": f"{call.name}_w{n:03d}", "audio": _audio(call, start, end), "reference": reference, "call": call.name}
 
 
-def read_callhome(root: Path, segment: str = "utterance", window_s: float = 30.0) -> tuple[list[str], Iterator[dict[str, Any]]]:
+def read_callhome(root: Path, segment: str = "utterance", window_s: float = 30.0,
+                  allowed: Sequence[Path] = ()) -> tuple[list[str], Iterator[dict[str, Any]]]:
     """Column names and rows of a CallHome folder (transcripts are read and checked before returning)."""
     if segment not in SEGMENTS:
         raise UserError(f"{root}: unknown CallHome segment '{segment}' (expected one of: {', '.join(SEGMENTS)})")
     if not window_s > 0:
         raise UserError(f"{root}: CallHome window must be a positive number of seconds, got {window_s}")
-    calls = find_calls(root)
+    calls = find_calls(root, allowed)
     if segment == "utterance":
         return ["id", "audio", "reference", "speaker", "call"], (row for call in calls for row in utterance_rows(call))
     return ["id", "audio", "reference", "call"], (row for call in calls for row in turn_rows(call, window_s))

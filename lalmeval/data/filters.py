@@ -1,4 +1,4 @@
-"""Sample selection: language, accent, clip length and sample count — decided from light fields only."""
+"""Sample selection: the runspec's keep_subsets, language, accent, clip length and sample count — decided from light fields only."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ from typing import Any, Optional
 
 from lalmeval.config import Filters
 from lalmeval.data.audio import duration
+from lalmeval.data.cells import cell_text
+from lalmeval.data.confine import DataFolders
 from lalmeval.errors import UserError
 from lalmeval.languages import iso_code
+from lalmeval.records import AudioRef
 from lalmeval.runspecs import Dataset
 
 
@@ -31,14 +34,25 @@ def _language_ok(value: Any, wanted: str) -> bool:
         return False
 
 
-def clip_seconds(value: Any, base: Path) -> Optional[float]:
-    """Total seconds of a row's audio from headers (or spans) alone; None when a header cannot be read."""
+def _subset_of(value: Any, column: str) -> Optional[str]:
+    """A subset cell as the text keep_subsets names (the rule of lalmeval.data.cells); None when it has none."""
+    try:
+        return cell_text(value, column)
+    except ValueError:  # a cell that is no text names no subset: the row is not kept
+        return None
+
+
+def clip_seconds(value: Any, base: Path, folders: Optional[DataFolders] = None) -> Optional[float]:
+    """Total seconds of a row's audio from headers (or spans) alone; None when a header cannot be read
+    (or may not be: a file outside the data's `folders` is kept, so that its row fails with the reason)."""
     from lalmeval.data.source import audio_refs
 
     total = 0.0
     try:
         refs = audio_refs(value, base)
-    except ValueError:  # a malformed clip value: kept, so that its row fails with the reason
+        if folders is not None:
+            refs = tuple(AudioRef(folders.check(r.source, "audio file"), r.span) if isinstance(r.source, str) else r for r in refs)
+    except ValueError:  # a malformed clip value or a refused file: kept, so that its row fails with the reason
         return None
     for ref in refs:
         seconds = ref.span[1] - ref.span[0] if ref.span else duration(ref.source)
@@ -49,18 +63,21 @@ def clip_seconds(value: Any, base: Path) -> Optional[float]:
 
 
 class RowFilter:
-    """The per-row filters (language column, clip length); whole-dataset filters are skip_reason's."""
+    """The per-row filters (the runspec's keep_subsets, language column, clip length); whole-dataset filters are skip_reason's."""
 
-    def __init__(self, dataset: Dataset, filters: Filters, base: Path):
+    def __init__(self, dataset: Dataset, filters: Filters, base: Path, folders: Optional[DataFolders] = None):
         spec = dataset.spec
+        self.subsets = (spec.subset_column, set(spec.keep_subsets)) if spec.keep_subsets and spec.subset_column else None
         self.language = spec.language_column if filters.language and spec.language_column else None
         self.wanted = iso_code(filters.language, where="filters.language") if self.language else None
         self.audio = spec.audio_column if filters.length_filter and spec.modality != "text" else None
         self.audio = [self.audio] if isinstance(self.audio, str) else self.audio
-        self.bounds, self.base = filters.length_filter, base
+        self.bounds, self.base, self.folders = filters.length_filter, base, folders
 
     def reject(self, row: dict[str, Any]) -> Optional[str]:
-        """The filter that leaves this row out ('filters.language', 'filters.length_filter'), or None to keep it."""
+        """The filter that leaves this row out ('keep_subsets', 'filters.language', 'filters.length_filter'), or None to keep it."""
+        if self.subsets and _subset_of(row.get(self.subsets[0]), self.subsets[0]) not in self.subsets[1]:
+            return "keep_subsets"
         if self.language and not _language_ok(row.get(self.language), self.wanted):
             return "filters.language"
         if self.audio and self.bounds:
@@ -69,7 +86,7 @@ class RowFilter:
             for column in self.audio:  # several clip columns (audio_1, audio_2, ...) count together
                 value = row.get(column)
                 values += list(value) if isinstance(value, (list, tuple)) else [value]
-            seconds = clip_seconds(values, self.base)
+            seconds = clip_seconds(values, self.base, self.folders)
             if seconds is not None and not self.bounds[0] <= seconds <= self.bounds[1]:
                 return "filters.length_filter"
         return None
@@ -78,7 +95,9 @@ class RowFilter:
         return self.reject(row) is None
 
     def describe(self, key: str) -> str:
-        """A filter as the config sets it: "filters.length_filter [1, 2] s", "filters.language 'zh' (column lang)"."""
+        """A filter as the config (or runspec) sets it: "filters.length_filter [1, 2] s", "filters.language 'zh' (column lang)"."""
+        if key == "keep_subsets" and self.subsets:
+            return f"keep_subsets {sorted(self.subsets[1])} (subset_column '{self.subsets[0]}')"
         if key == "filters.language":
             return f"filters.language '{self.wanted}' (language_column '{self.language}')"
         return f"filters.length_filter [{self.bounds[0]:g}, {self.bounds[1]:g}] s"

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any, Optional, Union
 from urllib.parse import unquote, urlsplit
 
+from lalmeval.files import system_tree
+
 
 class ImageError(ValueError):
     """An image that cannot be sent; the message is the reason recorded for the sample."""
@@ -59,7 +61,7 @@ _EXTENSIONS = {
     ".gif": "image/gif", ".webp": "image/webp", ".bmp": "image/bmp", ".dib": "image/bmp", ".tif": "image/tiff",
     ".tiff": "image/tiff", ".heic": "image/heic", ".heif": "image/heif", ".avif": "image/avif",
 }
-SNIFFED = frozenset(_EXTENSIONS.values())
+SNIFFED = frozenset(_EXTENSIONS.values()) | {"image/svg+xml", "image/vnd.microsoft.icon", "image/jp2", "image/jxl"}
 _AVIF = {b"avif", b"avis"}
 _HEIC = {b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx"}
 _BMP_HEADERS = {12, 40, 52, 56, 64, 108, 124}  # the DIB header sizes BMP files use
@@ -102,20 +104,30 @@ def sniff(data: bytes) -> Optional[str]:
         return "image/tiff"
     if data[4:8] == b"ftyp":
         return _heif_family(data)
-    return None
+    if data[:4] == b"\x00\x00\x01\x00" and int.from_bytes(data[4:6], "little") > 0:
+        return "image/vnd.microsoft.icon"
+    if data.startswith(b"\x00\x00\x00\x0cjP  \r\n\x87\n"):
+        return "image/jp2"
+    if data.startswith((b"\xff\x0a", b"\x00\x00\x00\x0cJXL \r\n\x87\n")):
+        return "image/jxl"
+    return "image/svg+xml" if _is_svg(data) else None
+
+
+def _is_svg(data: bytes) -> bool:
+    """SVG is text: an <svg> element near the start, after an XML declaration, comments or a doctype at most."""
+    head = data[:4096].decode("utf-8", "ignore").lstrip("\ufeff \t\r\n")
+    return head.startswith(("<?xml", "<svg", "<!--", "<!DOCTYPE svg", "<!doctype svg")) and "<svg" in head
 
 
 def _mime_of_file(data: bytes, path: Path) -> str:
-    """MIME from the magic bytes; from the extension only for types not recognised by content."""
+    """MIME from the magic bytes alone: a file is sent only when its bytes are an image, whatever its name says."""
     mime = sniff(data)
     if mime:
         return mime  # the bytes say what they are even when the name says otherwise
-    named = _EXTENSIONS.get(path.suffix.lower())
+    guessed = mimetypes.guess_type(path.name, strict=False)[0]
+    named = _EXTENSIONS.get(path.suffix.lower()) or (guessed if guessed and guessed.startswith("image/") else None)
     if named:
         raise ImageError(f"image file is named like {named} but its bytes are not (starts {data[:8]!r}): {path}")
-    guessed = mimetypes.guess_type(path.name, strict=False)[0]
-    if guessed and guessed.startswith("image/"):
-        return guessed  # e.g. SVG or ICO, whose content is not sniffed
     raise ImageError(f"not a recognised image type (starts {data[:8]!r}): {path}")
 
 
@@ -132,7 +144,10 @@ def resolve(source: str, base: Optional[Path]) -> Path:
 
 
 def read_file(path: Path, max_bytes: Optional[int] = None) -> bytes:
-    """A regular file's bytes; a pipe, device or directory is refused before it is opened."""
+    """A regular file's bytes; a pipe, device, directory or system file is refused before it is opened."""
+    tree = system_tree(str(path))
+    if tree is not None:
+        raise ImageError(f"image path is a system file under {tree}, never read: {path}")
     try:
         info = os.stat(path)
     except OSError as exc:
@@ -167,7 +182,7 @@ def decode_data_uri(uri: str) -> tuple[str, bytes]:
         raise ImageError(f"data URI payload is not valid base64: {describe(uri)}") from None
     if not data:
         raise ImageError(f"data URI holds no bytes: {describe(uri)}")
-    if mime in SNIFFED and sniff(data) is None:
+    if sniff(data) is None:
         # A mislabelled image still reaches the model; bytes that are no image at all would not.
         raise ImageError(f"data URI says {mime} but its bytes are not an image (start {data[:8]!r})")
     return mime, data
@@ -188,6 +203,18 @@ def _local_path(source: str) -> str:
     if scheme.lower() != "file":
         raise ImageError(f"unsupported image URL scheme {scheme!r} (use a local path, http(s) URL or data: URI): {describe(source)}")
     return unquote(urlsplit(source).path)
+
+
+def local_file(ref: ImageRef) -> Optional[Path]:
+    """The file a reference reads (relative paths resolved as `resolve` does); None for bytes, http(s) URLs
+    and data: URIs. ImageError when no such file exists or the URL scheme is not read."""
+    source = ref.source
+    if not isinstance(source, str):
+        return None
+    source = source.strip()  # TSV and CSV cells often carry stray spaces or a newline
+    if not source or source[:8].lower().startswith(("http://", "https://", "data:")):
+        return None
+    return resolve(_local_path(source), ref.base)
 
 
 def image_url(ref: ImageRef, detail: Optional[str] = None, max_bytes: Optional[int] = None) -> ImagePart:
@@ -215,7 +242,8 @@ def image_url(ref: ImageRef, detail: Optional[str] = None, max_bytes: Optional[i
         if max_bytes is not None and len(data) > max_bytes:
             raise ImageError(f"data URI image is {len(data)} bytes, over the {max_bytes}-byte limit")
         return ImagePart(source, hashlib.sha1(data).hexdigest(), mime, detail)
-    path = resolve(_local_path(source), ref.base)
+    path = local_file(ref)
+    assert path is not None
     data = read_file(path, max_bytes)
     mime = _mime_of_file(data, path)
     return ImagePart(f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}", hashlib.sha1(data).hexdigest(), mime, detail)

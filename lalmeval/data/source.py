@@ -14,12 +14,13 @@ import random
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Sequence
 
 from lalmeval.config import Filters
 from lalmeval.data import hub  # noqa: F401  (registers the hub and disk formats)
 from lalmeval.choices import gold_index, parse_options
 from lalmeval.data.cells import cell_text, reference_text
+from lalmeval.data.confine import DataFolders, hub_caches
 from lalmeval.data.filters import RowFilter, Selection, sample_count
 from lalmeval.data.folder import declares_configs
 from lalmeval.data.images import ImageRef, image_ref, is_missing
@@ -93,6 +94,8 @@ def _light_fields(dataset: Dataset, filters: Filters) -> list[str]:
     """The fields selection reads from every row."""
     spec = dataset.spec
     fields = [spec.id_column]
+    if spec.keep_subsets and spec.subset_column:
+        fields.append(spec.subset_column)
     if filters.language and spec.language_column:
         fields.append(spec.language_column)
     if filters.length_filter and spec.modality != "text":
@@ -174,7 +177,7 @@ def formatted(dataset: Dataset, columns: list[str]) -> Dataset:
     return replace(dataset, spec=dataset.spec.model_copy(update=update)) if update else dataset
 
 
-def open_table(dataset: Dataset, fields: list[str], streaming: bool = False) -> tuple[Table, Path, str]:
+def open_table(dataset: Dataset, fields: list[str], streaming: bool = False, allowed: Sequence[Path] = ()) -> tuple[Table, Path, str]:
     """The dataset's table, the folder its relative audio paths start from, and how to name it in messages."""
     kind, path = locate(dataset)
     spec = dataset.spec
@@ -182,7 +185,7 @@ def open_table(dataset: Dataset, fields: list[str], streaming: bool = False) -> 
     if kind == "callhome":
         from lalmeval.data.callhome import read_callhome
 
-        columns, rows = read_callhome(path, spec.segment, spec.window_s)
+        columns, rows = read_callhome(path, spec.segment, spec.window_s, allowed)
         return MemoryTable(columns, list(rows), fields), path, str(path)
     request = TableRequest(fields, dataset.name, spec.split, spec.subset, spec.hf_repo, streaming, spec.revision)
     table = FORMATS.get(kind, where=f"{dataset.source}: dataset '{dataset.name}'")(path, request)
@@ -405,6 +408,7 @@ class Source:
     indices: Optional[list[int]] = None      # None: a stream, selected while it is read
     ids: Optional[list[str]] = None
     keep: Optional[RowFilter] = field(default=None, repr=False)
+    folders: Optional[DataFolders] = None    # where rows may name files; None: the data's own folder only
 
     @property
     def total(self) -> Optional[int]:
@@ -417,7 +421,11 @@ class Source:
             yield from self._stream()
             return
         for index, row in zip(self.indices, self.table.rows(self.indices, self.columns)):
-            yield to_sample(row, index, self.dataset, self.base, self.where)
+            yield self._confined(to_sample(row, index, self.dataset, self.base, self.where))
+
+    def _confined(self, sample: Sample) -> Sample:
+        """The sample with the files it names checked against the folders it may read (a refused one fails it)."""
+        return (self.folders or DataFolders.of([self.base])).sample(sample)
 
     @property
     def columns(self) -> list[str]:
@@ -432,7 +440,7 @@ class Source:
             selection.count(rejected)
             if rejected is not None:
                 continue
-            sample = to_sample(row, index, self.dataset, self.base, self.where)
+            sample = self._confined(to_sample(row, index, self.dataset, self.base, self.where))
             unique_id(sample.id, seen, self.dataset, self.where)
             yield sample
             if self.filters.num_samples and len(seen) >= self.filters.num_samples:
@@ -443,24 +451,34 @@ class Source:
             raise EmptySelection(f"{self.where}: {selection.empty(self.dataset.name, self.keep)}")
 
 
+def data_folders(dataset: Dataset, base: Path, allowed: Sequence[Path] = ()) -> DataFolders:
+    """The folders this dataset's rows may name files in: its own (`base`), the hub caches for a hub
+    dataset, and the config's allowed_data_dirs (see lalmeval.data.confine)."""
+    kind, path = locate(dataset)
+    caches = hub_caches() if kind == "hub" and not path.is_dir() else []
+    return DataFolders.of([base, *caches, *allowed])
+
+
 # Every column a format may map: before the data is open, its light fields must cover them all.
 _FORMAT_CANDIDATES = ["id", "index", "audio_path", "question", "answer", "subset", "audio_content", "messages", "options"]
 
 
-def open_source(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bool = False) -> Source:
-    """Open, check and select a dataset (blocking: call from a worker thread)."""
+def open_source(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bool = False, allowed: Sequence[Path] = ()) -> Source:
+    """Open, check and select a dataset (blocking: call from a worker thread); its rows may name files
+    under its own folder and the `allowed` ones."""
     fields = _light_fields(formatted(dataset, _FORMAT_CANDIDATES), filters)
-    table, base, where = open_table(dataset, fields, streaming)
+    table, base, where = open_table(dataset, fields, streaming, allowed)
     dataset = formatted(dataset, table.columns)
     check_columns(dataset, table.columns, where)
-    keep = RowFilter(dataset, filters, base)
+    folders = data_folders(dataset, base, allowed)
+    keep = RowFilter(dataset, filters, base, folders)
     scan = table.scan()
     if scan is None:
         if filters.shuffle and filters.num_samples:
             raise UserError(f"dataset '{dataset.name}': filters.shuffle needs the whole dataset, which a stream does not give ahead; drop shuffle or streaming")
-        return Source(dataset, table, base, where, filters, keep=keep)
+        return Source(dataset, table, base, where, filters, keep=keep, folders=folders)
     indices, ids = _select(scan, dataset, keep, filters, seed, where)
-    return Source(dataset, table, base, where, filters, indices, ids, keep)
+    return Source(dataset, table, base, where, filters, indices, ids, keep, folders)
 
 
 def iter_samples(dataset: Dataset, streaming: bool = False) -> Iterator[Sample]:
@@ -468,12 +486,13 @@ def iter_samples(dataset: Dataset, streaming: bool = False) -> Iterator[Sample]:
     return open_source(dataset, Filters(), 0, streaming).samples()
 
 
-def row_problems(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bool = False) -> tuple[int, list[tuple[str, str]]]:
+def row_problems(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bool = False,
+                 allowed: Sequence[Path] = ()) -> tuple[int, list[tuple[str, str]]]:
     """Select a local dataset as a run would and read every selected row: (samples, [(id, problem)]).
 
     What a run would fail row by row — a reference that is not text, a placeholder without its
     media, unreadable options or messages — is found before any request (blocking)."""
-    source = open_source(dataset, filters, seed, streaming)
+    source = open_source(dataset, filters, seed, streaming, allowed)
     count, problems = 0, []
     for sample in source.samples():
         count += 1
@@ -482,7 +501,7 @@ def row_problems(dataset: Dataset, filters: Filters, seed: int = 0, streaming: b
     return count, problems
 
 
-def inspect(dataset: Dataset, streaming: bool = False) -> list[str]:
+def inspect(dataset: Dataset, streaming: bool = False, allowed: Sequence[Path] = ()) -> list[str]:
     """Open the data as a run would — for a hub id only its schema — and check the mapped columns."""
     kind, path = locate(dataset)
     spec = dataset.spec
@@ -491,7 +510,7 @@ def inspect(dataset: Dataset, streaming: bool = False) -> list[str]:
 
         columns, where = hub_columns(dataset.name, spec.hf_repo, spec.subset, spec.revision), f"{spec.hf_repo} ({dataset.source})"
     else:
-        table, _, where = open_table(dataset, [spec.id_column] if spec.id_column else [], streaming)
+        table, _, where = open_table(dataset, [spec.id_column] if spec.id_column else [], streaming, allowed)
         columns = table.columns
     dataset = formatted(dataset, columns)
     check_columns(dataset, columns, where)

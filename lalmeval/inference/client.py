@@ -10,6 +10,7 @@ import random
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Optional, TypeVar
+from urllib.parse import urljoin
 
 import aiohttp
 
@@ -17,14 +18,18 @@ from lalmeval.config import ModelInfo
 from lalmeval.inference.diagnose import REFUSALS, refusal_line
 from lalmeval.inference.limit import AdaptiveLimit
 from lalmeval.inference.protocols import ReplyError
+from lalmeval.inference.urls import endpoint_url, host_of, same_host
 from lalmeval.ledger import INTERRUPTED
 from lalmeval.secrets import NO_SECRETS, Redactor, clip, scrub
+from lalmeval.text import mended
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504}) | frozenset(range(520, 530))
 MAX_BACKOFF = 30.0
 MAX_RETRY_AFTER = 300.0
 ERROR_BODY_LIMIT = 64 * 1024   # an error reply is read only this far: its message is all we keep
 REASON_LIMIT = 300             # characters of a server's message kept in a recorded reason
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+MAX_REDIRECTS = 5
 
 T = TypeVar("T")
 
@@ -126,7 +131,7 @@ class Endpoint:
     def __init__(self, info: ModelInfo, redactor: Redactor = NO_SECRETS, stop: Optional[asyncio.Event] = None):
         self.info = info
         self.stop = stop   # set when the run stops: no request is sent after it
-        self.base_url = info.url.rstrip("/")
+        self.base_url = info.url
         self.limit = AdaptiveLimit(info.batch_size)
         self.redact = redactor
         self.shown_url = redactor(info.url)   # the URL wherever it is printed or stored: it may hold a key
@@ -191,19 +196,42 @@ class Endpoint:
                 break
         return b"".join(chunks)[:limit]
 
+    def _redirect(self, url: str, resp: aiohttp.ClientResponse) -> tuple[Optional[str], Optional[_Outcome]]:
+        """Where a redirect leads when it may be followed (same host: the request goes again, credentials
+        included), or the failure it is: another host never sees the request, its key, nor is scored."""
+        location = resp.headers.get("Location")
+        if not location:
+            return None, _Outcome(reason=f"HTTP {resp.status}: redirect without a Location header")
+        target = urljoin(url, location)
+        if same_host(self.base_url, target):
+            return target, None
+        reason = (f"HTTP {resp.status}: redirected to another host, {host_of(target)}: not followed (credentials are "
+                  f"never sent to another host); set url to the endpoint itself")
+        return None, _Outcome(reason=clip(reason, self.redact, REASON_LIMIT))
+
     async def _attempt(self, path: str, body: bytes, content_type: str, parse: Callable[[Any], Any]) -> _Outcome:
         """One try, turned into an outcome whatever happens on the wire."""
         assert self._session is not None, "Endpoint.open() was not called"
-        params = {"api-version": self.info.api_version} if self.info.api_version else None
+        url = endpoint_url(self.base_url, path, {"api-version": self.info.api_version} if self.info.api_version else None)
         self.requests_sent += 1
         try:
-            async with self._session.post(self.base_url + path, data=body, params=params, headers={"Content-Type": content_type}) as resp:
-                if resp.status != 200:
-                    raw = await self._read(resp, ERROR_BODY_LIMIT, strict=False)
-                    reason = f"HTTP {resp.status}: " + clip(_server_message(raw), self.redact, REASON_LIMIT)
-                    return _Outcome(reason=reason, retryable=resp.status in RETRYABLE_STATUS, wait=retry_after(resp.headers.get("Retry-After")),
-                                    status=resp.status)
-                raw = await self._read(resp, self.max_reply, strict=True)
+            for _ in range(MAX_REDIRECTS + 1):
+                # Redirects are followed here, not by aiohttp: it would carry the api-key header to any host.
+                async with self._session.post(url, data=body, headers={"Content-Type": content_type}, allow_redirects=False) as resp:
+                    if resp.status in REDIRECTS:
+                        url, refused = self._redirect(url, resp)
+                        if refused is not None:
+                            return refused
+                        continue
+                    if resp.status != 200:
+                        raw = await self._read(resp, ERROR_BODY_LIMIT, strict=False)
+                        reason = f"HTTP {resp.status}: " + clip(_server_message(raw), self.redact, REASON_LIMIT)
+                        return _Outcome(reason=reason, retryable=resp.status in RETRYABLE_STATUS, wait=retry_after(resp.headers.get("Retry-After")),
+                                        status=resp.status)
+                    raw = await self._read(resp, self.max_reply, strict=True)
+                    break
+            else:
+                return _Outcome(reason=f"more than {MAX_REDIRECTS} redirects")
         except _TooLarge:
             return _Outcome(reason=f"reply too large: more than {self.info.max_reply_mb:g} MB (max_reply_mb)")
         except asyncio.TimeoutError:
@@ -220,11 +248,14 @@ class Endpoint:
         """A 200 body → the parsed value; malformed JSON and wrong shapes are retryable failures."""
         try:
             payload = json.loads(raw)
+            if b"\\u" in raw:  # "\ud800" decodes to text nothing can encode: mended before anything reads it
+                payload = mended(payload)
             # A server may echo the caller's token, and JSON may spell it in any escape (`\/`, `\u0041`):
             # the decoded strings are what reach a record or the cache, so they are what is redacted.
             payload = scrub(payload, self.redact) if self.redact else payload
         except (ValueError, RecursionError):
-            shown = clip(raw[:4096].decode("utf-8", "replace"), self.redact, 120)
+            # Redacted before it is cut: the cut could leave part of an echoed key that only the whole text names.
+            shown = clip(raw[:65536].decode("utf-8", "replace"), self.redact, 120)
             return _Outcome(reason=f"malformed JSON reply: {shown!r}", retryable=True)
         try:
             return _Outcome(value=parse(payload))

@@ -17,7 +17,9 @@ from lalmeval.config import ModelInfo
 from lalmeval.errors import LaunchFailed
 from lalmeval.files import check_regular
 from lalmeval.inference.replicas import ModelGroup
-from lalmeval.secrets import NO_SECRETS, Redactor
+from lalmeval.inference.urls import endpoint_url
+from lalmeval.secrets import NO_SECRETS, USERINFO_HOLD, Redactor
+from lalmeval.store import file_name
 
 
 def launch_list(groups: list[ModelGroup]) -> list[ModelInfo]:
@@ -46,13 +48,13 @@ def launch_environment() -> dict[str, str]:
 
 
 def log_path(logdir: Path, model: ModelInfo) -> Path:
-    """Where a launched server's output goes: launch_<name>.log in the run directory."""
-    return logdir / f"launch_{model.name.replace('/', '_')}.log"
+    """Where a launched server's output goes: launch_<name>.log in the run directory (a file-safe name)."""
+    return logdir / file_name([model.name], ".log", prefix="launch_")
 
 
 async def _answers(session: aiohttp.ClientSession, model: ModelInfo) -> bool:
     try:
-        async with session.get(model.url.rstrip("/") + "/models", ssl=model.verify_ssl) as resp:
+        async with session.get(endpoint_url(model.url, "/models"), ssl=model.verify_ssl, allow_redirects=False) as resp:
             return resp.status < 500
     except (aiohttp.ClientError, asyncio.TimeoutError):
         return False
@@ -68,6 +70,7 @@ class Launcher:
         self.redact = redactor
         self.processes: dict[str, asyncio.subprocess.Process] = {}
         self._copiers: list[asyncio.Task] = []
+        self._pipes: list[asyncio.subprocess.Process] = []   # whose stdout pipe we still hold open
         self._late: dict[str, asyncio.Future] = {}   # launch command -> its on-demand start
 
     async def __aenter__(self) -> "Launcher":
@@ -114,6 +117,7 @@ class Launcher:
             stdin=asyncio.subprocess.DEVNULL, start_new_session=True, env=launch_environment(),
         )
         self.processes[model.launch] = process
+        self._pipes.append(process)
         log = log_path(self.logdir, model)
         self._copiers.append(asyncio.ensure_future(self._copy(process, log)))
 
@@ -121,10 +125,11 @@ class Launcher:
         """Drain the server's output into its log, scrubbed (servers print their arguments, an --api-key among them).
 
         Read in chunks, not lines: a progress bar that only writes '\r' would otherwise fill the pipe
-        and stall the server. The tail of each chunk is held back so a secret split across two
-        chunks is still found."""
+        and stall the server. The last word of each chunk is held back, so a URL's `user:password@`
+        split across two chunks is still found (a key split anywhere is: its two parts are its start
+        and its end, which the redactor hides on their own)."""
         assert process.stdout is not None
-        hold = max(0, self.redact.longest - 1)
+        hold = max(USERINFO_HOLD, self.redact.longest - 1)
         pending = b""
         try:
             handle: Optional[BinaryIO] = log.open("ab", buffering=0)
@@ -134,11 +139,11 @@ class Launcher:
         try:
             while chunk := await process.stdout.read(1 << 16):
                 pending = self.redact.bytes(pending + chunk)
-                cut = max(0, len(pending) - hold)
+                cut = len(pending) - _last_word(pending, hold)
                 self._write_log(handle, pending[:cut])
                 pending = pending[cut:]
-            self._write_log(handle, self.redact.bytes(pending))
         finally:
+            self._write_log(handle, self.redact.bytes(pending))
             if handle is not None:
                 handle.close()
 
@@ -175,33 +180,106 @@ class Launcher:
         raise LaunchFailed(f"model '{model.name}': {model.url} did not answer within {model.launch_timeout:g}s of launch (log: {log})")
 
     def kill_now(self) -> None:
-        """Synchronously SIGKILL every launched process group (the process is about to exit)."""
+        """Synchronously SIGKILL every launched process group and its known descendants (the process is about to exit)."""
         for process in self.processes.values():
-            _signal(process, signal.SIGKILL)
+            _signal(process, signal.SIGKILL, descendants(process.pid))
 
     async def stop(self, grace: float = 10.0, only: Optional[set[str]] = None) -> None:
-        """SIGTERM each process group (those of the `only` commands, if given), then SIGKILL what is
-        still alive after `grace` seconds."""
+        """SIGTERM each process group (those of the `only` commands, if given) and every process it started
+        in a session of its own, then SIGKILL what is still alive after `grace` seconds."""
         stopping = {cmd: proc for cmd, proc in self.processes.items() if only is None or cmd in only}
-        for process in stopping.values():
-            _signal(process, signal.SIGTERM)
-        for process in stopping.values():
-            try:
-                await asyncio.wait_for(process.wait(), grace)
-            except asyncio.TimeoutError:
-                _signal(process, signal.SIGKILL)
-                await process.wait()
+        await asyncio.gather(*(self._stop_one(process, grace) for process in stopping.values()))
         for cmd in stopping:
             del self.processes[cmd]
         if only is None:
-            await asyncio.gather(*self._copiers, return_exceptions=True)
-            self._copiers.clear()
+            await self._drain_copiers()
+
+    async def _stop_one(self, process: asyncio.subprocess.Process, grace: float) -> None:
+        # Found before any signal: once the server dies its children are orphans, no longer traceable to it.
+        escaped = descendants(process.pid)
+        _signal(process, signal.SIGTERM, escaped)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        while _alive(process, escaped) and loop.time() < deadline:
+            await asyncio.sleep(0.1)
+        _signal(process, signal.SIGKILL, escaped)  # whatever ignored SIGTERM, the group's stragglers included
+        await process.wait()
+
+    async def _drain_copiers(self, grace: float = 2.0) -> None:
+        """Let the log copiers read what is left; a process that escaped the group (double fork, setsid) may
+        hold the pipe open for ever, so after `grace` seconds our end is closed instead of waiting for EOF."""
+        copiers, self._copiers = self._copiers, []
+        if not copiers:
+            return
+        _, pending = await asyncio.wait(copiers, timeout=grace)
+        for task in pending:
+            task.cancel()
+        for process in self._pipes:
+            transport = getattr(process, "_transport", None)
+            pipe = transport.get_pipe_transport(1) if transport is not None else None
+            if pipe is not None:
+                pipe.close()
+        self._pipes.clear()
+        await asyncio.gather(*pending, return_exceptions=True)
 
 
-def _signal(process: asyncio.subprocess.Process, sig: int) -> None:
-    if process.returncode is None:
+def _last_word(data: bytes, limit: int) -> int:
+    """Length of the text after the last space or line break of `data`, at most `limit`."""
+    last = max(data.rfind(b" "), data.rfind(b"\n"), data.rfind(b"\r"), data.rfind(b"\t"))
+    return min(limit, len(data) - last - 1)
+
+
+def _processes() -> Optional[dict[int, tuple[str, int, int]]]:
+    """pid → (state, parent pid, process group) of every process, from /proc; None where there is no /proc."""
+    try:
+        names = [e.name for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return None
+    table = {}
+    for name in names:
         try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            pass
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()  # the command name may hold spaces and ')'
+            table[int(name)] = (fields[0].decode(), int(fields[1]), int(fields[2]))
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+    return table
 
+
+def descendants(pid: int) -> list[int]:
+    """Every process started by `pid`, at any depth, whatever its process group or session."""
+    children: dict[int, list[int]] = {}
+    for child, (_, parent, _) in (_processes() or {}).items():
+        children.setdefault(parent, []).append(child)
+    found, todo = [], [pid]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        found += kids
+        todo += kids
+    return found
+
+
+def _alive(process: asyncio.subprocess.Process, others: list[int]) -> bool:
+    """Whether the server, anything left in its process group, or one of `others` still runs (zombies do not)."""
+    if process.returncode is None:
+        return True
+    table = _processes()
+    if table is None:  # no /proc: the group answers as long as any member exists
+        try:
+            os.killpg(process.pid, 0)
+            return True
+        except (ProcessLookupError, PermissionError):
+            return False
+    wanted = set(others)
+    return any((group == process.pid or pid in wanted) and state not in "ZX" for pid, (state, _, group) in table.items())
+
+
+def _signal(process: asyncio.subprocess.Process, sig: int, others: list[int] = ()) -> None:
+    """Send `sig` to the server's process group (alive as long as any member is, even once the server
+    has exited) and to `others`, its descendants that left the group."""
+    targets = [lambda: os.killpg(process.pid, sig)] + [lambda p=p: os.kill(p, sig) for p in others]
+    for send in targets:
+        try:
+            send()
+        except (ProcessLookupError, PermissionError):
+            pass

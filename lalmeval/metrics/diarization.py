@@ -1,11 +1,18 @@
 """speaker_diarization: speaker-attributed transcripts scored by cpWER, WDER and speaker-count error.
 
-Reference and prediction are transcripts with one `SPEAKER: words` line per turn. Labels may be
-written `A:`, `Speaker A:`, `SPEAKER_01:`, `**A:**`, `**A**:`, `[A]`, `A：` (full-width colon),
-after a list bullet; a line without a label continues the previous speaker, blank lines are
-ignored, and text before the first label belongs to a speaker of its own (`?`). Label names
-only have to be consistent within one transcript: every measure below maps hypothesis speakers
-to reference speakers itself.
+Reference and prediction are transcripts with one `SPEAKER: words` line per turn. A label is any
+short name before a colon: letters (`A:`), numbers (`1:`, `SPEAKER_00:`, `Speaker 1:`), roles and
+names of up to three words (`Caller:`, `Agent:`, `Customer Service:`, `Dr. Smith:`), written
+plain, `**A:**`, `**A**:`, `[A]`, `A：` (full-width colon) or after a list bullet; a colon before a
+digit or `//` is no label (`10:30`, `http://`). A line without a label continues the previous
+speaker, blank lines are ignored, and text before the first label belongs to a speaker of its own
+(`?`). A model often writes a whole conversation on one line: a label also starts a new turn
+inside a line when the transcript uses that name at the start of a line, when it is a `Speaker X`
+/ `SPEAKER_00` form, or when a capitalised name of up to three words follows the end of a
+sentence (`… thanks. Agent: …`). A label is never scored as a word. Label names only have to be
+consistent within one transcript (`Speaker 1`, `SPEAKER_01`, `spk1` and `1` are one speaker;
+case does not matter): every measure below maps hypothesis speakers to reference speakers itself,
+by the assignment that is best for it, whatever the names.
 
 Words are normalized and split exactly as `word_error_rate` counts them for the same dataset (its
 normalizer and error unit, see `metrics/wer.py` `Units`), line by line, so a one-speaker window
@@ -47,34 +54,76 @@ from lalmeval.stats import SampleStats, ratio
 Tokens = Callable[[str], list[str]]
 
 UNLABELED = "?"
-_NAME = r"(?:(?:speaker|spkr|spk)[\s_-]*)?(?:\d{1,2}|[a-z]\d{0,2})"
+_ID = r"(?:(?:speaker|spkr|spk)[\s_-]*)?(?:\d{1,2}|[a-z]\d{0,2})"  # A, B2, 1, Speaker A, SPEAKER_01
+_SPEAKER_FORM = r"(?:speaker|spkr|spk)[\s_-]*[a-z0-9]{1,3}"          # unmistakable anywhere in a line
+_ROLE = r"[^\W\d_][\w'.()#-]*(?:[ _][\w'.()#-]+){0,2}"            # a name or role of up to three words
 _BOLD = r"(?:\*\*|__)?"
-_LABEL = re.compile(
-    # (?!\d): "10:30 we met" is a time, not speaker 10.
-    rf"^(?:[-*•]\s+)?{_BOLD}(?:\[\s*(?P<bracketed>{_NAME})\s*\]{_BOLD}\s*[:：]?|(?P<plain>{_NAME}){_BOLD}\s*[:：](?!\d)){_BOLD}\s*",
+_COLON = r"\s*[:：](?!\s*\d|//)"  # 10:30 is a time, http:// an address
+_LINE_LABEL = re.compile(
+    rf"^(?:[-*•]\s+)?{_BOLD}(?:\[\s*(?P<bracketed>{_ID})\s*\]{_BOLD}\s*[:：]?|(?P<plain>{_ID}|{_ROLE}){_BOLD}{_COLON}){_BOLD}\s*",
     re.IGNORECASE,
 )
-_PREFIX = re.compile(r"^(?:speaker|spkr|spk)[\s_-]*", re.IGNORECASE)
+_SENTENCE_END_LABEL = r"(?<=[.!?。！？…])[\"”’']?\s+{bold}(?P<capital>[A-Z][\w'.-]*(?:\s[A-Z][\w'.-]*){{0,2}}){bold}{colon}"
+_PREFIX = re.compile(r"^(?:speaker|spkr|spk)[\s_-]*(?=[a-z0-9]{1,3}$)", re.IGNORECASE)
+_MAX_LABEL = 40
 INS, DEL, DIAG = 1, 2, 0
 
 
 def _speaker_id(name: str) -> str:
-    core = _PREFIX.sub("", name.strip()).upper()
-    return str(int(core)) if core.isdigit() else core  # SPEAKER_01 and Speaker 1 are one speaker
+    """One spelling per speaker: SPEAKER_01, Speaker 1, spk1 and 1 are "1"; Caller and caller are "CALLER"."""
+    core = " ".join(_PREFIX.sub("", name.strip()).replace("_", " ").split()).upper()
+    return str(int(core)) if core.isdigit() else core
+
+
+def _line_label(line: str) -> Optional[re.Match[str]]:
+    match = _LINE_LABEL.match(line)
+    if match and len(match.group("bracketed") or match.group("plain")) <= _MAX_LABEL:
+        return match
+    return None
+
+
+def _inline_labels(known: set[str]) -> re.Pattern[str]:
+    """Labels inside a line: names the transcript uses at a line start, Speaker X forms, names in bold,
+    capitals after the end of a sentence."""
+    names = "|".join([*(re.escape(n) for n in sorted(known, key=len, reverse=True)), _SPEAKER_FORM])
+    anywhere = rf"(?<![\w*]){_BOLD}(?P<name>{names}){_BOLD}{_COLON}"
+    bolded = rf"(?<![\w*])(?:\*\*|__)(?P<bolded>{_ID}|{_ROLE})(?:[:：](?:\*\*|__)|(?:\*\*|__)\s*[:：])(?!\s*\d|//)"
+    capital = _SENTENCE_END_LABEL.format(bold=_BOLD, colon=_COLON)
+    return re.compile(rf"(?:{anywhere}|{bolded}|{capital}){_BOLD}\s*", re.IGNORECASE)
+
+
+def _turns_in_line(speaker: str, line: str, inline: re.Pattern[str]) -> list[tuple[str, str]]:
+    """(speaker, text) of a line cut at the labels inside it."""
+    out, start = [], 0
+    for match in inline.finditer(line):
+        name = match.group("name") or match.group("bolded") or match.group("capital")
+        if match.group("capital") and not re.fullmatch(r"[A-Z][\w'.-]*(?:\s[A-Z][\w'.-]*){0,2}", name):
+            continue  # IGNORECASE let a lower-case word through as a "capital"
+        out.append((speaker, line[start:match.start()]))
+        speaker, start = _speaker_id(name), match.end()
+    out.append((speaker, line[start:]))
+    return [(s, t.strip()) for s, t in out if t.strip()]
 
 
 def parse_speakers(text: str) -> list[tuple[str, str]]:
-    """(speaker, text) per labelled line of a transcript; unlabelled lines continue the last speaker."""
-    segments: list[tuple[str, str]] = []
-    speaker = UNLABELED
+    """(speaker, text) per turn of a transcript; unlabelled lines continue the last speaker."""
+    lines, known = [], set()
     for line in text.splitlines():
         line = line.strip()
-        match = _LABEL.match(line)
-        if match:
-            speaker = _speaker_id(match.group("bracketed") or match.group("plain"))
-            line = line[match.end():]
-        if line:
-            segments.append((speaker, line))
+        match = _line_label(line)
+        name = (match.group("bracketed") or match.group("plain")) if match else None
+        if name:
+            known.add(name)
+        lines.append((name, line[match.end():] if match else line))
+    inline = _inline_labels(known)
+    segments: list[tuple[str, str]] = []
+    speaker = UNLABELED
+    for name, line in lines:
+        if name is not None:
+            speaker = _speaker_id(name)
+        for speaker, part in _turns_in_line(speaker, line, inline) or [(speaker, "")]:
+            if part:
+                segments.append((speaker, part))
     return segments
 
 

@@ -1,13 +1,17 @@
 """Text normalizers for error rates, by name, and the units error rates count.
 
 A runspec picks one with `normalizer:` (default by language, see `lalmeval.languages`); adding one
-is a `Normalizer` subclass with `@NORMALIZERS.register("name")`.
+is a `Normalizer` subclass with `@NORMALIZERS.register("name")`. A normalizer is built for the
+dataset's language (a convention such as Kimi-Audio-Evalkit's scores each language its own way)
+and turns a text into the tokens an error rate counts: by default its normalized text split into
+the dataset's error unit; a convention with its own tokenizer overrides `tokens`.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import ClassVar
+import inspect
+from typing import Any, ClassVar
 
 import regex
 
@@ -19,26 +23,44 @@ class Normalizer:
     """Maps a text to the form error rates compare; `convention` says which published rules it follows."""
 
     convention: ClassVar[str] = ""
+    # Alignment joins words split in one text and written as one in the other at no cost
+    # ("white paper" = "whitepaper"), as the Open ASR Leaderboard scores; else plain Levenshtein.
+    merge_compounds: ClassVar[bool] = False
+    language: str = ""  # ISO code of the texts; a normalizer whose rules depend on it takes it in __init__
+
+    def __init__(self, language: str = "") -> None:
+        self.language = language
 
     def __call__(self, text: str) -> str:
         raise NotImplementedError
+
+    def tokens(self, text: str, unit: str) -> list[str]:
+        """The units of `text` an error rate counts: the normalized text split into `unit`s."""
+        return split_units(self(text), unit)
 
 
 NORMALIZERS: Registry[type[Normalizer]] = Registry("normalizer")
 
 
+class NotSupported(ValueError):
+    """A normalizer that has no convention for this language (raised when it is built; the message says why)."""
+
+
 @functools.lru_cache(maxsize=None)
-def normalizer(name: str) -> Normalizer:
-    """The one shared instance of a registered normalizer (they hold no state between calls)."""
-    return NORMALIZERS.get(name)()
+def normalizer(name: str, language: str = "") -> Normalizer:
+    """The one shared instance of a registered normalizer for a language (they hold no state between calls)."""
+    cls = NORMALIZERS.get(name)
+    return cls(language) if "language" in inspect.signature(cls.__init__).parameters else cls()
 
 
-def require(name: str, where: str) -> None:
+def require(name: str, where: str, language: str = "") -> None:
     """Build normalizer `name` now, so that a missing package stops the run at start (UserError naming `where`)."""
     try:
-        normalizer(name)
+        normalizer(name, language)
     except ImportError as exc:
         raise UserError(f"{where}: normalizer '{name}' needs the '{exc.name}' package: pip install -r requirements.txt") from None
+    except NotSupported as exc:
+        raise UserError(f"{where}: normalizer '{name}' for language '{language}': {exc}") from None
 
 
 @NORMALIZERS.register("whisper_english")
@@ -96,6 +118,21 @@ class Identity(Normalizer):
 
     def __call__(self, text: str) -> str:
         return text
+
+
+# Contractions the whisper-normalizer package adds to openai-whisper's English rules (kinda → kind of,
+# cause → because, ...). Kimi-Audio-Evalkit, lmms-eval, AU-Harness and the Open ASR Leaderboard all
+# run openai-whisper's own rules, so conventions reproducing them leave these out.
+_PACKAGE_ADDITIONS = frozenset({r"\bkinda\b", r"\bsorta\b", r"\bdunno\b", r"\bcause\b"})
+
+
+def openai_whisper_english() -> Any:
+    """openai-whisper's EnglishTextNormalizer (github.com/openai/whisper, whisper/normalizers/english.py)."""
+    from whisper_normalizer.english import EnglishTextNormalizer
+
+    rules = EnglishTextNormalizer()
+    rules.replacers = {pattern: text for pattern, text in rules.replacers.items() if pattern not in _PACKAGE_ADDITIONS}
+    return rules
 
 
 def normalize_basic(text: str) -> str:

@@ -7,18 +7,18 @@ from typing import Any, Optional
 
 from lalmeval.languages import default_error_unit, default_normalizer
 from lalmeval.metrics.base import METRICS, MeanMetric, SampleScore, empty_reference, text_pair, unscored
-from lalmeval.metrics.normalize import normalizer, split_units
+from lalmeval.metrics.normalize import normalizer
 from lalmeval.records import Record
 
 
 class _Tokens:
     """rouge-score's tokenizer interface over the dataset's normalizer and error unit."""
 
-    def __init__(self, normalizer_name: str, unit: str):
-        self.normalizer_name, self.unit = normalizer_name, unit
+    def __init__(self, normalizer_name: str, unit: str, language: str):
+        self.normalizer_name, self.unit, self.language = normalizer_name, unit, language
 
     def tokenize(self, text: str) -> list[str]:
-        return split_units(normalizer(self.normalizer_name)(text), self.unit)
+        return normalizer(self.normalizer_name, self.language).tokens(text, self.unit)
 
 
 @METRICS.register("rouge")
@@ -37,7 +37,7 @@ class Rouge(MeanMetric):
             options: dict[str, Any] = {"use_stemmer": True}
         else:
             spec = self.dataset.spec
-            options = {"tokenizer": _Tokens(spec.normalizer or default_normalizer(language), spec.error_unit or default_error_unit(language))}
+            options = {"tokenizer": _Tokens(spec.normalizer or default_normalizer(language), spec.error_unit or default_error_unit(language), language)}
         return rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], **options)
 
     def score_record(self, record: Record) -> SampleScore:

@@ -9,18 +9,21 @@ import jiwer
 
 from lalmeval.languages import default_error_unit, default_normalizer
 from lalmeval.metrics.base import METRICS, Metric, SampleScore, empty_reference, sample_stats, unscored
-from lalmeval.metrics.normalize import normalizer, require, split_units
+from lalmeval.metrics.compounds import compound_edit_counts
+from lalmeval.metrics.normalize import normalizer, require
 from lalmeval.records import Record
 from lalmeval.runspecs import Dataset
 from lalmeval.stats import SampleStats, ratio
 
 
-def edit_counts(reference: list[str], hypothesis: list[str]) -> tuple[int, int, int]:
-    """(substitutions, deletions, insertions) aligning hypothesis to reference tokens."""
+def edit_counts(reference: list[str], hypothesis: list[str], merge_compounds: bool = False) -> tuple[int, int, int]:
+    """(substitutions, deletions, insertions) aligning hypothesis to reference tokens (see metrics/compounds.py for merge_compounds)."""
     if not reference:
         return 0, 0, len(hypothesis)
     if not hypothesis:
         return 0, len(reference), 0
+    if merge_compounds:
+        return compound_edit_counts(reference, hypothesis)
     # Tokens never hold spaces (see split_units), so jiwer splits the joined text back into the same tokens.
     out = jiwer.process_words(" ".join(reference), " ".join(hypothesis))
     return out.substitutions, out.deletions, out.insertions
@@ -33,10 +36,10 @@ class Units:
     def __init__(self, dataset: Dataset):
         self.normalizer_name = dataset.spec.normalizer or default_normalizer(dataset.iso_language)
         self.unit = dataset.spec.error_unit or default_error_unit(dataset.iso_language)
-        self._normalize = normalizer(self.normalizer_name)
+        self.normalizer = normalizer(self.normalizer_name, dataset.iso_language)
 
     def __call__(self, text: str) -> list[str]:
-        return split_units(self._normalize(text), self.unit)
+        return self.normalizer.tokens(text, self.unit)
 
 
 class UnitMetric(Metric):
@@ -45,7 +48,7 @@ class UnitMetric(Metric):
     @classmethod
     def check_dataset(cls, dataset: Dataset) -> None:
         """Refuse to start when the dataset's normalizer needs a package that is not installed."""
-        require(dataset.spec.normalizer or default_normalizer(dataset.iso_language), f"{dataset.source}: dataset '{dataset.name}'")
+        require(dataset.spec.normalizer or default_normalizer(dataset.iso_language), f"{dataset.source}: dataset '{dataset.name}'", dataset.iso_language)
 
     @functools.cached_property
     def units(self) -> Units:
@@ -76,7 +79,7 @@ class WordErrorRate(UnitMetric):
         hyp = self.tokens(record.prediction or "")
         if (empty := empty_reference(record.reference, ref)) is not None:
             return unscored(empty, prediction_norm=" ".join(hyp))
-        s, d, i = edit_counts(ref, hyp)
+        s, d, i = edit_counts(ref, hyp, self.units.normalizer.merge_compounds)
         errors = s + d + i
         return {
             "score": errors / len(ref),
@@ -94,6 +97,7 @@ class WordErrorRate(UnitMetric):
         details = {
             "unit": self.unit,
             "normalizer": self.normalizer_name,
+            "alignment": "levenshtein, compounds merged" if self.units.normalizer.merge_compounds else "levenshtein",
             "corpus_wer": errors / ref_total if ref_total else None,
             "mean_sample_wer": sum(x["score"] for x in scored) / len(scored) if scored else None,
             "substitutions": sum(x["substitutions"] for x in scored),

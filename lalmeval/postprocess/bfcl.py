@@ -7,7 +7,7 @@ quotes and backticks would take one backtick off each fence. bfcl_match_score re
 from __future__ import annotations
 
 from lalmeval.postprocess.base import POSTPROCESSORS
-from lalmeval.postprocess.general import _OPEN_THINK, _THINK, GeneralPostprocessor
+from lalmeval.postprocess.general import GeneralPostprocessor, without_thinking
 
 
 @POSTPROCESSORS.register("BfclPostprocessor")
@@ -15,7 +15,4 @@ class BfclPostprocessor(GeneralPostprocessor):
     """Reasoning blocks and surrounding whitespace removed; fences and quotes kept."""
 
     def process(self, reply: str) -> str:
-        text = _THINK.sub("", reply)
-        if "</think>" in text.lower():
-            text = _OPEN_THINK.sub("", text)
-        return text.strip()
+        return without_thinking(reply).strip()

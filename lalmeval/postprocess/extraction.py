@@ -7,8 +7,10 @@ beside the options (A, B, …).
 `default` reads a reply the way a careful grader would. The first tier that holds a statement
 decides; within a tier the LAST statement wins, so a reply may correct itself.
 
-0. Focus: only the text after the last `</think>` counts (all of it when nothing follows); NFKC
-   folds full-width forms (Ｃ, （Ｃ）, ：) into plain ones.
+0. Focus: only the text after the last `</think>` counts (all of it when nothing follows); of a
+   longer text than 16 000 characters, its first 4 000 and last 12 000 (a degenerate reply loops
+   on; reading it whole could take minutes); NFKC folds full-width forms (Ｃ, （Ｃ）, ：) into
+   plain ones. Every step is linear in the text read: no pattern tries every split of a long run.
 1. Boxes and final answers: `\\boxed{C}` / `\\box{C}` holding a letter, "C. text" or an
    option's text; "final answer", 最终答案 / 最終答案.
 2. Explicit answers: "the answer is", "Answer:", "the correct option is", "I choose / I'd say /
@@ -45,12 +47,13 @@ An option's own words are never a negation: the option "It is not raining" is si
 
 from __future__ import annotations
 
+import heapq
 import re
 import unicodedata
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Callable, Optional, Union
+from typing import Callable, Iterator, Optional, Union
 
 from lalmeval.choices import LETTERS, labels as make_labels, normalize_text
 from lalmeval.errors import UserError
@@ -62,6 +65,16 @@ EXTRACTORS: Registry[Extractor] = Registry("answer extraction")
 AMBIGUOUS = "ambiguous"
 Verdict = Union[int, str]  # an option index, or AMBIGUOUS
 
+# A reply longer than this is read as its first READ_HEAD and last READ_TAIL characters (a paragraph
+# break between): an answer is stated near the end, or at the very start. Such replies are loops of
+# repeated text, and reading them whole could take minutes on a degenerate shape.
+READ_HEAD, READ_TAIL = 4_000, 12_000
+_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+_THINK_TAG = re.compile(r"</?think>", re.IGNORECASE)
+# Bounded runs instead of `\s*` and `\**`: two unbounded runs of the same character side by side make a
+# regex try every split of a long run (minutes on a reply of spaces or stars); answers never need more.
+_S = r"\s{0,8}"
+_STARS = r"\*{0,4}"
 _OPEN = r"[(\[（【]"
 _CLOSE = r"[)\]）】]"
 _ALNUM_BEFORE = r"(?<![A-Za-z0-9])"
@@ -84,13 +97,18 @@ class Mention:
 # --------------------------------------------------------------------------- text preparation
 
 
+def window(reply: str) -> str:
+    """The part of a reply that is read: all of it, or its first READ_HEAD and last READ_TAIL characters."""
+    return reply if len(reply) <= READ_HEAD + READ_TAIL else reply[:READ_HEAD] + "\n\n" + reply[-READ_TAIL:]
+
+
 def focus(reply: str) -> str:
-    """The part of a reply that holds its answer: after the last </think>, NFKC-normalized."""
-    lowered = reply.lower()
-    cut = lowered.rfind("</think>")
-    if cut >= 0 and reply[cut + len("</think>"):].strip():
-        reply = reply[cut + len("</think>"):]
-    reply = re.sub(r"</?think>", " ", reply, flags=re.IGNORECASE)
+    """The part of a reply that holds its answer: after the last </think>, at most READ_HEAD + READ_TAIL
+    characters of it, NFKC-normalized."""
+    closes = [m.end() for m in _THINK_CLOSE.finditer(reply)]
+    if closes and reply[closes[-1]:].strip():
+        reply = reply[closes[-1]:]
+    reply = _THINK_TAG.sub(" ", window(reply))
     return unicodedata.normalize("NFKC", reply)
 
 
@@ -107,17 +125,24 @@ def _label_index(letter: str, labels: list[str]) -> Optional[int]:
 # --------------------------------------------------------------------------- resolving a token
 
 
+MAX_WRAPPERS = 8
+_WRAPPER = re.compile(r"\\[A-Za-z]+\s{0,8}\{([^{}]*)\}")
+MAX_TOKEN = 2_000  # a box holding more than this is not an answer token
+
+
 def resolve_token(token: str, options: list[str], labels: list[str]) -> Optional[int]:
     """A short answer token ('b', '(B)', 'B. dog', 'dog') → its option index, or None."""
     token = unicodedata.normalize("NFKC", token)
-    # LaTeX wrappers such as \text{B} or \mathbf{B} hold the answer itself.
-    while re.search(r"\\[A-Za-z]+\s*\{([^{}]*)\}", token):
-        token = re.sub(r"\\[A-Za-z]+\s*\{([^{}]*)\}", r"\1", token)
+    # LaTeX wrappers such as \text{B} or \mathbf{B} hold the answer itself (a few levels deep at most).
+    for _ in range(MAX_WRAPPERS):
+        token, unwrapped = _WRAPPER.subn(r"\1", token)
+        if not unwrapped:
+            break
     token = token.strip().strip("$*").strip()
-    lone = re.fullmatch(_OPEN + r"?\s*([A-Za-z])\s*" + _CLOSE + r"?\s*[.:)]?", token)
+    lone = re.fullmatch(_OPEN + "?" + _S + r"([A-Za-z])" + _S + _CLOSE + "?" + _S + r"[.:)]?", token)
     if lone:
         return _label_index(lone.group(1), labels)
-    labelled = re.match(_OPEN + r"?\s*([A-Za-z])\s*(?:" + _CLOSE + r"|[.:：、)])\s*\S", token)
+    labelled = re.match(_OPEN + "?" + _S + r"([A-Za-z])" + _S + "(?:" + _CLOSE + r"|[.:：、)])" + _S + r"\S", token)
     if labelled and _label_index(labelled.group(1), labels) is not None:
         return _label_index(labelled.group(1), labels)
     wanted = normalize_text(token)
@@ -126,16 +151,19 @@ def resolve_token(token: str, options: list[str], labels: list[str]) -> Optional
 
 
 def _boxes(text: str) -> list[tuple[int, str]]:
-    """(position, content) of every \\box{…} / \\boxed{…}, nested braces included."""
-    found = []
-    for opening in re.finditer(r"\\{1,2}box(?:ed)?\s*\{", text):
-        depth, i = 1, opening.end()
-        while i < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            i += 1
-        if depth == 0:
-            found.append((opening.start(), text[opening.end(): i - 1]))
-    return found
+    """(position, content) of every \\box{…} / \\boxed{…}, nested braces included (one pass over the braces)."""
+    openings = {m.end() - 1: m.start() for m in re.finditer(r"\\{1,2}box(?:ed)?\s{0,8}\{", text)}
+    if not openings:
+        return []
+    found, stack = [], []
+    for brace in re.finditer(r"[{}]", text):
+        if brace.group() == "{":
+            stack.append(brace.start())
+        elif stack:
+            opened = stack.pop()
+            if opened in openings and brace.start() - opened <= MAX_TOKEN:
+                found.append((openings[opened], text[opened + 1: brace.start()]))
+    return sorted(found)
 
 
 # --------------------------------------------------------------------------- finding mentions
@@ -146,7 +174,7 @@ def _token_pattern(option: str) -> Optional[str]:
     tokens = re.findall(r"(?:[^\W_]|(?<=\d)[.,](?=\d))+", unicodedata.normalize("NFKC", option))
     if not tokens:
         return None
-    body = r"[\W_]+".join(re.escape(t) for t in tokens)
+    body = r"[\W_]{1,8}".join(re.escape(t) for t in tokens)
     # Numbers keep their neighbours: "57" is not inside "157" nor "57.5".
     before = r"(?<![A-Za-z0-9])(?<!\d[.,])" if tokens[0][0].isascii() and tokens[0][0].isalnum() else ""
     after = r"(?![A-Za-z0-9])(?![.,]\d)" if tokens[-1][-1].isascii() and tokens[-1][-1].isalnum() else ""
@@ -173,23 +201,24 @@ _LETTER_VERBS = (
 def _letter_forms(letters: str) -> list[tuple[re.Pattern[str], str]]:
     """(pattern, form) for every way a reply names a letter; group 1 is the letter."""
     upper, both = f"([{letters}])", f"([{letters}{letters.lower()}])"
-    wrapped = _OPEN + r"?\s*\**" + both + r"\**\s*" + _CLOSE + "?"
+    wrapped = _OPEN + "?" + _S + _STARS + both + _STARS + _S + _CLOSE + "?"
+    lead = r"(?m)^[ \t>*#\-•]{0,16}"  # list markers and quote signs a line may start with
     forms = {
-        "keyword": r"(?i:\b(?:options?|choices?|letter|answer))\s*[:#]?\s*" + wrapped + _ALNUM_AFTER,
-        "keyword_zh": r"(?:选项|選項|答案)\s*:?\s*" + wrapped + _ALNUM_AFTER,
-        "letter_zh": _ALNUM_BEFORE + upper + r"\s*(?:选项|選項|项|項)",
-        "wrapped": _OPEN + r"\s*" + both + r"\s*" + _CLOSE,
+        "keyword": r"(?i:\b(?:options?|choices?|letter|answer))" + _S + "[:#]?" + _S + wrapped + _ALNUM_AFTER,
+        "keyword_zh": r"(?:选项|選項|答案)" + _S + ":?" + _S + wrapped + _ALNUM_AFTER,
+        "letter_zh": _ALNUM_BEFORE + upper + _S + r"(?:选项|選項|项|項)",
+        "wrapped": _OPEN + _S + both + _S + _CLOSE,
         # "**B**" but not a heading such as "**B**: dog – …"
-        "bold": r"\*\*\s*" + wrapped + r"\s*[.)]?\s*\*\*(?!\s*[:\-–—])",
-        "line": r"(?m)^[ \t>*#\-•]*" + wrapped + r"\s*[.。:)]?\s*\**[ \t]*$",
-        "start": r"(?m)^[ \t>*#\-•]*\**" + both + r"\**\s*[.):、](?=\s|$)",
+        "bold": r"\*\*" + _S + wrapped + _S + r"[.)]?" + _S + r"\*\*(?!\s{0,8}[:\-–—])",
+        "line": lead + wrapped + _S + r"[.。:)]?" + _S + _STARS + r"[ \t]{0,16}$",
+        "start": lead + _STARS + both + _STARS + _S + r"[.):、](?=\s|$)",
         # A capital standing alone; not in "A/B", "C++", "Q&A", "B-flat", "it's".
         "bare": r"(?<![A-Za-z0-9'’\-_./\\&])" + upper + r"(?![A-Za-z0-9'’\-_+#/])",
     }
     return [(re.compile(pattern), form) for form, pattern in forms.items()]
 
 
-_FOLLOWING_WORD = re.compile(r"\s+([a-z][\w']*)")
+_FOLLOWING_WORD = re.compile(r"\s{1,8}([a-z][\w']*)")
 
 
 def _is_article(text: str, match: re.Match[str]) -> bool:
@@ -215,9 +244,9 @@ _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixt
              "eighth": 8, "ninth": 9, "tenth": 10, "1st": 1, "2nd": 2, "3rd": 3}
 _CJK_NUMBERS = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
 _ORDINAL_FORMS = [
-    re.compile(r"(?i)\b(?:options?|choices?|number|no\.|#)\s*(?:number\s*)?(\d{1,2})(?!\d|[.,]\d)"),
-    re.compile(r"(?i)\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|1st|2nd|3rd|\d+th)\s+(?:options?|choices?|answer|alternative|one)\b"),
-    re.compile(r"第\s*([一二三四五六七八九十]|\d{1,2})\s*(?:个|個)?\s*(?:选项|選項|项|項|个|個)"),
+    re.compile(r"(?i)\b(?:options?|choices?|number|no\.|#)\s{0,8}(?:number\s{0,8})?(\d{1,2})(?!\d|[.,]\d)"),
+    re.compile(r"(?i)\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|1st|2nd|3rd|\d{1,3}th)\s{1,8}(?:options?|choices?|answer|alternative|one)\b"),
+    re.compile(r"第\s{0,8}([一二三四五六七八九十]|\d{1,2})\s{0,8}(?:个|個)?\s{0,8}(?:选项|選項|项|項|个|個)"),
 ]
 
 
@@ -307,6 +336,9 @@ _NEG_BEFORE = re.compile(
     r"\s*(?:(?:the|an?)\s+)?(?:options?\s*|choices?\s*|letters?\s*|选项|選項)?[\s(\[（【*]*$",
     re.IGNORECASE,
 )
+# Where each alternative of _NEG_BEFORE can start (a superset): a cheap index of the places worth trying it.
+_NEG_TRIGGER = re.compile(r"no|n't|never|neither|unlike|except|exclud|eliminat|rul|reject|dismiss|instead|rather|other|without|against"
+                          r"|不|排除|并非|並非|而非|除了", re.IGNORECASE)
 _NEG_AFTER = re.compile(
     _TRAIL + r"(?:"
     + rf"(?:[:：\-–—]\s*|\s*{_VERB}\s+{_ADVERB}|\s*){_BAD}"  # "B is wrong", "B: incorrect"
@@ -326,7 +358,8 @@ def _after(text: str, m: Mention) -> str:
     return text[m.start + len(core): m.end + 60]
 
 
-_PLURAL = re.compile(r"[\s)\]）】*]*(?:are|were|both|all)\b|[\s)\]）】*]*(?:都|均|皆)", re.IGNORECASE)
+_PLURAL = re.compile(r"[\s)\]）】*]{0,16}(?:are|were|both|all)\b|[\s)\]）】*]{0,16}(?:都|均|皆)", re.IGNORECASE)
+MAX_JOIN = 40  # longest text that may join two options ("A, or option B"): longer gaps join nothing
 _JOINED = re.compile(
     r"[\s)\]）】*]*(?:,?\s*\b(?:and|or|nor|and/or)\b|/|、|和|或|或者|及|与|與)\s*(?:options?|choices?)?[\s(\[（【*]*", re.IGNORECASE
 )
@@ -339,24 +372,32 @@ def _negations(text: str, found: list[Mention]) -> list[Mention]:
     the options joined before it only through a plural ('are', 'both', 都), so in
     "B, and A is wrong" the answer B stays.
     """
-    before = [bool(_NEG_BEFORE.search(text[max(0, m.start - 60): m.start])) for m in found]
+    # _NEG_BEFORE is tried only where one of its words stands within 60 characters before the mention.
+    triggers = [t.start() for t in _NEG_TRIGGER.finditer(text)]
+    before = [bisect_left(triggers, m.start - 60) < bisect_left(triggers, m.start)
+              and bool(_NEG_BEFORE.search(text[max(0, m.start - 60): m.start])) for m in found]
     after = [bool(_NEG_AFTER.match(_after(text, m))) for m in found]
     plural = [bool(_PLURAL.match(text, m.end)) for m in found]
-    joined = [bool(_JOINED.fullmatch(text[a.end: b.start])) for a, b in zip(found, found[1:])]
+    joined = [b.start - a.end <= MAX_JOIN and bool(_JOINED.fullmatch(text[a.end: b.start])) for a, b in zip(found, found[1:])]
     forward, backward = before[:], [a and p for a, p in zip(after, plural)]
     for i in range(1, len(found)):
         forward[i] = forward[i] or (joined[i - 1] and forward[i - 1])
     for i in range(len(found) - 2, -1, -1):
         backward[i] = backward[i] or (joined[i] and backward[i + 1])
     flags = [any(x) for x in zip(before, after, forward, backward)]
-    return [replace(m, negated=flag) for m, flag in zip(found, flags)]
+    return [replace(m, negated=True) if flag else m for m, flag in zip(found, flags)]
+
+
+_LINE_LEAD = re.compile(r"[ \t>*#\-•]{0,16}")        # list markers and quote signs before a mention on its line
+_LINE_TAIL = re.compile(r"(?:[^\S\n]|[.。*]){0,16}(?:\n|$)")  # only dots, bold and spaces after it
 
 
 def _fills_line(text: str, m: Mention) -> bool:
-    line_start = text.rfind("\n", 0, m.start) + 1
-    line_end = text.find("\n", m.end)
-    line_end = len(text) if line_end < 0 else line_end
-    return bool(re.fullmatch(r"[ \t>*#\-•]*", text[line_start: m.start]) and re.fullmatch(r"[\s.。*]*", text[m.end: line_end]))
+    """Whether the mention is all its line holds, markers and dots aside (looking no further than 17 characters)."""
+    newline = text.rfind("\n", max(0, m.start - 17), m.start)
+    if newline < 0 and m.start > 16:
+        return False
+    return bool(_LINE_LEAD.fullmatch(text, newline + 1, m.start)) and bool(_LINE_TAIL.match(text, m.end))
 
 
 def _mark_answer_lines(text: str, found: list[Mention]) -> list[Mention]:
@@ -364,7 +405,8 @@ def _mark_answer_lines(text: str, found: list[Mention]) -> list[Mention]:
     lines = [m for m in found if m.pair and _fills_line(text, m)]
     if len({m.index for m in lines}) != 1:
         return found
-    return [replace(m, strong=True) if m in lines else m for m in found]
+    marked = {id(m) for m in lines}  # by identity: `m in lines` would compare every pair
+    return [replace(m, strong=True) if id(m) in marked else m for m in found]
 
 
 def mentions(reply_text: str, options: list[str], labels: list[str]) -> list[Mention]:
@@ -378,15 +420,15 @@ def mentions(reply_text: str, options: list[str], labels: list[str]) -> list[Men
 # --------------------------------------------------------------------------- statements
 
 
-_FINAL_CUES = [r"(?i)\bfinal\s+(?:answer|choice|option|selection)\b\s*(?:is|would\s+be|will\s+be|:|-|=)?", r"最终答案|最終答案|最终选择|最終選擇"]
+_FINAL_CUES = [r"(?i)\bfinal\s{1,8}(?:answer|choice|option|selection)\b\s{0,8}(?:is|would\s+be|will\s+be|:|-|=)?", r"最终答案|最終答案|最终选择|最終選擇"]
 _ANSWER_CUES = [
     r"(?i)\b(?:correct|right|best|true|most\s+(?:likely|appropriate|accurate|plausible|suitable|fitting|reasonable))\s+"
     r"(?:answer|option|choice|response|one)\s*(?:is|would\s+be|must\s+be|should\s+be|seems\s+to\s+be|appears\s+to\s+be|:|-|=)",
-    r"(?i)\banswer\s*(?:is|would\s+be|must\s+be|should\s+be|will\s+be|:|-|=)",
+    r"(?i)\banswer\s{0,8}(?:is|would\s+be|must\s+be|should\s+be|will\s+be|:|-|=)",
     r"(?i)\bI(?:'d|'ll|\s+would|\s+will)?\s+(?:choose|pick|select|go\s+with|say|opt\s+for)\b",
     r"(?:正确|正確|最佳|最合适|最合適)?的?答案(?:应该|應該|应当|應當|应|應|就|则|則)?(?:是|为|為|选|選|:)",
     r"(?:正确|正確|最佳|最合适|最合適)的?(?:选项|選項|选择|選擇)(?:应该|應該|应|應)?(?:是|为|為|:)",
-    r"(?<![不别別])(?:选择|選擇|选|選)(?=\s*[(\[（【*]*\s*[A-Za-z](?![A-Za-z]))",
+    r"(?<![不别別])(?:选择|選擇|选|選)(?=\s{0,8}[(\[（【*]{0,4}\s{0,8}[A-Za-z](?![A-Za-z]))",
 ]
 _CONCLUSION_CUES = [
     r"(?i)\b(?:so|therefore|thus|hence|consequently|accordingly|ultimately|overall|in\s+conclusion|in\s+summary|to\s+conclude|to\s+sum\s+up)\b",
@@ -401,8 +443,10 @@ _AFFIRMED = re.compile(
     + ")",
     re.IGNORECASE,
 )
-# "if the answer is A": a condition word earlier in the cue's own sentence.
-_HYPOTHETICAL = re.compile(r"(?i)(?:\b(?:if|whether|suppose|supposing|assuming|unless)\b|如果|假如|假设|假設|倘若|若)[^.!?。！？\n]*$")
+# "if the answer is A": a condition word earlier in the cue's own sentence (within 200 characters).
+_CONDITION = re.compile(r"(?i)\b(?:if|whether|suppose|supposing|assuming|unless)\b|如果|假如|假设|假設|倘若|若")
+_CONDITION_REACH = 200
+_CONDITION_STOP = re.compile(r"[.!?。！？\n]")
 _SENTENCE_END = re.compile(r"\n|[。！？!?;；]|\.(?=\s|$)")
 _JOINER = re.compile(
     r"[\s)\]）】*]*(?:,?\s*\b(?:or|and|and/or|as\s+well\s+as|plus)\b|/|,|，|、|或|或者|还是|還是|和|与|與|及)\s*(?:options?|choices?)?[\s(\[（【*]*",
@@ -412,12 +456,48 @@ _JOINER = re.compile(
 
 @dataclass(frozen=True)
 class Reading:
-    """A focused reply with everything it names: mentions ordered by start, and their starts."""
+    """A focused reply with everything it names, indexed once so that each cue costs the same however long
+    the reply: mentions ordered by start, sentence ends, condition words ("if ...")."""
 
     text: str
     labels: list[str]
     found: list[Mention]
     starts: list[int]
+    sentence_ends: list[int]
+    next_positive: list[int]              # index of the first mention at or after i that is not negated
+    conditions: list[tuple[int, int]]
+    condition_ends: list[int]
+    stops: list[int]                      # where a condition's sentence may end
+
+    @classmethod
+    def of(cls, text: str, labels: list[str], found: list[Mention]) -> "Reading":
+        """Index `text` and its mentions (one pass each)."""
+        following = [len(found)] * (len(found) + 1)
+        for i in range(len(found) - 1, -1, -1):
+            following[i] = following[i + 1] if found[i].negated else i
+        conditions = [m.span() for m in _CONDITION.finditer(text)]
+        return cls(text, labels, found, [m.start for m in found], [m.start() for m in _SENTENCE_END.finditer(text)], following,
+                   conditions, [end for _, end in conditions], [m.start() for m in _CONDITION_STOP.finditer(text)])
+
+    def clause_end(self, begin: int) -> int:
+        """Where the sentence holding `begin` ends (after its end mark), or the text's end."""
+        at = bisect_left(self.sentence_ends, begin + 1)
+        return self.sentence_ends[at] + 1 if at < len(self.sentence_ends) else len(self.text)
+
+    def hypothetical(self, position: int) -> bool:
+        """Whether a condition word stands before `position` in its sentence, at most _CONDITION_REACH back."""
+        last = bisect_right(self.condition_ends, position) - 1
+        if last < 0 or self.conditions[last][0] < position - _CONDITION_REACH:
+            return False
+        stop = bisect_left(self.stops, self.conditions[last][1])
+        return stop == len(self.stops) or self.stops[stop] >= position
+
+    def positives(self, first: int, stop: int) -> Iterator[Mention]:
+        """The mentions from index `first` on that are not negated, in order, while they start before `stop`."""
+        i = self.next_positive[first]
+        while i < len(self.found) and self.found[i].start < stop:
+            yield self.found[i]
+            i = self.next_positive[i + 1]
 
 
 @dataclass(frozen=True)
@@ -431,17 +511,16 @@ class Statement:
 _LEADING = re.compile(r"[\s*_#>:：]*")
 
 
-def _clause(text: str, start: int) -> tuple[int, int]:
+def _clause(r: Reading, start: int) -> tuple[int, int]:
     """The sentence that follows a cue: from its first visible character to its end."""
-    begin = _LEADING.match(text, start).end()
-    end = _SENTENCE_END.search(text, begin + 1)
-    return begin, end.start() + 1 if end else len(text)
+    begin = _LEADING.match(r.text, start).end()
+    return begin, r.clause_end(begin)
 
 
 def _immediate_letter(text: str, at: int, labels: list[str]) -> Optional[Mention]:
     """A letter in any case right where a cue's sentence begins ('the answer is b')."""
     match = re.compile(
-        r"(?i:(?:options?|choices?|letter)\s*)?" + _OPEN + r"?\s*\**\s*([A-Za-z])\s*\**\s*" + _CLOSE + "?" + _ALNUM_AFTER
+        r"(?i:(?:options?|choices?|letter)\s{0,8})?" + _OPEN + "?" + _S + _STARS + _S + r"([A-Za-z])" + _S + _STARS + _S + _CLOSE + "?" + _ALNUM_AFTER
     ).match(text, at)
     if not match or _label_index(match.group(1), labels) is None:
         return None
@@ -452,23 +531,39 @@ def _immediate_letter(text: str, at: int, labels: list[str]) -> Optional[Mention
 
 
 # A conclusion word reaches only a few words ("so it is B", "overall it's sad", "所以是B").
+MAX_REACH = 120
 _SHORT_REACH = re.compile(r"[,，]?\s*(?:[A-Za-z'’]+\s+){0,5}|[,，]?[^\s,，。.;；!?！？]{0,6}")
+
+
+def _covered(r: Reading, first: int, cue_end: int, letter: Mention) -> bool:
+    """Whether a mention after the cue (negated or not) already spans the letter."""
+    for i in range(first, len(r.found)):
+        m = r.found[i]
+        if m.start > letter.start:
+            return False
+        if m.end > cue_end and m.end > letter.end:
+            return True
+    return False
+
+
+def _order(m: Mention) -> tuple[int, int]:
+    return m.start, -(m.end - m.start)
 
 
 def _target(r: Reading, cue_start: int, cue_end: int, near: bool) -> Optional[Verdict]:
     """The option a cue points at: the first mention after it in its sentence, not negated."""
     text = r.text
-    begin, end = _clause(text, cue_end)
-    window = r.found[bisect_left(r.starts, cue_start): bisect_left(r.starts, end)]
-    after = [m for m in window if m.end > cue_end]
+    begin, end = _clause(r, cue_end)
+    first_index = bisect_left(r.starts, cue_start)
+    positive: Iterator[Mention] = (m for m in r.positives(first_index, end) if m.end > cue_end)
     letter = _immediate_letter(text, begin, r.labels)
-    if letter and not any(m.start <= letter.start and m.end > letter.end for m in after):
-        after = sorted(after + [letter], key=lambda m: (m.start, -(m.end - m.start)))
-    positive = [m for m in after if not m.negated]
-    if not positive or (near and not _SHORT_REACH.fullmatch(text[cue_end: max(cue_end, positive[0].start)])):
+    if letter and not _covered(r, first_index, cue_end, letter):
+        positive = heapq.merge(positive, [letter], key=_order)
+    first = next(positive, None)
+    if first is None or (near and (first.start - cue_end > MAX_REACH or not _SHORT_REACH.fullmatch(text[cue_end: max(cue_end, first.start)]))):
         return None
-    first, rest = positive[0], [m for m in positive[1:] if m.start >= positive[0].end]
-    if rest and rest[0].index != first.index and _JOINER.fullmatch(text[first.end: rest[0].start]):
+    second = next((m for m in positive if m.start >= first.end), None)
+    if second and second.index != first.index and second.start - first.end <= MAX_JOIN and _JOINER.fullmatch(text[first.end: second.start]):
         return AMBIGUOUS  # "the answer is A or B"
     return first.index
 
@@ -477,7 +572,7 @@ def _cue_statements(r: Reading, cues: list[str], near: bool = False) -> list[Sta
     statements = []
     for cue in cues:
         for match in re.finditer(cue, r.text):
-            if _HYPOTHETICAL.search(r.text[max(0, match.start() - 200): match.start()]):
+            if r.hypothetical(match.start()):
                 continue
             verdict = _target(r, match.start(), match.end(), near)
             if verdict is not None:
@@ -515,7 +610,7 @@ def _unique_mention(found: list[Mention]) -> Optional[int]:
 def _decide(text: str, options: list[str], labels: list[str]) -> Optional[Verdict]:
     """Tiers 1–4 of the module docstring: the first tier holding a statement decides."""
     found = mentions(text, options, labels)
-    r = Reading(text, labels, found, [m.start for m in found])
+    r = Reading.of(text, labels, found)
     tiers = (
         lambda: _box_statements(text, options, labels) + _cue_statements(r, _FINAL_CUES),
         lambda: _cue_statements(r, _ANSWER_CUES) + _affirmed_statements(r),
@@ -566,9 +661,9 @@ def regex(reply: str, options: list[str], labels: list[str], pattern: Optional[s
 
 @EXTRACTORS.register("box")
 def box(reply: str, options: list[str], labels: list[str], pattern: Optional[str] = None) -> Optional[int]:
-    """Only \\box{X} / \\boxed{X}: the last box holding a letter, 'X. text' or an option's text."""
+    """Only \\box{X} / \\boxed{X}: the last box holding a letter, 'X. text' or an option's text (in the window `default` reads)."""
     _check_labels(options, labels)
-    return _last(_box_statements(unicodedata.normalize("NFKC", reply), options, labels))
+    return _last(_box_statements(unicodedata.normalize("NFKC", window(reply)), options, labels))
 
 
 @EXTRACTORS.register("first_letter")

@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 import unicodedata
 
+# Runs are bounded ({0,8}): several unbounded `\s*` side by side make a regex try every split of a long
+# run of spaces, which takes minutes on a degenerate reply.
 _LETTER_PATTERNS = [
-    re.compile(r"\\boxed\{\s*\(?([a-j])\)?\s*\}"),
-    re.compile(r"\\box\{\s*\(?([a-j])\)?\s*\}"),
-    re.compile(r"\b(?:final answer|answer|option|choice)\s*(?:is|:)?\s*[:\-]?\s*\(?\**([a-j])\**\)?(?![a-z])"),
-    re.compile(r"^\s*\(?\**([a-j])\**\)?\s*(?:[.):\-]|$)"),
-    re.compile(r"^\s*\(([a-j])\)"),
+    re.compile(r"\\boxed\{\s{0,8}\(?([a-j])\)?\s{0,8}\}"),
+    re.compile(r"\\box\{\s{0,8}\(?([a-j])\)?\s{0,8}\}"),
+    re.compile(r"\b(?:final answer|answer|option|choice)\s{0,8}(?:is|:)?\s{0,8}[:\-]?\s{0,8}\(?\*{0,4}([a-j])\*{0,4}\)?(?![a-z])"),
+    re.compile(r"^\s{0,64}\(?\*{0,4}([a-j])\*{0,4}\)?\s{0,8}(?:[.):\-]|$)"),
+    re.compile(r"^\s{0,64}\(([a-j])\)"),
 ]
 
 

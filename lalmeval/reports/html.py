@@ -11,10 +11,10 @@ from lalmeval.reports.assets import BROWSER_JS, CSS
 from lalmeval.reports.rundir import RunDir, ci95, subsets
 from lalmeval.reports.samples import MAX_FIELD_CHARS, MAX_SAMPLE_BYTES, GroupStats, SampleTable
 from lalmeval.reports.plots import Scored, latency_histograms, legend, score_charts, score_histograms
-from lalmeval.reports.tables import fmt, fmt_ci, group_cell
+from lalmeval.reports.tables import PROTOCOL_HEADER, fmt, fmt_ci, fmt_interval, group_cell, protocol_rows
 
 # Keys of a score's details that other columns already show.
-_SHOWN_ELSEWHERE = ("failures", "subsets")
+_SHOWN_ELSEWHERE = ("failures", "subsets", "protocol")
 
 
 def esc(value: Any) -> str:
@@ -116,15 +116,28 @@ def _scores_section(run: RunDir) -> str:
     return f'<section id="scores"><h2>Scores</h2>{table(header, rows, numeric, classes, "score-table")}{note}</section>'
 
 
+def _protocols_section(run: RunDir) -> str:
+    rows = protocol_rows(run)
+    if not rows:
+        return ""
+    note = ('<p class="small">The scoring convention of each score (runspec <code>protocol</code>) and what was actually used: '
+            "normalizer, error unit, alignment, tokenizer, judge template, prompt and generation settings.</p>")
+    return f'<section id="protocols"><h2>Scoring protocols</h2>{note}{table(PROTOCOL_HEADER, [[esc(c) for c in r] for r in rows])}</section>'
+
+
 def _aggregates_section(run: RunDir) -> str:
     if not run.aggregates:
         return ""
     grouped = any("group" in a for a in run.aggregates)
-    rows = [[esc(a.get("model")), esc(", ".join(a.get("names") or [])), esc(a.get("metric")), esc(fmt(a.get("weighted_mean"))),
-             esc(fmt(a.get("unweighted_mean"))), esc(a.get("num_samples", "")), esc(", ".join(a.get("datasets") or []))]
+    rows = [[esc(a.get("model")), esc(", ".join(a.get("names") or [])), esc(a.get("metric")), esc(fmt(a.get("pooled"))),
+             esc(fmt_interval(a.get("pooled_ci95"))), esc(fmt(a.get("weighted_mean"))), esc(fmt(a.get("unweighted_mean"))),
+             esc(a.get("num_samples", "")), esc(", ".join(a.get("datasets") or []))]
             + ([esc(group_cell(a))] if grouped else []) for a in run.aggregates]
-    header = ["Model", "Aggregate", "Metric", "Weighted mean", "Unweighted mean", "Scored samples", "Datasets"] + (["Group score"] if grouped else [])
-    return f'<section id="aggregates"><h2>Aggregates</h2>{table(header, rows, [3, 4, 5])}</section>'
+    header = (["Model", "Aggregate", "Metric", "Pooled", "Pooled 95% CI", "Weighted mean", "Unweighted mean", "Scored samples", "Datasets"]
+              + (["Group score"] if grouped else []))
+    note = ('<p class="small">Pooled: one score over the samples of all the datasets (their statistics summed, e.g. Σ errors / '
+            "Σ reference words); weighted: the datasets' scores weighted by scored samples; unweighted: their plain mean.</p>")
+    return f'<section id="aggregates"><h2>Aggregates</h2>{table(header, rows, [3, 4, 5, 6, 7])}{note}</section>'
 
 
 def _comparisons_section(run: RunDir) -> str:
@@ -194,16 +207,18 @@ def _header(run: RunDir) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in (run.final.get("versions") or {}).items())
     banner = (f'<div class="banner partial"><strong>Partial results.</strong> This run is partial ({esc(run.why_partial)}): every score '
               "covers only the samples it finished. Resume the run to complete it.</div>") if run.partial else ""
-    links = "".join(f'<a href="#{a}">{t}</a>' for a, t in (("scores", "Scores"), ("plots", "Plots"), ("aggregates", "Aggregates"),
-                                                          ("comparisons", "Comparisons"), ("failures", "Failures"), ("samples", "Samples"))
-                    if a not in ("aggregates", "comparisons") or getattr(run, a))
+    optional = {"protocols": bool(protocol_rows(run)), "aggregates": bool(run.aggregates), "comparisons": bool(run.comparisons)}
+    links = "".join(f'<a href="#{a}">{t}</a>' for a, t in (("scores", "Scores"), ("protocols", "Protocols"), ("plots", "Plots"),
+                                                          ("aggregates", "Aggregates"), ("comparisons", "Comparisons"),
+                                                          ("failures", "Failures"), ("samples", "Samples"))
+                    if optional.get(a, True))
     return (f"<header><h1>Run {esc(run.run_id)}{partial_badge() if run.partial else ''}</h1>"
             f'<p class="meta">created {esc(run.final.get("created", "?"))} · {esc(versions)}</p>{banner}<nav>{links}</nav></header>')
 
 
 def run_report(run: RunDir, stats: list[GroupStats], samples: SampleTable) -> str:
     """The whole report.html of one run."""
-    body = (_header(run) + _scores_section(run) + _plots_section(run, stats) + _aggregates_section(run)
+    body = (_header(run) + _scores_section(run) + _protocols_section(run) + _plots_section(run, stats) + _aggregates_section(run)
             + _comparisons_section(run) + _failures_section(run) + _samples_section(samples))
     data = f'<script type="application/json" id="samples-data">{script_json(samples.payload())}</script>'
     return page(f"lalmeval run {run.run_id}", body, data + f"<script>{BROWSER_JS}</script>")

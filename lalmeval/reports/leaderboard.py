@@ -144,11 +144,11 @@ def _aggregates(board: Leaderboard) -> str:
     labels = {(id(e.run), e.model): e.label for e in board.entries}
     runs = list({id(e.run): e.run for e in board.entries}.values())
     rows = [[esc(labels.get((id(run), a.get("model")), a.get("model"))), esc(", ".join(a.get("names") or [])), esc(a.get("metric")),
-             esc(fmt(a.get("weighted_mean"))), esc(fmt(a.get("unweighted_mean"))), esc(a.get("num_samples", ""))]
+             esc(fmt(a.get("pooled"))), esc(fmt(a.get("weighted_mean"))), esc(fmt(a.get("unweighted_mean"))), esc(a.get("num_samples", ""))]
             for run in runs for a in run.aggregates]
     if not rows:
         return ""
-    return "<h2>Aggregates</h2>" + table(["Model", "Aggregate", "Metric", "Weighted mean", "Unweighted mean", "Scored samples"], rows, [3, 4, 5])
+    return "<h2>Aggregates</h2>" + table(["Model", "Aggregate", "Metric", "Pooled", "Weighted mean", "Unweighted mean", "Scored samples"], rows, [3, 4, 5, 6])
 
 
 def leaderboard_html(board: Leaderboard, runs: Sequence[RunDir], out_dir: Path) -> str:

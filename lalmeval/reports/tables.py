@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from typing import Any, Optional
 
 from lalmeval.reports.rundir import RunDir, ci95, subsets
 
+PROTOCOL_FIELDS = ["protocol", "normalizer", "error_unit", "alignment", "tokenizer", "judge_template", "prompt", "generation"]
 CSV_FIELDS = ["run_id", "model", "dataset", "metric", "subset", "score", "ci_low", "ci_high", "stderr",
-              "num_samples", "num_failed", "partial"]
+              "num_samples", "num_failed", *PROTOCOL_FIELDS, "partial"]
 
 
 def fmt(value: Any) -> str:
@@ -23,13 +25,39 @@ def fmt_ci(score: dict[str, Any]) -> str:
     return f"[{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
 
 
+def _judge_template(value: Any) -> Optional[str]:
+    if isinstance(value, dict):
+        digest = str(value.get("sha256") or "")
+        return f"{value.get('name')} (sha256 {digest[:12]})" if digest else str(value.get("name"))
+    return None if value is None else str(value)
+
+
+def protocol_cells(score: dict[str, Any]) -> dict[str, Optional[str]]:
+    """The protocol a score was scored under and the settings it used, one text per PROTOCOL_FIELDS entry."""
+    used = (score.get("details") or {}).get("protocol")
+    if not isinstance(used, dict):
+        return {name: None for name in PROTOCOL_FIELDS}
+    compact = lambda v: json.dumps(v, ensure_ascii=False, sort_keys=True) if v else None  # noqa: E731
+    return {"protocol": f"{used.get('name')}@{used.get('version')}", "normalizer": used.get("normalizer"),
+            "error_unit": used.get("error_unit"), "alignment": used.get("alignment"), "tokenizer": used.get("tokenizer"),
+            "judge_template": _judge_template(used.get("judge_template")), "prompt": compact(used.get("prompt")),
+            "generation": compact(used.get("generation"))}
+
+
+def fmt_interval(interval: Any) -> str:
+    """'[low, high]' with two decimals for a two-number list, '' otherwise."""
+    if isinstance(interval, (list, tuple)) and len(interval) == 2 and all(isinstance(v, (int, float)) for v in interval):
+        return f"[{interval[0]:.2f}, {interval[1]:.2f}]"
+    return ""
+
+
 def result_rows(run: RunDir) -> list[dict[str, Any]]:
     """One row per score, then one per subset of that score, with the CSV's fields."""
     rows = []
     for score in run.scores:
         interval = ci95(score)
         base = {"run_id": run.run_id, "model": score["model"], "dataset": score["dataset"], "metric": score["metric"],
-                "partial": run.partial}
+                **protocol_cells(score), "partial": run.partial}
         rows.append({**base, "subset": "", "score": score.get("score"),
                      "ci_low": interval[0] if interval else None, "ci_high": interval[1] if interval else None,
                      "stderr": score.get("stderr"), "num_samples": score.get("num_samples"), "num_failed": score.get("num_failed")})
@@ -74,12 +102,31 @@ def results_md(run: RunDir) -> str:
              f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]" if r["ci_low"] is not None else "",
              _count(r["num_samples"]), _count(r["num_failed"])] for r in result_rows(run)]
     parts = [title, markdown_table(header, rows)]
+    protocols = protocol_rows(run)
+    if protocols:
+        parts += ["## Scoring protocols", markdown_table(PROTOCOL_HEADER, protocols)]
     if run.aggregates:
         grouped = any("group" in a for a in run.aggregates)
-        agg = [[a.get("model"), ", ".join(a.get("names") or []), a.get("metric"), fmt(a.get("weighted_mean")),
-                fmt(a.get("unweighted_mean")), _count(a.get("num_samples"))] + ([group_cell(a)] if grouped else []) for a in run.aggregates]
-        parts += ["## Aggregates", markdown_table(["Model", "Aggregate", "Metric", "Weighted", "Unweighted", "Samples"] + (["Group score"] if grouped else []), agg)]
+        agg = [[a.get("model"), ", ".join(a.get("names") or []), a.get("metric"), fmt(a.get("pooled")), fmt_interval(a.get("pooled_ci95")),
+                fmt(a.get("weighted_mean")), fmt(a.get("unweighted_mean")), _count(a.get("num_samples"))]
+               + ([group_cell(a)] if grouped else []) for a in run.aggregates]
+        parts += ["## Aggregates", markdown_table(["Model", "Aggregate", "Metric", "Pooled", "Pooled 95% CI", "Weighted", "Unweighted", "Samples"]
+                                                  + (["Group score"] if grouped else []), agg)]
     return "\n\n".join(parts) + "\n"
+
+
+PROTOCOL_HEADER = ["Model", "Dataset", "Metric", "Protocol", "Normalizer", "Unit", "Alignment", "Tokenizer", "Judge template",
+                   "Prompt", "Generation"]
+
+
+def protocol_rows(run: RunDir) -> list[list[str]]:
+    """One row per score that names its protocol: what it was scored and asked with."""
+    rows = []
+    for score in run.scores:
+        cells = protocol_cells(score)
+        if cells["protocol"] is not None:
+            rows.append([score["model"], score["dataset"], score["metric"], *(cells[k] or "" for k in PROTOCOL_FIELDS)])
+    return rows
 
 
 def group_cell(row: dict[str, Any]) -> str:
