@@ -2,7 +2,8 @@
 
     python benchmarks/endpoint.py --port 8123 --latency 0.2 --capacity 64
 
-It reads each request body whole (as a real server must) and answers a fixed transcript.
+It reads each request body whole (as a real server must) and answers a fixed text (`--reply`; by
+default a transcript, e.g. `Rating: 1` for a judge).
 GET /stats returns the request count and the first start / last finish times.
 """
 
@@ -15,13 +16,18 @@ import time
 
 from aiohttp import web
 
-REPLY = json.dumps({
-    "id": "bench", "object": "chat.completion", "model": "bench",
-    "choices": [{"index": 0, "message": {"role": "assistant", "content": "set a timer for five minutes"}, "finish_reason": "stop"}],
-}).encode()
+TRANSCRIPT = "set a timer for five minutes"
 
 
-def make_app(latency: float, capacity: int) -> web.Application:
+def reply_body(text: str) -> bytes:
+    return json.dumps({
+        "id": "bench", "object": "chat.completion", "model": "bench",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+    }).encode()
+
+
+def make_app(latency: float, capacity: int, reply: str = TRANSCRIPT) -> web.Application:
+    answer = reply_body(reply)
     slots = asyncio.Semaphore(capacity)
     stats = {"requests": 0, "bytes": 0, "first_arrival": None, "first_start": None, "last_end": None, "max_in_flight": 0}
     in_flight = 0
@@ -41,7 +47,7 @@ def make_app(latency: float, capacity: int) -> web.Application:
         stats["requests"] += 1
         stats["bytes"] += len(body)
         stats["last_end"] = time.time()
-        return web.Response(body=REPLY, content_type="application/json")
+        return web.Response(body=answer, content_type="application/json")
 
     async def models(request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": "bench"}]})
@@ -61,6 +67,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8123)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--capacity", type=int, default=64)
+    parser.add_argument("--reply", default=TRANSCRIPT, help="the text every reply holds")
     args = parser.parse_args()
     try:
         import uvloop
@@ -68,7 +75,7 @@ def main() -> None:
         uvloop.install()
     except ImportError:
         pass
-    web.run_app(make_app(args.latency, args.capacity), host="127.0.0.1", port=args.port, access_log=None, print=None)
+    web.run_app(make_app(args.latency, args.capacity, args.reply), host="127.0.0.1", port=args.port, access_log=None, print=None)
 
 
 if __name__ == "__main__":

@@ -1,20 +1,30 @@
-"""Scale of a whole run through `bash evaluate.sh`: memory, time to first request, throughput, replicas.
+"""Scale of a whole run through `bash evaluate.sh`: memory, time to first request, throughput, fan-out.
 
-    python benchmarks/scale.py [--only parquet100,parquet2000,clips20000,stream100k,slots,replicas] [--repeat N]
+    python benchmarks/scale.py [--only SCENARIOS] [--repeat N]
 
-parquet100   100 clips of 3-7 s as FLAC bytes in one parquet, zero-latency endpoint: time to
-             first request after `bash evaluate.sh` starts, wall time, samples/s end to end, peak RSS.
-parquet2000  the same with 2000 clips.
-clips20000   the same with 20 000 one-second clips; every sample scored.
-stream100k   100 000 one-second clips listed in a jsonl: RSS sampled through the run (flat?).
-slots        2000 clips of 5 s, endpoint 64 slots x 200 ms, batch_size 64: inference phase vs ideal.
-replicas     two replicas, one 3x slower: share of requests each served; then one killed mid-run.
+parquet100    100 clips of 3-7 s as FLAC bytes in a parquet of row groups of 100, zero-latency
+              endpoint: time to first request after `bash evaluate.sh` starts, wall time, peak RSS.
+parquet2000   the same with 2000 clips.
+onegroup2000  2000 distinct clips of 3-7 s in a parquet of ONE row group (as pyarrow and pandas
+              write it), zero-latency 64-slot endpoint; in the same run, the raw-client floor
+              (benchmarks/raw_client.py: the same requests from a minimal aiohttp client).
+clips20000    20 000 distinct one-second clips in three layouts: one-row-group parquet,
+              save_to_disk folder (Arrow), many small files listed in a jsonl.
+stream100k    100 000 one-second clips listed in a jsonl: RSS sampled through the run (flat?).
+fanout        3 models x 4 datasets (one per layout) x 2 metrics (WER, binary LLM judge), three
+              endpoints of 64/32/16 slots x 100 ms and a judge: peak RSS, each endpoint's share of
+              its ideal (the busiest one decides the run's length).
+slots         2000 clips of 5 s, endpoint 64 slots x 200 ms, batch_size 64: inference phase vs ideal.
+replicas      two replicas, one 3x slower: share of requests each served; then one killed mid-run.
 Each run is a fresh process (warm environment: the venv exists, files are in the page cache).
+Clips are real speech (demo utterances); the *2000/*20000/fanout ones are all different clips, as
+in a real dataset (a parquet writer's dictionary would fold repeated clips into one).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import socket
@@ -24,7 +34,9 @@ import tempfile
 import threading
 import time
 import urllib.request
+from functools import lru_cache
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import soundfile as sf
@@ -33,37 +45,134 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "private_datasets" / "demo_commands"
 REFERENCE = "set a timer for five minutes"
+INSTRUCTION = "Transcribe the audio."  # the raw client sends the same
+SPEECH_3_7 = [3 + 4 * i / 49 for i in range(50)]  # clip lengths in seconds
 
 
 def make_flacs(folder: Path, seconds: list[float]) -> list[Path]:
     """One FLAC per length, chaining demo utterances (real speech)."""
-    rows = [json.loads(line) for line in (DEMO / "demo_commands.jsonl").read_text().splitlines()]
     paths = []
     for index, length in enumerate(seconds):
-        pieces, total, k = [], 0, index
-        while total < length * 16000:
-            audio, _ = sf.read(DEMO / rows[k % len(rows)]["audio"], dtype="float32")
-            pieces.append(audio)
-            total += len(audio)
-            k += 7
         path = folder / f"clip{index:03d}.flac"
-        sf.write(path, np.concatenate(pieces)[: int(length * 16000)], 16000)
+        path.write_bytes(flac(index, length))
         paths.append(path)
     return paths
 
 
-def write_parquet(path: Path, clips: list[Path], rows: int) -> float:
-    """`rows` rows whose audio struct holds the bytes of clips[i % len]; returns the file's MB."""
+@lru_cache(maxsize=1)
+def speech() -> np.ndarray:
+    """Every demo utterance, chained (about 80 s of real speech at 16 kHz)."""
+    rows = [json.loads(line) for line in (DEMO / "demo_commands.jsonl").read_text().splitlines()]
+    return np.concatenate([sf.read(DEMO / row["audio"], dtype="float32")[0] for row in rows])
+
+
+def flac(index: int, seconds: float) -> bytes:
+    """FLAC bytes of `seconds` of speech starting at a place that depends on `index` (distinct clips)."""
+    audio, frames = speech(), int(seconds * 16000)
+    start = (index * 7919) % (len(audio) - frames)
+    out = io.BytesIO()
+    sf.write(out, audio[start : start + frames], 16000, format="FLAC")
+    return out.getvalue()
+
+
+def clips(count: int, lengths: list[float], shift: int = 0) -> Iterator[tuple[str, bytes]]:
+    """(id, FLAC bytes) of `count` distinct clips, their lengths cycling through `lengths`."""
+    for i in range(count):
+        yield f"s{i:06d}", flac(i + shift, lengths[(i + shift) % len(lengths)])
+
+
+def make_data(layout: str, work: Path, name: str, count: int, lengths: list[float], shift: int = 0) -> str:
+    """Write a dataset in a separate process; returns its path relative to `work`.
+
+    Not in this process: a child started from a process that once held the data inherits its peak
+    memory in the peak RSS the kernel reports for the child (the high-water mark of the address
+    space it replaced at exec), which would then measure the generator, not lalmeval."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(_write_layout, layout, work, name, count, lengths, shift).result()
+
+
+def _write_layout(layout: str, work: Path, name: str, count: int, lengths: list[float], shift: int) -> str:
+    return LAYOUTS[layout](work, name, clips(count, lengths, shift))
+
+
+def _audio_schema():
+    import pyarrow as pa
+
+    return pa.schema([("id", pa.string()), ("audio", pa.struct([("bytes", pa.binary()), ("path", pa.string())])), ("reference", pa.string())])
+
+
+def write_parquet(path: Path, clip_paths: list[Path], rows: int) -> float:
+    """`rows` rows whose audio struct holds the bytes of clips[i % len], in row groups of 100; returns MB."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    blobs = [clip.read_bytes() for clip in clips]
-    schema = pa.schema([("id", pa.string()), ("audio", pa.struct([("bytes", pa.binary()), ("path", pa.string())])), ("reference", pa.string())])
+    blobs = [clip.read_bytes() for clip in clip_paths]
+    schema = _audio_schema()
     with pq.ParquetWriter(path, schema) as writer:
         for start in range(0, rows, 100):
             batch = [{"id": f"s{i:06d}", "audio": {"bytes": blobs[i % len(blobs)], "path": None}, "reference": REFERENCE} for i in range(start, min(rows, start + 100))]
             writer.write_table(pa.Table.from_pylist(batch, schema=schema))
     return path.stat().st_size / 1e6
+
+
+def layout_onegroup(work: Path, name: str, items: Iterator[tuple[str, bytes]]) -> str:
+    """A parquet as `pq.write_table` (and pandas) writes it by default: one row group."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{"id": i, "audio": {"bytes": b, "path": None}, "reference": REFERENCE} for i, b in items]
+    pq.write_table(pa.Table.from_pylist(rows, schema=_audio_schema()), work / f"{name}.parquet")
+    return f"{name}.parquet"
+
+
+def layout_groups(work: Path, name: str, items: Iterator[tuple[str, bytes]]) -> str:
+    """A parquet of row groups of 100 rows (as `datasets` writes audio)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with pq.ParquetWriter(work / f"{name}.parquet", _audio_schema()) as writer:
+        batch = []
+        for sample_id, data in items:
+            batch.append({"id": sample_id, "audio": {"bytes": data, "path": None}, "reference": REFERENCE})
+            if len(batch) == 100:
+                writer.write_table(pa.Table.from_pylist(batch, schema=_audio_schema()))
+                batch = []
+        if batch:
+            writer.write_table(pa.Table.from_pylist(batch, schema=_audio_schema()))
+    return f"{name}.parquet"
+
+
+def layout_disk(work: Path, name: str, items: Iterator[tuple[str, bytes]]) -> str:
+    """A `Dataset.save_to_disk` folder (Arrow files; audio an Audio(decode=False) feature holding {bytes, path})."""
+    import pyarrow as pa
+    from datasets import Audio, Dataset
+
+    rows = [{"id": i, "audio": {"bytes": b, "path": None}, "reference": REFERENCE} for i, b in items]
+    # Built from Arrow and cast: encoding through the Audio feature would need torchcodec.
+    Dataset(pa.Table.from_pylist(rows, schema=_audio_schema())).cast_column("audio", Audio(decode=False)).save_to_disk(str(work / name))
+    return name
+
+
+def layout_files(work: Path, name: str, items: Iterator[tuple[str, bytes]]) -> str:
+    """One FLAC file per sample, listed in a jsonl (paths relative to it)."""
+    folder = work / name
+    folder.mkdir()
+    with (work / f"{name}.jsonl").open("w") as listing:
+        for sample_id, data in items:
+            (folder / f"{sample_id}.flac").write_bytes(data)
+            listing.write(json.dumps({"id": sample_id, "audio": f"{name}/{sample_id}.flac", "reference": REFERENCE}) + "\n")
+    return f"{name}.jsonl"
+
+
+LAYOUTS = {"one-row-group parquet": layout_onegroup, "parquet, row groups of 100": layout_groups,
+           "save_to_disk folder": layout_disk, "files + jsonl": layout_files}
+
+
+def size_mb(path: Path) -> float:
+    return (sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else path.stat().st_size) / 1e6
 
 
 def free_port() -> int:
@@ -72,9 +181,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_endpoint(latency: float, capacity: int) -> tuple[subprocess.Popen, str]:
+def start_endpoint(latency: float, capacity: int, reply: str = REFERENCE) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(REPO / "benchmarks" / "endpoint.py"), "--port", str(port), "--latency", str(latency), "--capacity", str(capacity)])
+    proc = subprocess.Popen([sys.executable, str(REPO / "benchmarks" / "endpoint.py"), "--port", str(port), "--latency", str(latency),
+                             "--capacity", str(capacity), "--reply", reply])
     for _ in range(100):
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1)
@@ -88,11 +198,15 @@ def stats_of(base: str) -> dict:
     return json.load(urllib.request.urlopen(base + "/stats"))
 
 
-def write_config(work: Path, data: str, models: list[dict]) -> Path:
+def write_config(work: Path, data: "str | dict[str, str]", models: list[dict], metrics: tuple[str, ...] = ("word_error_rate",), **extra) -> Path:
+    """A config over one data file (dataset `bench_set`) or {dataset name: data file}."""
+    datasets = {"bench_set": data} if isinstance(data, str) else data
     (work / "runspecs" / "bench").mkdir(parents=True, exist_ok=True)
-    spec = {"bench_set": {"hf_repo": f"../../{data}", "language": "en", "id_column": "id", "metrics": ["word_error_rate"]}}
+    spec = {name: {"hf_repo": f"../../{path}", "language": "en", "id_column": "id", "metrics": list(metrics), "instruction": INSTRUCTION}
+            for name, path in datasets.items()}
     (work / "runspecs" / "bench" / "bench.json").write_text(json.dumps(spec))
-    config = {"dataset_metric": [["bench_set", "word_error_rate"]], "models": models, "runspec_dirs": ["runspecs"], "output_dir": str(work / "runs")}
+    pairs = [[name, metric] for name in datasets for metric in metrics]
+    config = {"dataset_metric": pairs, "models": models, "runspec_dirs": ["runspecs"], "output_dir": str(work / "runs"), **extra}
     path = work / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -114,7 +228,7 @@ def evaluate(config: Path, run_id: str, sample_rss: bool = False) -> dict:
     done.set()
     reader.join(5)
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return {"started": started, "wall": time.time() - started, "code": proc.returncode,
+    return {"started": started, "wall": time.time() - started, "code": proc.returncode, "cpu": usage.ru_utime + usage.ru_stime,
             "peak_mb": usage.ru_maxrss / 1024, "trace": trace, "stderr": "".join(stderr_lines[-5:])}
 
 
@@ -133,7 +247,12 @@ def final(work: Path, run_id: str) -> dict:
     return json.loads((work / "runs" / run_id / "final_scores.json").read_text())["scores"][0]
 
 
+def all_scores(work: Path, run_id: str) -> list[dict]:
+    return json.loads((work / "runs" / run_id / "final_scores.json").read_text())["scores"]
+
+
 def model(base: str, name: str = "bench", batch: int = 64, **extra) -> dict:
+    """A model entry; entries with the same `model` id are replicas of one model."""
     return {"name": name, "url": base + "/v1", "model": "bench", "batch_size": batch, "timeout": 60, **extra}
 
 
@@ -144,26 +263,40 @@ def _spread(values: list[float], digits: int = 0) -> str:
     return f"{median:.{digits}f}" + (f" ({ordered[0]:.{digits}f}-{ordered[-1]:.{digits}f})" if len(ordered) > 1 else "")
 
 
+def zero_latency_run(work: Path, data: str, rows: int, run_id: str) -> dict:
+    """One `bash evaluate.sh` over `data` against a fresh zero-latency 64-slot endpoint; every sample must be scored."""
+    proc, base = start_endpoint(0.0, 64)
+    try:
+        out = evaluate(write_config(work, data, [model(base)]), run_id)
+        stats = stats_of(base)
+    finally:
+        proc.terminate()
+    score = final(work, run_id)
+    assert out["code"] == 0 and score["num_samples"] == rows and score["num_failed"] == 0, (out, score)
+    return {**out, "first": stats["first_arrival"] - out["started"]}
+
+
+def raw_floor(work: Path, data: str, rows: int) -> float:
+    """Wall time of benchmarks/raw_client.py sending the same requests (process start to last reply)."""
+    proc, base = start_endpoint(0.0, 64)
+    try:
+        started = time.time()
+        out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "raw_client.py"), "--data", str(work / data), "--url", base + "/v1"],
+                             capture_output=True, text=True, check=True)
+    finally:
+        proc.terminate()
+    assert json.loads(out.stdout)["answered"] == rows, out.stdout
+    return time.time() - started
+
+
 def parquet_run(work: Path, label: str, rows: int, seconds: list[float], repeat: int) -> None:
-    """`rows` clips (cycling through `seconds`) as FLAC in one parquet, zero-latency endpoint."""
-    clips = make_flacs(work, seconds)
-    mb = write_parquet(work / f"{label}.parquet", clips, rows)
-    firsts, walls, peaks = [], [], []
-    for attempt in range(repeat):
-        proc, base = start_endpoint(0.0, 64)
-        try:
-            out = evaluate(write_config(work, f"{label}.parquet", [model(base)]), f"{label}-{attempt}")
-            stats = stats_of(base)
-        finally:
-            proc.terminate()
-        score = final(work, f"{label}-{attempt}")
-        assert out["code"] == 0 and score["num_samples"] == rows and score["num_failed"] == 0, (out, score)
-        firsts.append(stats["first_arrival"] - out["started"])
-        walls.append(out["wall"])
-        peaks.append(out["peak_mb"])
+    """`rows` clips (cycling through `seconds`) as FLAC in a parquet of row groups of 100, zero-latency endpoint."""
+    mb = write_parquet(work / f"{label}.parquet", make_flacs(work, seconds), rows)
+    runs = [zero_latency_run(work, f"{label}.parquet", rows, f"{label}-{attempt}") for attempt in range(repeat)]
+    walls = [r["wall"] for r in runs]
     print(f"{label:<12} {rows} clips of {min(seconds):g}-{max(seconds):g} s ({mb:.0f} MB of FLAC in a parquet), zero latency, "
-          f"{repeat} run(s), median (range): first request {_spread(firsts, 2)} s after `bash evaluate.sh` started; "
-          f"wall {_spread(walls, 1)} s; {_spread([rows / wall for wall in walls])} samples/s end to end; peak RSS {_spread(peaks)} MB")
+          f"{repeat} run(s), median (range): first request {_spread([r['first'] for r in runs], 2)} s after `bash evaluate.sh` started; "
+          f"wall {_spread(walls, 1)} s; {_spread([rows / wall for wall in walls])} samples/s end to end; peak RSS {_spread([r['peak_mb'] for r in runs])} MB")
 
 
 def parquet100(work: Path, repeat: int = 1) -> None:
@@ -174,13 +307,34 @@ def parquet2000(work: Path, repeat: int = 1) -> None:
     parquet_run(work, "parquet2000", 2000, [3 + 4 * i / 49 for i in range(50)], repeat)
 
 
+def onegroup2000(work: Path, repeat: int = 1) -> None:
+    """2000 distinct clips of 3-7 s in one row group; lalmeval and the raw client take turns."""
+    data = make_data("one-row-group parquet", work, "onegroup", 2000, SPEECH_3_7)
+    runs, floors = [], []
+    for attempt in range(repeat):
+        floors.append(raw_floor(work, data, 2000))
+        runs.append(zero_latency_run(work, data, 2000, f"onegroup-{attempt}"))
+    walls = [r["wall"] for r in runs]
+    print(f"onegroup2000 2000 distinct clips of 3-7 s ({size_mb(work / data):.0f} MB parquet, one row group), zero latency, {repeat} run(s), "
+          f"median (range): first request {_spread([r['first'] for r in runs], 2)} s; wall {_spread(walls, 1)} s vs raw client "
+          f"{_spread(floors, 1)} s -> {_spread([w / f for w, f in zip(walls, floors)], 2)}x the floor; peak RSS {_spread([r['peak_mb'] for r in runs])} MB")
+
+
 def clips20000(work: Path, repeat: int = 1) -> None:
-    parquet_run(work, "clips20000", 20000, [1.0 + i / 500 for i in range(50)], repeat)
+    """20 000 distinct one-second clips in each layout users have."""
+    for layout in ("one-row-group parquet", "save_to_disk folder", "files + jsonl"):
+        name = layout.split()[0].replace("-", "")
+        data = make_data(layout, work, name, 20000, [1.0 + i / 500 for i in range(50)])
+        runs = [zero_latency_run(work, data, 20000, f"{name}-{attempt}") for attempt in range(repeat)]
+        walls = [r["wall"] for r in runs]
+        print(f"clips20000   20 000 distinct 1 s clips, {layout} ({size_mb(work / data.removesuffix('.jsonl')):.0f} MB), {repeat} run(s): "
+              f"first request {_spread([r['first'] for r in runs], 2)} s; {_spread([20000 / w for w in walls])} samples/s; "
+              f"peak RSS {_spread([r['peak_mb'] for r in runs])} MB")
 
 
 def stream100k(work: Path) -> None:
-    clips = make_flacs(work, [1.0 + i / 500 for i in range(50)])
-    rows = "".join(json.dumps({"id": f"s{i:06d}", "audio": clips[i % 50].name, "reference": REFERENCE}) + "\n" for i in range(100_000))
+    paths = make_flacs(work, [1.0 + i / 500 for i in range(50)])
+    rows = "".join(json.dumps({"id": f"s{i:06d}", "audio": paths[i % 50].name, "reference": REFERENCE}) + "\n" for i in range(100_000))
     (work / "set100k.jsonl").write_text(rows)
     proc, base = start_endpoint(0.0, 64)
     try:
@@ -196,8 +350,7 @@ def stream100k(work: Path) -> None:
 
 
 def slots(work: Path) -> None:
-    clips = make_flacs(work, [5.0] * 50)
-    write_parquet(work / "set5s.parquet", clips, 2000)
+    write_parquet(work / "set5s.parquet", make_flacs(work, [5.0] * 50), 2000)
     proc, base = start_endpoint(0.2, 64)
     try:
         out = evaluate(write_config(work, "set5s.parquet", [model(base)]), "slots")
@@ -212,8 +365,7 @@ def slots(work: Path) -> None:
 
 
 def replicas(work: Path) -> None:
-    clips = make_flacs(work, [2.0 + i / 50 for i in range(50)])
-    write_parquet(work / "set1000.parquet", clips, 1000)
+    write_parquet(work / "set1000.parquet", make_flacs(work, [2.0 + i / 50 for i in range(50)]), 1000)
     fast, fast_url = start_endpoint(0.1, 16)
     slow, slow_url = start_endpoint(0.3, 16)
     try:
@@ -239,17 +391,46 @@ def replicas(work: Path) -> None:
           f"exit code {out['code']}; {out['wall']:.1f} s")
 
 
-SCENARIOS = {"parquet100": parquet100, "parquet2000": parquet2000, "clips20000": clips20000, "stream100k": stream100k, "slots": slots, "replicas": replicas}
+def fanout(work: Path) -> None:
+    """3 models x 4 datasets (one per layout, 500 clips of 3-7 s each) x WER and a binary judge."""
+    data = {f"set_{i}": make_data(layout, work, f"set{i}", 500, SPEECH_3_7, shift=1000 * i) for i, layout in enumerate(LAYOUTS)}
+    shapes = {"a": (64, 0.1), "b": (32, 0.1), "c": (16, 0.1)}
+    started = {name: start_endpoint(latency, slots) for name, (slots, latency) in shapes.items()}
+    judge, judge_url = start_endpoint(0.0, 64, reply="The answer matches. Rating: 1")
+    try:
+        models = [model(started[name][1], name, slots, model=name) for name, (slots, _) in shapes.items()]
+        properties = {"judge_model": "bench", "judge_api_endpoint": judge_url + "/v1", "judge_concurrency": 64}
+        out = evaluate(write_config(work, data, models, ("word_error_rate", "llm_judge_binary"), judge_properties=properties), "fanout")
+        stats = {name: stats_of(base) for name, (_, base) in started.items()}
+    finally:
+        for proc, _ in [*started.values(), (judge, judge_url)]:
+            proc.terminate()
+    scores = all_scores(work, "fanout")
+    assert out["code"] == 0 and len(scores) == 24 and all(s["num_samples"] == 500 and s["num_failed"] == 0 for s in scores), (out, scores)
+    shares = {name: (stats[name]["requests"] / slots * latency) / (stats[name]["last_end"] - stats[name]["first_start"])
+              for name, (slots, latency) in shapes.items()}
+    busiest = max(shapes, key=lambda n: stats[n]["requests"] / shapes[n][0] * shapes[n][1])
+    print(f"fanout       3 models x 4 datasets x 2 metrics (WER, binary judge), 6000 requests + 6000 judgments: wall {out['wall']:.1f} s "
+          f"(CPU {out['cpu']:.1f} s); "
+          f"peak RSS {out['peak_mb']:.0f} MB; share of ideal " + ", ".join(f"{n} ({shapes[n][0]} slots) {v:.3f}" for n, v in shares.items())
+          + f"; busiest ({busiest}) {shares[busiest]:.3f}")
+
+
+SCENARIOS = {"parquet100": parquet100, "parquet2000": parquet2000, "onegroup2000": onegroup2000, "clips20000": clips20000,
+             "stream100k": stream100k, "fanout": fanout, "slots": slots, "replicas": replicas}
+REPEATED = {"parquet100", "parquet2000", "onegroup2000", "clips20000"}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated scenarios")
-    parser.add_argument("--repeat", type=int, default=5, help="runs of each parquet scenario (the shared VM varies run to run)")
+    parser.add_argument("--repeat", type=int, default=5, help="runs of each repeated scenario (the shared VM varies run to run)")
     args = parser.parse_args()
     for name in args.only.split(","):
+        # Time figures need a quiet machine; the load says how quiet it was (RSS figures do not depend on it).
+        print(f"[{name}: load average {' / '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs]", flush=True)
         with tempfile.TemporaryDirectory() as tmp:
-            if name.startswith(("parquet", "clips")):
+            if name in REPEATED:
                 SCENARIOS[name](Path(tmp), args.repeat)
             else:
                 SCENARIOS[name](Path(tmp))

@@ -7,7 +7,7 @@ import contextlib
 import signal
 import threading
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
@@ -27,16 +27,27 @@ class Evaluation:
     complete: bool                       # every sample has a prediction and every prediction a score (the CLI's exit 0)
 
 
-def _load(config: Union[str, Path, Mapping[str, Any]]):
-    """A Plan from a YAML path or a mapping; a mapping's relative paths are taken from the current directory."""
+def _load(config: Union[str, Path, Mapping[str, Any]], overrides: Any = None):
+    """A Plan from a YAML path or a mapping (with the command line's overrides, as `lalmeval run` applies them);
+    a mapping's relative paths are taken from the current directory."""
     from lalmeval.config import load_config, parse_config
+    from lalmeval.overrides import Overrides, apply
     from lalmeval.plan import build_plan
 
+    overrides = overrides or Overrides()
     if isinstance(config, Mapping):
-        return build_plan(parse_config(dict(config), "config"), Path("config"))
-    if isinstance(config, (str, Path)):
-        return build_plan(load_config(config), Path(config))
-    raise UserError(f"config must be a path to a YAML file or a dict, got {type(config).__name__}")
+        parsed, path = parse_config(dict(config), "config", overrides.supplied()), Path("config")
+    elif isinstance(config, (str, Path)):
+        parsed, path = load_config(config, overrides.supplied()), Path(config)
+    else:
+        raise UserError(f"config must be a path to a YAML file or a dict, got {type(config).__name__}")
+    return build_plan(apply(parsed, overrides, path), path)
+
+
+def _names(value: Union[str, Sequence[str], None]) -> tuple[str, ...]:
+    """'a,b' or ['a', 'b'] as names."""
+    items = [value] if isinstance(value, str) else list(value or [])
+    return tuple(dict.fromkeys(n.strip() for item in items for n in item.split(",") if n.strip()))
 
 
 class _Sink:
@@ -90,18 +101,31 @@ def _own_event_loop() -> Iterator[None]:
 
 def evaluate(config: Union[str, Path, Mapping[str, Any]], *, output_dir: Union[str, Path, None] = None,
              run_id: Optional[str] = None, use_cache: Optional[bool] = None, allow_config_change: bool = False,
-             quiet: bool = False) -> Evaluation:
-    """Run the evaluation a config describes (a YAML path or a dict) and return its scores; bad input raises UserError."""
+             quiet: bool = False, limit: Optional[int] = None, models: Union[str, Sequence[str], None] = None,
+             datasets: Union[str, Sequence[str], None] = None, metrics: Union[str, Sequence[str], None] = None,
+             log: Union[str, Sequence[str], None] = None) -> Evaluation:
+    """Run the evaluation a config describes (a YAML path or a dict) and return its scores; bad input raises UserError.
+
+    `limit`, `models`, `datasets`, `metrics` and `log` do what `lalmeval run`'s --limit, --models, --datasets,
+    --metrics and --log do."""
     from lalmeval.cli import check_run_id
     from lalmeval.options import RunOptions
+    from lalmeval.overrides import Overrides
     from lalmeval.runner import default_run_id, run
+    from lalmeval.trackers import chosen, log_run
 
+    if limit is not None and not (isinstance(limit, int) and 0 < limit <= 10**9):
+        raise UserError(f"limit must be a whole number of samples from 1 to 1000000000, got {limit!r}")
+    overrides = Overrides(limit, _names(models), _names(datasets), _names(metrics))
     with _silenced(quiet):
-        plan = _load(config)
+        trackers = chosen(_names(log))
+        plan = _load(config, overrides)
         out = Path(output_dir if output_dir is not None else plan.config.output_dir)
         run_id = check_run_id(run_id) if run_id is not None else default_run_id(out)
         options = RunOptions(use_cache=use_cache, allow_config_change=allow_config_change)
         with _own_event_loop():
             result = run(plan, out, run_id, quiet=quiet, options=options)
+        if trackers and result.final_path:
+            log_run(out / run_id, trackers)
     return Evaluation(out / run_id, [s.to_json() for s in result.scores], result.aggregates, result.comparisons,
                       result.failures, result.complete)

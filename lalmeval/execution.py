@@ -19,7 +19,8 @@ from lalmeval.engine import SCORING_FAILED, Engine
 from lalmeval.errors import Interrupted, UserError
 from lalmeval.failure_rate import FailureWatch
 from lalmeval.inference.client import Endpoint
-from lalmeval.inference.job import AudioCache, InferenceJob
+from lalmeval.inference.feed import AudioCache, SampleFeed, width
+from lalmeval.inference.job import InferenceJob
 from lalmeval.inference.launch import Launcher, launch_list, log_path
 from lalmeval.inference.protocols import PROTOCOLS
 from lalmeval.judge import Judge
@@ -104,15 +105,18 @@ class Execution:
         """One inference job per (dataset, model group): the pass every metric of that dataset reads."""
         plan = self.plan
         caches = {g.name: InferenceCache(self.cache_dir, g.name, self.store.root.name) for g in plan.groups}
-        # Prepared clips are shared by the models of a dataset; with one model nothing can be shared.
-        width = 2 * sum(e.info.batch_size for e in self.all_endpoints()) if len(plan.groups) > 1 else 0
+        # What every pass shares: each endpoint's window of prepared samples, each dataset's one reader,
+        # and the clips one model prepared for the others (nothing to share with one model).
+        windows = {e: asyncio.Semaphore(width(e.info.batch_size)) for e in self.all_endpoints()}
+        shared = 2 * sum(width(e.info.batch_size) for e in self.all_endpoints()) if len(plan.groups) > 1 else 0
+        audio = AudioCache(capacity=shared, max_seconds=plan.config.max_audio_seconds)
         jobs: Jobs = {}
         for planned in plan.datasets:
             if planned.name not in sources:
                 continue
             dataset = sources[planned.name].dataset  # with its format's column mapping filled in
             postprocessor = POSTPROCESSORS.get(dataset.spec.postprocessor)()
-            audio = AudioCache(capacity=width)
+            feed = SampleFeed(sources[planned.name].samples)
             for group in plan.groups:
                 entry = next(m for m in plan.config.models if m.name == group.name)
                 preprocessor = PREPROCESSORS.get(dataset.spec.preprocessor)(dataset, plan.prompt_settings(entry, dataset))
@@ -120,7 +124,7 @@ class Execution:
                     dataset.name, dataset.iso_language, sources[dataset.name], group.name, self.endpoints[group.name],
                     PROTOCOLS.get(group.info.inference_type), preprocessor, postprocessor, plan.params(entry, dataset),
                     audio, self.store, self.options, caches[group.name], self.stop, group.identity, plan.repeats(dataset),
-                    dataset.spec.long_audio or group.info.long_audio, self.redact,
+                    dataset.spec.long_audio or group.info.long_audio, self.redact, feed, windows,
                 )
         return jobs
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from lalmeval.errors import UserError, closest
 from lalmeval.files import load_yaml
 from lalmeval.generation import Generation
-from lalmeval.verdicts import Labels, Scale, Verdict
+from lalmeval.verdicts import READS, STATEMENT, Labels, Scale, Verdict
 
 SHIPPED = Path(__file__).with_name("judge_templates.yaml")
 DEFAULT = "default"
@@ -37,11 +37,18 @@ class _Strict(BaseModel):
 class VerdictSpec(_Strict):
     scale: Optional[tuple[int, int]] = Field(None, description="[low, high]: the verdict is an integer rating in this range.")
     labels: Optional[dict[str, int]] = Field(None, description="{word: value}: the verdict is one of these words (any case).")
+    read: str = Field(STATEMENT, description="How the verdict is read: statement (lalmeval's grammar), or as a peer reads it: "
+                                             "whole_reply, last_line (words), first_number (ratings).")
 
     @model_validator(mode="after")
     def _one(self) -> "VerdictSpec":
         if (self.scale is None) == (self.labels is None):
             raise ValueError("give either scale: [low, high] or labels: {word: value}")
+        if self.read not in READS:
+            raise ValueError(f"read '{self.read}' is not a reading{closest(self.read, READS)}; readings: {', '.join(READS)}")
+        kind = READS[self.read]
+        if kind is not None and (kind is Labels) != (self.labels is not None):
+            raise ValueError(f"read '{self.read}' reads {'words: give labels' if kind is Labels else 'ratings: give scale'}")
         if self.scale is not None and not 0 <= self.scale[0] < self.scale[1] <= 1000:
             raise ValueError("scale must be [low, high] with 0 <= low < high <= 1000")
         if self.labels is not None and (len(self.labels) < 2 or any(not w.strip() or w != w.strip() for w in self.labels)):
@@ -50,8 +57,8 @@ class VerdictSpec(_Strict):
 
     def verdict(self) -> Verdict:
         if self.scale is not None:
-            return Scale(*self.scale)
-        return Labels({word.lower(): value for word, value in (self.labels or {}).items()})
+            return Scale(*self.scale, read=self.read)
+        return Labels({word.lower(): value for word, value in (self.labels or {}).items()}, read=self.read)
 
 
 class TextsSpec(_Strict):

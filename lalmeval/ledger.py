@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Optional
 
-from lalmeval.records import Record
+from lalmeval.records import Record, failure_kind
 
 Unit = tuple[str, int]   # (sample id, repeat)
 INTERRUPTED = "interrupted: not requested before the run stopped (resume the run to request it)"
+NOT_RUN = failure_kind(INTERRUPTED)   # the failure kind of a sample the stopped run never requested: not run, not failed
 
 
 class InvariantError(AssertionError):

@@ -202,7 +202,8 @@ def _checked_plan(config: Config, config_path: Path) -> Plan:
     base = config_path.resolve().parent
     source = str(config_path)  # errors name the config file as the user gave it
     try:
-        catalog = Catalog.load(runspec_dirs(config.runspec_dirs, base), locations(config.dataset_paths, config.dataset_root, base))
+        catalog = Catalog.load(runspec_dirs(config.runspec_dirs, base), locations(config.dataset_paths, config.dataset_root, base),
+                               declared=(config.datasets, config_path))
     except UserError as exc:
         raise UserError(f"{source}: {exc}" if str(exc).startswith("dataset_paths") else str(exc)) from None
     for model in config.models:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import platform
 import time
 from importlib import metadata
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, TextIO
 
 from lalmeval import __version__
+from lalmeval.console import Redact, text_table
+from lalmeval.ledger import NOT_RUN
 from lalmeval.provenance import cached_answers, provenance_notes
 from lalmeval.records import Score
 from lalmeval.reports.tables import group_cell
+from lalmeval.secrets import NO_SECRETS
 from lalmeval.runspecs import Catalog
 from lalmeval.stats import paired_bootstrap, pooled
 
@@ -101,18 +104,11 @@ def _fmt(value: Optional[float]) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
-    render = lambda row: "| " + " | ".join(str(x).ljust(w) for x, w in zip(row, widths)) + " |"  # noqa: E731
-    return "\n".join([line, render(header), line, *map(render, rows), line])
-
-
 def _fmt_interval(interval: Optional[Sequence[float]]) -> str:
     return "n/a" if interval is None else f"[{interval[0]:.2f}, {interval[1]:.2f}]"
 
 
-def score_table(scores: list[Score], aggregate_rows: list[dict[str, Any]]) -> str:
+def score_table(scores: list[Score], aggregate_rows: list[dict[str, Any]], redact: Redact = NO_SECRETS, stream: Optional[TextIO] = None) -> str:
     """The console summary: one row per (model, dataset, metric), then the aggregates and what the scores pool."""
     judged = any("num_judge_failed" in s.details for s in scores)
     cached = any(cached_answers(s.details) for s in scores)
@@ -122,31 +118,41 @@ def score_table(scores: list[Score], aggregate_rows: list[dict[str, Any]]) -> st
             + ([str(len(s.details.get("replicas") or []) or 1)] if pooled else []) + [_fmt(s.score), _fmt_interval(s.ci95)] for s in scores]
     header = (["Model", "Dataset", "Metric", "Num", "Failed"] + (["Judge failed"] if judged else []) + (["Cached"] if cached else [])
               + (["Replicas"] if pooled else []) + ["Score", "95% CI"])
-    text = _table(header, rows)
+    text = text_table(header, rows, range(3, len(header)), redact=redact, stream=stream)
     notes = provenance_notes([s.to_json() for s in scores])
     if notes:
-        text += "\n" + "\n".join(f"Note: {note}." for note in notes)
+        text += "\n" + "\n".join(redact(f"Note: {note}.") for note in notes)
     if aggregate_rows:
         grouped = any("group" in a for a in aggregate_rows)
         agg = [[a["model"], ",".join(a["names"]), a["metric"], str(a["num_samples"]), _fmt(a.get("pooled")), _fmt_interval(a.get("pooled_ci95")),
                 _fmt(a["weighted_mean"]), _fmt(a["unweighted_mean"])] + ([group_cell(a)] if grouped else []) for a in aggregate_rows]
-        text += "\n" + _table(["Model", "Aggregate", "Metric", "Num", "Pooled", "Pooled 95% CI", "Weighted", "Unweighted"]
-                              + (["Group score"] if grouped else []), agg)
+        header = ["Model", "Aggregate", "Metric", "Num", "Pooled", "Pooled 95% CI", "Weighted", "Unweighted"] + (["Group score"] if grouped else [])
+        text += "\n" + text_table(header, agg, range(3, len(header)), redact=redact, stream=stream)
     return text
 
 
-def comparison_table(rows: list[dict[str, Any]]) -> str:
+def comparison_table(rows: list[dict[str, Any]], redact: Redact = NO_SECRETS, stream: Optional[TextIO] = None) -> str:
     """Pairs of models on the same dataset–metric: A − B over shared samples, its interval and p-value."""
     body = [[c["dataset"], c["metric"], c["model_a"], c["model_b"], str(c["num_samples"]), f"{c['difference']:+.2f}",
              _fmt_interval(c["ci95"]), f"{c['p_value']:.3f}"] for c in rows]
-    return "Paired comparisons (A − B on shared samples, paired bootstrap):\n" + _table(
-        ["Dataset", "Metric", "A", "B", "Num", "A − B", "95% CI", "p"], body)
+    return text_table(["Dataset", "Metric", "A", "B", "Num", "A − B", "95% CI", "p"], body, (4, 5, 6, 7),
+                      title="Paired comparisons (A − B on shared samples, paired bootstrap)", redact=redact, stream=stream)
 
 
-def failure_table(failures: list[dict[str, Any]]) -> str:
-    """Failed samples by model, dataset and kind; each kind's example reason whole, below the table."""
+def failure_table(failures: list[dict[str, Any]], redact: Redact = NO_SECRETS, stream: Optional[TextIO] = None) -> str:
+    """Failed samples by model, dataset and kind; each kind's example reason whole, below the table.
+    Samples a stopped run never requested are not failures: they are counted apart, as not run."""
     # A reason often ends in the file or URL that failed: cut to a column width, it would lose exactly that.
-    rows = [[f["model"], f["dataset"], f["kind"], str(f["count"]), str(i)] for i, f in enumerate(failures, 1)]
-    table = _table(["Model", "Dataset", "Kind", "Count", "Example"], rows)
-    examples = [f"{i}. " + f["example"].replace("\n", "\n   ") for i, f in enumerate(failures, 1)]
-    return "\n".join(["Failed samples:", table, *examples])
+    failed = [f for f in failures if f["kind"] != NOT_RUN]
+    parts = []
+    if failed:
+        rows = [[f["model"], f["dataset"], f["kind"], str(f["count"]), str(i)] for i, f in enumerate(failed, 1)]
+        parts.append(text_table(["Model", "Dataset", "Kind", "Count", "Example"], rows, (3, 4), title="Failed samples",
+                                redact=redact, stream=stream))
+        parts += [redact(f"{i}. " + f["example"].replace("\n", "\n   ")) for i, f in enumerate(failed, 1)]
+    stopped = [f for f in failures if f["kind"] == NOT_RUN]
+    if stopped:
+        rows = [[f["model"], f["dataset"], str(f["count"])] for f in stopped]
+        parts.append(text_table(["Model", "Dataset", "Count"], rows, (2,), redact=redact, stream=stream,
+                                title="Not run: the run stopped before these samples were requested (a resume requests them)"))
+    return "\n".join(parts)

@@ -75,7 +75,8 @@ def failures(jobs: Jobs) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda row: (row["model"], row["dataset"], row["kind"]))
 
 
-def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options: RunOptions = RunOptions(), progress_every: float = 15.0) -> RunResult:
+def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options: RunOptions = RunOptions(), progress_every: float = 15.0,
+        name_report: bool = True) -> RunResult:
     """Run a plan end to end and write DIR/<run_id>/.
 
     A write the disk refuses before the first request raises WriteFailed. Ctrl-C raises Interrupted
@@ -117,7 +118,7 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
             store.unlock()
         stopped = Interrupted(f"after the run was written: {written} are on disk")
         if not quiet:
-            _print_summary(result, store, options, redactor)
+            _print_summary(result, store, options, redactor, name_report)
     except Interrupted:
         raise
     except KeyboardInterrupt:
@@ -200,7 +201,9 @@ def who(label: str) -> str:
     return label if label.startswith("judge:") else f"model '{label}'"
 
 
-def _print_summary(result: RunResult, store: RunStore, options: RunOptions, redact: Redactor) -> None:
+def _print_summary(result: RunResult, store: RunStore, options: RunOptions, redact: Redactor, name_report: bool = True) -> None:
+    """The score, comparison and failure tables, what went wrong, and where the results are; with `name_report`
+    the last line names report.html (the CLI names it itself, after what it has to say about the outcome)."""
     if result.reused or result.cache_hits:
         print(f"Reused {result.reused} stored prediction(s); {result.cache_hits} answer(s) from the cache", file=sys.stderr)
     if options.skip_eval:
@@ -208,11 +211,11 @@ def _print_summary(result: RunResult, store: RunStore, options: RunOptions, reda
     else:
         if result.interrupted or result.write_error or result.broken_off:
             print("PARTIAL: the run stopped early; the scores below cover only the samples that finished.")
-        print(redact(score_table(result.scores, result.aggregates)))
+        print(score_table(result.scores, result.aggregates, redact))
         if result.comparisons:
-            print(redact(comparison_table(result.comparisons)))
+            print(comparison_table(result.comparisons, redact))
     if result.failures:
-        print(redact(failure_table(result.failures)))
+        print(failure_table(result.failures, redact))
     for name, reason in result.down.items():
         if name in result.refused:  # a refusal that failed samples is the one line the command ends with
             if result.complete:
@@ -225,7 +228,7 @@ def _print_summary(result: RunResult, store: RunStore, options: RunOptions, reda
         print(redact(f"error: dataset '{name}': {reason.rstrip('.')}; the samples after the break failed or were never read"), file=sys.stderr)
     if result.final_path:
         print(f"Results: {result.final_path}")
-        if (store.root / "report.html").is_file():
+        if name_report and (store.root / "report.html").is_file():
             print(f"Report: {store.root / 'report.html'}")
 
 

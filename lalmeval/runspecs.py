@@ -252,6 +252,14 @@ def _read_file(path: Path, category: str, where: Locations = Locations()) -> lis
     raw = load_json(path, "runspec")
     if not isinstance(raw, dict):
         raise UserError(f"{path}: a runspec must be a JSON object of dataset name → settings")
+    return read_entries(raw, path, category, path.stem, where)
+
+
+DECLARED_CATEGORY, DECLARED_TASK_TYPE = "config", "datasets"   # where a config's own `datasets` entries stand
+
+
+def read_entries(raw: dict, path: Path, category: str, task_type: str, where: Locations = Locations()) -> list[Union[Dataset, Group]]:
+    """The datasets and groups of a runspec's entries, each validated; relative paths start at `path`'s folder."""
     entries: list[Union[Dataset, Group]] = []
     for name, entry in raw.items():
         if not name.strip() or any(ord(ch) < 32 for ch in name):
@@ -263,12 +271,12 @@ def _read_file(path: Path, category: str, where: Locations = Locations()) -> lis
             raise _validation_error(path, name, exc, model) from None
         if isinstance(spec, GroupSpec):
             _check_reproduces(path, name, spec.reproduces)
-            entries.append(Group(name, category, path.stem, spec, path))
+            entries.append(Group(name, category, task_type, spec, path))
             continue
         spec = with_format_defaults(spec)
         _check_spec(path, name, spec)
         spec = with_protocol_defaults(spec, f"{path}: dataset '{name}'")
-        entries += per_file_datasets(where.place(Dataset(name, category, path.stem, spec, path)))
+        entries += per_file_datasets(where.place(Dataset(name, category, task_type, spec, path)))
     return entries
 
 
@@ -330,20 +338,25 @@ class Catalog:
         self.groups = {g.name: g for g in groups or []}
 
     @classmethod
-    def load(cls, dirs: list[Path], where: Locations = Locations()) -> "Catalog":
-        """Read every runspec under `dirs` (data where `where` says); a duplicate name is an error naming both
-        files, a group member that names nothing is an error naming the group's file."""
+    def load(cls, dirs: list[Path], where: Locations = Locations(), declared: Optional[tuple[dict, Path]] = None) -> "Catalog":
+        """Read every runspec under `dirs` (data where `where` says), then the entries a config declares itself
+        (`declared`: its `datasets` and the config file); a duplicate name is an error naming both files, a
+        group member that names nothing is an error naming the group's file."""
         found: dict[str, Union[Dataset, Group]] = {}
+        batches = []
         for root in dirs:
             if not root.is_dir():
                 raise UserError(f"{root}: runspec directory not found")
             # <dir>/<category>/<task_type>.json (or <dir>/<task_type>.json): data folders below stay out.
             for path in sorted([*root.glob("*.json"), *root.glob("*/*.json")]):
-                category = path.parent.name if path.parent != root else path.stem
-                for entry in _read_file(path, category, where):
-                    if entry.name in found:
-                        raise UserError(f"dataset '{entry.name}' is defined twice: {found[entry.name].source} and {path}")
-                    found[entry.name] = entry
+                batches.append((path, _read_file(path, path.parent.name if path.parent != root else path.stem, where)))
+        if declared and declared[0]:
+            batches.append((declared[1], read_entries(declared[0], declared[1], DECLARED_CATEGORY, DECLARED_TASK_TYPE, where)))
+        for path, entries in batches:
+            for entry in entries:
+                if entry.name in found:
+                    raise UserError(f"dataset '{entry.name}' is defined twice: {found[entry.name].source} and {path}")
+                found[entry.name] = entry
         datasets = [e for e in found.values() if isinstance(e, Dataset)]
         entries = set(found) | {d.group for d in datasets if d.group}
         for name in where.paths:

@@ -16,6 +16,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Optional, Sequence
 import yaml
 
 from lalmeval.background import stop_if_abandoned
+from lalmeval.clips import ClipKeeper
 from lalmeval.errors import DISK_FULL, UserError, WriteFailed, write_failed
 from lalmeval.files import check_regular
 from lalmeval.records import Record
@@ -238,6 +239,7 @@ class RunStore:
 
     def __init__(self, root: Path):
         self.root = root
+        self.clips = ClipKeeper(root)   # copies of clips embedded in the data, for report.html to play
         self._lock_handle: Optional[Any] = None
         try:
             root.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,10 @@ Within the deciding tier every statement must agree, otherwise the judgment is a
 mention never silently wins. Echoed scales are skipped, not read: "(0-5)", "[1-10]", "/5",
 "out of 5", "on a scale of 0 to 5", "0-5", "yes or no". The value read must be on the template's
 scale: an integer, within it, and a stated denominator ("4/10") must be the scale's top.
+
+A template may instead read its verdict the way its peer does (`read`, see READINGS at
+the end), so that lalmeval's numbers and the peer's agree reply for reply; a reply from which the
+peer's own reading gets no verdict is still a failure here, never a 0.
 """
 
 from __future__ import annotations
@@ -23,11 +27,12 @@ import json
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 _FINAL_TIER, _LABELLED_TIER, _LINE_TIER, _PROSE_TIER = 0, 1, 2, 3
 _NOT_AFTER_LETTER = r"(?<![A-Za-z0-9_-])"  # a label starts a word (Chinese labels may follow Chinese text)
 _QUOTE_LIMIT = 60  # characters of a statement quoted in a failure reason
+STATEMENT = "statement"  # the default reading: the grammar above
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,7 @@ class Scale:
 
     low: int
     high: int
+    read: str = STATEMENT
 
     @property
     def binary(self) -> bool:
@@ -50,6 +56,7 @@ class Labels:
     """The verdict is one of these words (any case), each worth a value: {"yes": 1, "no": 0}."""
 
     values: dict[str, int]
+    read: str = STATEMENT
 
     @property
     def binary(self) -> bool:
@@ -79,10 +86,15 @@ class _Statement:
 
 
 def read_verdict(reply: str, verdict: Verdict) -> Reading:
-    """The verdict of a judge's reply under `verdict`'s grammar (see the module docstring)."""
+    """The verdict of a judge's reply, read as `verdict.read` says (the grammar of the module docstring by default)."""
     text, problem = _visible(reply)
     if problem:
         return Reading(problem=problem)
+    return READINGS[verdict.read](text, verdict)
+
+
+def _by_statement(text: str, verdict: Verdict) -> Reading:
+    """The verdict the reply's statements agree on, in the first tier holding any."""
     blanked, objects = _json_objects(text)
     cleaned = _demarkdown(blanked)
     if isinstance(verdict, Scale):
@@ -321,3 +333,47 @@ def _nothing_found(text: str, verdict: Verdict) -> str:
     if echoed:
         return f"unparseable judgment: {_quote(echoed.group(0))} holds no rating on the {verdict.describe()} scale"
     return f"unparseable judgment: no rating ({verdict.describe()}) found"
+
+
+# --- the peers' own readings (a template's `read:`) ---------------------------------------------
+
+
+def _whole_reply(text: str, verdict: Labels) -> Reading:
+    """The whole reply, stripped, in any case, is one of the words (lmms-eval's VoiceBench sd-qa
+    judge: `content.strip().lower() == "yes"`; anything else it scores 0, here it is a failure)."""
+    word = text.strip().lower()
+    if word in verdict.values:
+        return Reading(value=verdict.values[word])
+    return Reading(problem=f"unparseable judgment: the reply is not just {verdict.describe()}: {_quote(text)}")
+
+
+def _last_line(text: str, verdict: Labels) -> Reading:
+    """The last line of the reply holds one of the words anywhere, the first in the template's order
+    winning (Kimi-Audio-Evalkit's collect_acc: "yes" in the line, else "no" in it — "not" holds
+    "no"; a line holding neither is invalid there too, left out of its accuracy)."""
+    line = text.strip().split("\n")[-1].strip()
+    lowered = line.lower()
+    for word, value in verdict.values.items():
+        if word in lowered:
+            return Reading(value=value)
+    return Reading(problem=f"unparseable judgment: the last line holds no {verdict.describe()}: {_quote(line)}")
+
+
+_FIRST_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _first_number(text: str, verdict: Scale) -> Reading:
+    """The first number anywhere in the reply (lmms-eval's VoiceBench open-answer judge, _parse_raw_score,
+    which scores a reply without one 0); it must be a rating on the scale."""
+    match = _FIRST_NUMBER.search(text)
+    if match is None:
+        return Reading(problem=f"unparseable judgment: no number in the reply (this judge reads the first one): {_quote(text)}")
+    return _on_scale([_Statement(_LABELLED_TIER, float(match.group(0)), match.group(0))], verdict)
+
+
+# How a verdict may be read (a template's `read:`), and the kind of verdict each reading reads
+# (None: both ratings and words).
+READINGS: dict[str, Callable[[str, Any], Reading]] = {
+    STATEMENT: _by_statement, "whole_reply": _whole_reply, "last_line": _last_line, "first_number": _first_number,
+}
+READS: dict[str, Optional[type]] = {STATEMENT: None, "whole_reply": Labels, "last_line": Labels, "first_number": Scale}

@@ -43,7 +43,7 @@ def test_evaluate_a_dict_reads_relative_paths_from_the_current_directory(ws, mon
         result = lalmeval.evaluate(config, run_id="d")
     assert result.complete and result.scores[0]["num_samples"] == 3
     assert (ws.root / "runs" / "d" / "final_scores.json").is_file()
-    assert "| m     | cmds    | word_error_rate | 3   | 0      |" in capsys.readouterr().out  # not quiet: the table, as the CLI prints it
+    assert "│ m     │ cmds    │ word_error_rate │   3 │      0 │" in capsys.readouterr().out  # not quiet: the table, as the CLI prints it
 
 
 def test_quiet_prints_nothing_on_stdout_or_stderr_that_a_loud_run_prints(ws, capfd):
@@ -71,7 +71,7 @@ def test_quiet_prints_nothing_on_stdout_or_stderr_that_a_loud_run_prints(ws, cap
         loud = capfd.readouterr()
     assert quiet.scores[0]["num_samples"] == 3 and quiet.complete
     assert (silent.out, silent.err) == ("", "")
-    for printed in ("| Model", "skipping dataset 'qs_fr'", "warning: models[m].auth_token is shorter", "qs × m: "):
+    for printed in ("│ Model", "skipping dataset 'qs_fr'", "warning: models[m].auth_token is shorter", "qs × m: "):
         assert printed in loud.out + loud.err, printed
 
 

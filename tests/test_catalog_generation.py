@@ -77,7 +77,8 @@ def test_strict_parity_asks_for_the_peers_judge_and_au_harness_meets_it():
     verdicts = {peer: {name: (verdict, detail) for name, verdict, detail in rows} for peer, rows in parity(CATALOG).items()}
     assert verdicts["au_harness"]["noise_detection"][0] == "reproduced"  # binary and detailed judge, each with its template
     assert verdicts["kimi"]["sd-qa"][0] == verdicts["kimi"]["OpenAudioBench"][0] == verdicts["kimi"]["commoneval"][0] == "reproduced"
-    assert verdicts["kimi"]["MELD"] == ("same data and metric", "MELD@kimi: metric mqa without judge_template kimi_single_choice")
+    assert verdicts["kimi"]["MELD"][0] == verdicts["kimi"]["mmsu"][0] == "reproduced"  # multiple choice judged by kimi_single_choice
+    assert verdicts["lmms"]["voicebench_alpacaeval"][0] == verdicts["lmms"]["voicebench_wildvoice"][0] == "reproduced"  # lmms_voicebench_open
 
 
 def test_peer_entries_name_the_peers_judge_for_each_judge_metric():
@@ -92,6 +93,9 @@ def test_peer_entries_name_the_peers_judge_for_each_judge_metric():
     assert spec("mix_evals_audio2text_freeform").judge_template is None  # MixEval-X's 0-1 judge: the default binary stands in
     assert (spec("sd-qa@kimi").judge_template, spec("commoneval@kimi").judge_template, spec("ClothoAQA@kimi").judge_template) == \
         ("kimi_sd_qa", "kimi_open_qa", "kimi_yes_no")
+    assert spec("MELD@kimi").judge_template == spec("TUT2017@kimi").judge_template == "kimi_single_choice"
+    assert (spec("voicebench_sd-qa_usa").judge_template, spec("voicebench_commoneval@lmms").judge_template) == \
+        ("lmms_voicebench_sd_qa", "lmms_voicebench_open")
     subsets = {d.spec.keep_subsets[0]: d.spec.judge_template for d in CATALOG.resolve("OpenAudioBench@kimi")}
     assert subsets == {s: f"kimi_openaudiobench_{s}" for s in ("alpaca_eval", "llama_questions", "reasoning_qa", "trivia_qa", "web_questions")}
     assert all(d.spec.reproduces == f"kimi:OpenAudioBench/{d.spec.keep_subsets[0]}" for d in CATALOG.resolve("OpenAudioBench@kimi"))

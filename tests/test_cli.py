@@ -27,10 +27,10 @@ def test_evaluate_sh_runs_the_shipped_demo_end_to_end(tmp_path):
     """Whisper tiny.en and pocketsphinx, each launched by the config on a free port, side by side."""
     out = subprocess.run(["bash", "evaluate.sh", "--output-dir", str(tmp_path), "--run-id", "demo"], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
-    assert "| whisper-tiny.en   | demo_commands | word_error_rate | 40  | 0      |" in out.stdout
-    assert "| pocketsphinx-demo | demo_commands | word_error_rate | 40  | 0      |" in out.stdout
-    assert "| demo_commands | word_error_rate | whisper-tiny.en | pocketsphinx-demo | 40  |" in out.stdout  # the paired comparison
-    assert f"Report: {tmp_path / 'demo' / 'report.html'}" in out.stdout
+    assert "│ whisper-tiny.en   │ demo_commands │ word_error_rate │  40 │      0 │" in out.stdout
+    assert "│ pocketsphinx-demo │ demo_commands │ word_error_rate │  40 │      0 │" in out.stdout
+    assert "│ demo_commands │ word_error_rate │ whisper-tiny.en │ pocketsphinx-demo │  40 │" in out.stdout  # the paired comparison
+    assert out.stdout.strip().splitlines()[-1] == f"Report: {tmp_path / 'demo' / 'report.html'}"
     final = json.loads((tmp_path / "demo" / "final_scores.json").read_text())
     scores = {s["model"]: s for s in final["scores"]}
     assert {m: (s["num_samples"], s["num_failed"]) for m, s in scores.items()} == {"whisper-tiny.en": (40, 0), "pocketsphinx-demo": (40, 0)}
@@ -164,7 +164,7 @@ def test_a_hub_dataset_unavailable_offline_fails_in_one_line_and_the_rest_of_the
     assert out.returncode == 2, out.stderr
     hub_lines = [line for line in out.stderr.splitlines() if "no-such-org/no-such-dataset" in line]
     assert len(hub_lines) == 1 and "dataset 'hub' was not evaluated" in hub_lines[0] and "not in the local cache" in hub_lines[0]
-    assert "Traceback" not in out.stderr and "| m     | local   | accuracy | 1   | 0      | 100.00" in out.stdout
+    assert "Traceback" not in out.stderr and "│ m     │ local   │ accuracy │   1 │      0 │ 100.00" in out.stdout
 
 
 def test_without_network_a_hub_dataset_fails_at_once_saying_how_to_use_the_cache(ws, monkeypatch):
@@ -225,7 +225,7 @@ def test_init_writes_a_starter_that_validates_and_runs_and_never_overwrites(tmp_
         config.write_text(text.replace("http://127.0.0.1:8000/v1", ep.url))
         run = cli("run", "--config", str(config), "--output-dir", str(tmp_path / "runs"), "--run-id", "first")
         assert run.returncode == 0, run.stderr
-        assert len(ep.requests) == 3 and "| my-model | my_dataset | word_error_rate | 3   | 0      |" in run.stdout
+        assert len(ep.requests) == 3 and "│ my-model │ my_dataset │ word_error_rate │   3 │      0 │" in run.stdout
 
     edited = config.read_text()
     again = cli("init", str(folder))

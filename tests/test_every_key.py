@@ -528,6 +528,12 @@ def e_dataset_paths(lab: Lab) -> None:
     assert lab.run(dataset_paths={"qs": "elsewhere/qs.jsonl"}).texts == ["question 5", "question 6", "question 7"]
 
 
+def e_datasets(lab: Lab) -> None:
+    declared = {"inline": {**BASE["qs"], "language": "english", "hf_repo": "data/qs.jsonl"}}   # relative to the config file
+    assert "unknown dataset, task type or category 'inline'" in (lab.run(pairs=[["inline", "accuracy"]]).error or "")
+    assert lab.run(pairs=[["inline", "accuracy"]], datasets=declared).texts == ["question 0", "question 1", "question 2"]
+
+
 def e_dataset_root(lab: Lab) -> None:
     rows = [{"index": 0, "audio_path": "Series/clip.wav", "question": "", "answer": "x", "subset": "s"}]
     (lab.ws.root / "kimi" / "Series").mkdir(parents=True)
@@ -604,6 +610,16 @@ def e_allowed_data_dirs(lab: Lab) -> None:
         allowed = lab.run(pairs=[["outside", "word_error_rate"]], allowed_data_dirs=["elsewhere"])
     assert len(refused.requests) == 0 and refused.score("outside").num_failed == 2
     assert len(allowed.requests) == 2 and allowed.score("outside").num_failed == 0
+
+
+def e_max_audio_seconds(lab: Lab) -> None:
+    import soundfile as sf
+
+    shortest = min(sf.info(str(DEMO / r["audio"])).duration for r in demo_rows(3))
+    limited = lab.run(pairs=[["clips", "word_error_rate"]], max_audio_seconds=shortest / 2)
+    assert len(lab.run(pairs=[["clips", "word_error_rate"]]).requests) == 3
+    assert len(limited.requests) == 0 and limited.score("clips").num_failed == 3
+    assert all("max_audio_seconds" in r["error"] for r in limited.records["clips"])
 
 
 def e_cache_dir(lab: Lab) -> None:
@@ -1018,9 +1034,10 @@ EFFECTS: dict[str, Callable[[Lab], None]] = {
     "models[].launch": e_launch, "models[].launch_timeout": e_launch_timeout, "models[].temperature": e_model_temperature,
     "models[].max_tokens": e_model_max_tokens, "models[].audio_format": e_audio_format, "models[].max_reply_mb": e_max_reply_mb,
     "models[].verify_ssl": e_verify_ssl,
-    "runspec_dirs": e_runspec_dirs, "dataset_paths": e_dataset_paths, "dataset_root": e_dataset_root, "prompts_file": e_prompts_file,
+    "runspec_dirs": e_runspec_dirs, "dataset_paths": e_dataset_paths, "datasets": e_datasets, "dataset_root": e_dataset_root, "prompts_file": e_prompts_file,
     "streaming": e_streaming, "seed": e_seed, "bootstrap_resamples": e_bootstrap_resamples, "output_dir": e_output_dir,
-    "cache": e_cache, "max_failure_rate": e_max_failure_rate, "allowed_data_dirs": e_allowed_data_dirs, "cache_dir": e_cache_dir, "cache_sampled": e_cache_sampled,
+    "cache": e_cache, "max_failure_rate": e_max_failure_rate, "allowed_data_dirs": e_allowed_data_dirs,
+    "max_audio_seconds": e_max_audio_seconds, "cache_dir": e_cache_dir, "cache_sampled": e_cache_sampled,
     "judge_properties.judge_model": e_judge_model, "judge_properties.judge_type": e_judge_type,
     "judge_properties.judge_api_endpoint": e_judge_api_endpoint, "judge_properties.judge_api_key": e_judge_api_key,
     "judge_properties.judge_api_version": e_judge_api_version, "judge_properties.judge_concurrency": e_judge_concurrency,

@@ -13,7 +13,7 @@ from lalmeval.errors import UserError
 from lalmeval.judge_templates import resolve, shipped
 from lalmeval.prompts import load_prompts
 from tests.support.endpoint import ScriptedEndpoint, answer_by_number
-from tests.support.workspace import model
+from tests.support.workspace import demo_rows, model
 
 # SHA-256 of each peer's prompt string as its source holds it (lmms-eval 75571cfe, AU-Harness daa06166,
 # Kimi-Audio-Evalkit 4080c492): the shipped texts must be those strings exactly.
@@ -37,7 +37,14 @@ PEER_TEXTS = {
     ("kimi_openaudiobench_reasoning_qa", "prompt"): "0ce4a9595cc101013cc5be022b028efe1f2774f122ca9cdf5b08e370f3bcca6a",
     ("kimi_openaudiobench_trivia_qa", "prompt"): "dc5f9193fe7d0a4cf9be2d190aba0b7f93be870cd0eff1e0627d67aa264beca5",
     ("kimi_openaudiobench_web_questions", "prompt"): "dc5f9193fe7d0a4cf9be2d190aba0b7f93be870cd0eff1e0627d67aa264beca5",
+    ("kimi_single_choice", "prompt"): "9e2bdd7d0f3cdcfce41bd3cce54d9a460996c443eda243b877b0c2bcca1348f7",  # ds_mqa.py SINGLE_CHOICE_PRPMPT
+    ("lmms_voicebench_sd_qa", "prompt"): "b89c3ec54556c16e6a111586a215d8b9d2cbbbb2d334c2604d84f7102ec398b0",  # voicebench meta_prompt_qa
+    ("lmms_voicebench_sd_qa", "system"): "7dfaae7e57dce7b72c2436347f19378aeb11fc3b33586a1024878e577e7c8f17",
 }
+# lmms-eval's VoiceBench open-answer judge sends one user message: _VOICEBENCH_OPEN_SYSTEM_INSTRUCTION,
+# a blank line, VOICEBENCH_OPEN_JUDGE_PROMPT (lmms_eval/tasks/voicebench/utils.py _voicebench_open_prompt_fn).
+LMMS_OPEN_PARTS = ("7dfaae7e57dce7b72c2436347f19378aeb11fc3b33586a1024878e577e7c8f17",
+                   "4e3087101cc7f393ec004db6acd499b3ba8692c264230765d8c7eee6f32e368b")
 
 
 def _text(name, where):
@@ -50,6 +57,13 @@ def _text(name, where):
 @pytest.mark.parametrize("name,where", sorted(PEER_TEXTS))
 def test_shipped_template_texts_are_the_peers_texts_byte_for_byte(name, where):
     assert hashlib.sha256(_text(name, where).encode()).hexdigest() == PEER_TEXTS[(name, where)]
+
+
+def test_lmms_voicebench_open_is_its_system_line_a_blank_line_and_its_rubric_byte_for_byte():
+    template = shipped()["lmms_voicebench_open"]
+    system_line, rubric = template.prompt.split("\n\n", 1)
+    assert (hashlib.sha256(system_line.encode()).hexdigest(), hashlib.sha256(rubric.encode()).hexdigest()) == LMMS_OPEN_PARTS
+    assert template.system is None
 
 
 def test_every_shipped_template_fits_exactly_one_judge_metric():
@@ -186,6 +200,77 @@ def test_kimi_open_qa_prints_the_raw_1_to_5_mean_of_the_transcribed_request(ws):
     assert final(ws)["score"] == pytest.approx(4.5)
 
 
+MELD_QUESTION = ("Identify the predominant emotion in this speech.\nOptions:\n(A) neutral\n(B) joy\n(C) anger\n"
+                 ".Answer with the option's letter from the given choices directly and only give the best option.")
+
+
+def kimi_export(ws, name, rows):
+    """A Kimi-Audio-Evalkit jsonl export `name` (format kimi), a demo clip per row beside it."""
+    clips = ws.copy_demo_audio(demo_rows(len(rows)), folder=f"kimi/{name}")
+    lines = [{"index": i, "audio_path": clip["audio"], "subset": name, **row} for i, (clip, row) in enumerate(zip(clips, rows))]
+    return ws.jsonl(lines, f"kimi/{name}/{name}.jsonl")
+
+
+def test_kimi_single_choice_shows_the_options_or_the_spoken_question_and_reads_the_last_line(ws):
+    meld = kimi_export(ws, "MELD", [{"question": MELD_QUESTION, "answer": "joy"}, {"question": MELD_QUESTION, "answer": "anger"}])
+    mmsu = kimi_export(ws, "mmsu", [{"question": "", "audio_content": "Which is a planet? A. Moon B. Mars C. Sun D. Comet", "answer": "B"}])
+    ws.runspec("kimi", "mqa", {name: {"hf_repo": repo, "format": "kimi", "judge_template": "kimi_single_choice"}
+                               for name, repo in (("emotions", meld), ("spoken_mc", mmsu))})
+    replies = {"joy": 'Explanation: The model\'s output is "happy", which is a synonym of "joy".\nResult: yes',
+               "anger": 'Result: yes\nNote: "happy" is not "anger".',  # Kimi reads the last line only, and "note" holds "no"
+               "B": 'Explanation: "happy" is none of the options.\n\nResult: no'}
+    gold = lambda seen: re.findall(r"Ground Truth Answer: (.*)\n", seen.text)[-1]  # noqa: E731 (the task's, after the examples')
+    with ScriptedEndpoint(lambda s, n: "happy") as m, ScriptedEndpoint(lambda s, n: replies[gold(s)]) as j:
+        ws.config([model(m.url)], [["emotions", "llm_judge_binary"], ["spoken_mc", "llm_judge_binary"]], output_dir=str(ws.root / "runs"),
+                  judge_properties={"judge_model": "judge-1", "judge_api_endpoint": j.url, "judge_concurrency": 1, "judge_retry_attempts": 0})
+        assert main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"]) == 0
+        seen = {gold(s): s for s in j.requests}
+    template = shipped()["kimi_single_choice"]
+    assert seen["joy"].text == template.prompt.format(question=MELD_QUESTION, prediction="happy", answer="joy")
+    assert seen["joy"].text.endswith("Task:\nInput:\nQuestion: Identify the predominant emotion in this speech.\nOptions:\n(A) neutral\n"
+                                     "(B) joy\n(C) anger\n.Answer with the option's letter from the given choices directly and only give the "
+                                     "best option.\nModel Answer: happy\nGround Truth Answer: joy\nOutput:\n")
+    assert "\nQuestion: Which is a planet? A. Moon B. Mars C. Sun D. Comet\nModel Answer: happy\nGround Truth Answer: B\n" in seen["B"].text
+    assert seen["joy"].system == "You are a helpful assistant who tries to help answer the user's question."
+    body = seen["joy"].body
+    assert (body["temperature"], body["top_p"], body["max_tokens"], body["frequency_penalty"], body["presence_penalty"]) == (0.0, 0.95, 1024, 0, 0)
+    scores = {s["dataset"]: s for s in json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())["scores"]}
+    assert (scores["emotions"]["score"], scores["spoken_mc"]["score"]) == (50.0, 0.0)
+    assert scores["emotions"]["details"]["judge_template"]["name"] == "kimi_single_choice"
+
+
+def test_lmms_voicebench_sd_qa_sends_its_system_message_at_temperature_0_5_and_takes_only_a_bare_yes_or_no(ws):
+    questions(ws, count=4, judge_template="lmms_voicebench_sd_qa")
+    replies = ["Yes", "no", "Yes.", "YES\n"]  # "Yes." lmms-eval scores 0: here it is a judge failure, not a verdict
+    with ScriptedEndpoint(answer_by_number) as m, ScriptedEndpoint(by_question(replies)) as j:
+        code = run(ws, m, j, "llm_judge_binary", judge_extra={"judge_temperature": 0.0, "judge_max_tokens": 512})
+        seen = sorted(j.requests, key=lambda s: s.text)
+    assert code == 3  # a sample whose judgment failed
+    assert seen[0].text == ("### Question\nspoken question 0\n\n### Reference answer\nanswer 0\n\n### Candidate answer\nanswer 0\n\n"
+                            "Is the candidate answer correct based on the question and reference answer? \n"
+                            'Please only output a single "Yes" or "No". Do not output anything else.')
+    assert seen[0].system == "You are a helpful assistant who tries to help answer the user's question."
+    assert (seen[0].body["temperature"], seen[0].body["max_tokens"]) == (0.5, 10) and "top_p" not in seen[0].body
+    score, per_sample = final(ws), sample_scores(ws, "llm_judge_binary")
+    assert score["score"] == pytest.approx(100 * 2 / 3) and score["num_failed"] == 1
+    assert per_sample["q2"]["judge_failed"] == 'unparseable judgment: the reply is not just yes or no: "Yes."'
+
+
+def test_lmms_voicebench_open_sends_one_user_message_and_prints_the_raw_mean_of_the_first_numbers(ws):
+    questions(ws, count=3, judge_template="lmms_voicebench_open", target_column=None)
+    with ScriptedEndpoint(answer_by_number) as m, ScriptedEndpoint(by_question(["4", "Score: 2", "5 points"])) as j:
+        assert run(ws, m, j, "llm_judge_detailed") == 0
+        seen = sorted(j.requests, key=lambda s: s.text)
+    assert seen[0].system is None
+    assert seen[0].text.startswith("You are a helpful assistant who tries to help answer the user's question.\n\nI need your help to evaluate")
+    assert seen[0].text.endswith("### [Instruction]: spoken question 0\n### [Response]: answer 0\n\n"
+                                 "After evaluating, please output the score only without anything else.\nYou don't need to provide any explanations.")
+    assert (seen[0].body["temperature"], seen[0].body["max_tokens"]) == (0.5, 10)
+    score = final(ws)
+    assert score["score"] == pytest.approx(11 / 3) and score["details"]["raw_mean"] == pytest.approx(11 / 3)
+    assert score["details"]["judge_template"]["name"] == "lmms_voicebench_open"
+
+
 def test_au_harness_mt_bench_judges_each_turn_with_the_conversation_so_far(ws):
     rows = [{"id": "d0", "turns": ["Name a fruit.", "Now give its colour."], "reference": json.dumps(["apple", "red"])},
             {"id": "d1", "turns": ["Write a haiku.", "Make it sadder."], "reference": "[]"}]
@@ -266,6 +351,9 @@ def test_a_user_template_file_next_to_the_runspec_is_used_and_identified_by_its_
     (USER_TEMPLATE.replace("verdict:", "verdcit:"), "unknown key 'verdcit' (did you mean 'verdict'?)"),
     (USER_TEMPLATE.replace("{labels: {PASS: 1, FAIL: 0}}", "{scale: [5, 1]}"), "scale must be [low, high]"),
     (USER_TEMPLATE.replace("verdict: {labels: {PASS: 1, FAIL: 0}}", "verdict: {scale: [0, 1]}\nscore: {multiply: 10}"), "a binary verdict is always printed as percent"),
+    (USER_TEMPLATE.replace("{labels: {PASS: 1, FAIL: 0}}", "{labels: {PASS: 1, FAIL: 0}, read: last_lines}"),
+     "read 'last_lines' is not a reading (did you mean 'last_line'?)"),
+    (USER_TEMPLATE.replace("{labels: {PASS: 1, FAIL: 0}}", "{labels: {PASS: 1, FAIL: 0}, read: first_number}"), "read 'first_number' reads ratings: give scale"),
 ])
 def test_a_broken_user_template_file_is_refused_in_one_line_naming_it(ws, capsys, text, message):
     (ws.root / "runspecs" / "qa").mkdir(parents=True, exist_ok=True)

@@ -77,7 +77,7 @@ def test_a_launch_that_fails_leaves_a_run_directory_that_reports_list_as_failed(
                      "--out", str(ws.root / "board.html"), cwd=ws.root)
     assert board.returncode == 0, board.stderr
     assert f"{ws.root / 'runs' / 'broken'}: failed before its first request: model 'echo': launch command exited with code 3" in board.stdout
-    assert "| echo" in board.stdout and "failed (model &#x27;echo&#x27;: launch command exited" in (ws.root / "board.html").read_text()
+    assert "│ echo" in board.stdout and "failed (model &#x27;echo&#x27;: launch command exited" in (ws.root / "board.html").read_text()
 
 
 def test_python_m_models_inference_boilerplate_server_still_works_from_the_repository_root(ws):

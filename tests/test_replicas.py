@@ -138,7 +138,7 @@ def test_a_merged_model_says_so_in_the_score_table_and_report(ws):
 
         result = ws.run()
     table = score_table(result.scores, [])
-    assert "| Replicas |" in table.splitlines()[1] and f"m: one model served by 2 replicas whose answers are pooled into one score: {one.url}, {two.url}" in table
+    assert "│ Replicas │" in table.splitlines()[1] and f"m: one model served by 2 replicas whose answers are pooled into one score: {one.url}, {two.url}" in table
     html = (ws.root / "runs" / "t" / "report.html").read_text()
     assert "<th class=\"num\">Replicas</th>" in html and "served by 2 replicas" in html
     final = json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())

@@ -102,7 +102,10 @@ def test_report_html_is_self_contained(run_dir):
     page = (run_dir / "report.html").read_text()
     markup = re.sub(r'<script type="application/json".*?</script>', "", page, flags=re.S)  # replies may mention URLs
     assert not re.search(r"<link|<iframe|\bsrc=|@import|url\(", markup)
-    assert re.findall(r"https?://[^\s\"'<]+", page) == ["http://www.w3.org/2000/svg"] * page.count("<svg ")
+    # The endpoints' URLs are settings, shown as text in the Settings section; no other URL is anywhere.
+    settings = re.search(r'<section id="settings">.*?</section>', page, flags=re.S).group(0)
+    assert not re.search(r"(href|src|action)=\S*https?://", settings)
+    assert re.findall(r"https?://[^\s\"'<]+", page.replace(settings, "")) == ["http://www.w3.org/2000/svg"] * page.count("<svg ")
 
 
 def test_untrusted_replies_are_text_never_markup(run_dir):
@@ -136,8 +139,9 @@ def test_chromium_shows_scores_plots_and_every_sample(run_dir, tmp_path):
     plots = dom.by_id("plots")
     assert len(plots.all("svg", "chart")) == 2 and len(plots.all("svg", "hist")) == 4 + 2  # scores, per-sample, latency
     assert plots.all("rect") and "word_error_rate" in plots.text
-    assert len(dom.by_id("sample-rows").all("tr")) == 2 * COUNT
-    assert dom.by_id("sample-count").text == f"{2 * COUNT} of {2 * COUNT} samples match"
+    assert len(dom.by_id("sample-rows").all("tr")) == COUNT   # one row per sample, a column per model
+    assert [th.text for th in dom.by_id("sample-head").all("th")] == ["Sample", "Reference", "good", "flaky"]
+    assert dom.by_id("sample-count").text == f"{COUNT} of {COUNT} samples match"
 
 
 def test_sample_browser_filters_from_the_url(run_dir):
@@ -146,12 +150,14 @@ def test_sample_browser_filters_from_the_url(run_dir):
     assert len(failed) == 2 and all("failed" in tr.classes for tr in failed)
     assert all("HTTP 400: unsupported audio <b>clip" in tr.text for tr in failed)
     only = rendered(run_dir, "#model=good&dataset=cmds")
-    assert {tr.all("div", "small")[0].text.split(" · ")[1] for tr in only.by_id("sample-rows").all("tr")} == {"good"}
-    assert only.by_id("sample-count").text == f"{COUNT} of {2 * COUNT} samples match"
+    assert [th.text for th in only.by_id("sample-head").all("th")] == ["Sample", "Reference", "good"]
+    assert all(len(tr.all("td")) == 3 for tr in only.by_id("sample-rows").all("tr"))
+    assert only.by_id("sample-count").text == f"{COUNT} of {COUNT} samples match"
+    assert rendered(run_dir, "#model=good&failed=1").by_id("sample-count").text == f"0 of {COUNT} samples match"  # flaky's failures
     ref = demo_rows(COUNT)[5]["reference"]
     found = rendered(run_dir, "#q=" + ref.upper().replace(" ", "%20"))  # case-insensitive text search
     assert len(found.by_id("sample-rows").all("tr")) >= 1 and all(ref in tr.text for tr in found.by_id("sample-rows").all("tr"))
-    assert rendered(run_dir, "#q=no-such-text-anywhere").by_id("sample-count").text == f"0 of {2 * COUNT} samples match"
+    assert rendered(run_dir, "#q=no-such-text-anywhere").by_id("sample-count").text == f"0 of {COUNT} samples match"
 
 
 def test_large_runs_embed_a_capped_sample_set_failed_first(run_dir):
@@ -257,8 +263,8 @@ def test_report_command_ranks_models_across_runs_and_keeps_them_apart(run_dir, t
     second, _ = make_run(Workspace(tmp_path / "w2"), "r2", silent, count=4)
     out = cli("report", str(run_dir), str(second), "--out", "board/leaderboard.html", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    lines = [line for line in out.stdout.splitlines() if line.startswith("| ")]
-    labels = [line.split("|")[2].strip() for line in lines[1:]]
+    lines = [line for line in out.stdout.splitlines() if line.startswith("│ ")]
+    labels = [line.split("│")[2].strip() for line in lines[1:]]
     # Mean rank over WER and accuracy: good r1 (1, 1); both r2 models (2, 2), tied and so by name; flaky r1, whose
     # 1500-word reply puts its WER last (4, 2). The same model names stay apart by run.
     assert labels == ["good (r1)", "flaky (r2)", "good (r2)", "flaky (r1)"]

@@ -1,6 +1,7 @@
 """The strict verdict grammar on held-out judge replies: tests/data/judge_replies.jsonl holds replies as
 GPT-4o, Claude, Qwen, Llama and others write them to lalmeval's prompts and to the published templates,
-each with the rating a careful reader takes from it or the kind of failure it must be."""
+each with the rating a careful reader takes from it or the kind of failure it must be (for a template that
+reads its verdict as its peer does, the rating the peer takes)."""
 
 import json
 from pathlib import Path
@@ -57,3 +58,29 @@ def test_a_final_or_labelled_statement_decides_over_prose_and_lone_lines():
     assert read_verdict("Rating: 3\nI could also see a 4.\nFinal rating: 4", Scale(0, 5)).value == 4
     assert read_verdict("The reference lists\n42\nRating: 5", Scale(0, 5)).value == 5
     assert read_verdict("Yes, the model names a dog, but the ground truth is a cat.\nResult: no", Labels({"yes": 1, "no": 0})).value == 0
+
+
+YES_NO = {"yes": 1, "no": 0}
+
+
+def test_kimis_last_line_reading_takes_yes_before_no_anywhere_in_the_last_line_only():
+    verdict = Labels(YES_NO, read="last_line")
+    assert read_verdict("Explanation: so the answer is correct, yes", verdict).value == 1
+    assert read_verdict("Result: yes, not no", verdict).value == 1  # "yes" is looked for first
+    assert read_verdict("Result: yes\nNote: the letter matches.", verdict).value == 0  # "note" holds "no", as Kimi reads it
+    assert read_verdict("Result: yes\n\nThe model's output matches.", verdict).problem == \
+        'unparseable judgment: the last line holds no yes or no: "The model\'s output matches."'
+
+
+def test_lmms_sd_qa_reading_takes_only_a_reply_that_is_just_the_word():
+    verdict = Labels(YES_NO, read="whole_reply")
+    assert [read_verdict(r, verdict).value for r in ("Yes", " no\n", "YES")] == [1, 0, 1]
+    assert read_verdict("Yes.", verdict).problem == 'unparseable judgment: the reply is not just yes or no: "Yes."'
+
+
+def test_lmms_open_reading_takes_the_first_number_and_it_must_be_on_the_scale():
+    verdict = Scale(1, 5, read="first_number")
+    assert [read_verdict(r, verdict).value for r in ("4", "Rating: 3 out of 5", "Score (1-5): 4", "4.0")] == [4, 3, 1, 4]
+    assert read_verdict("4.5", verdict).problem == 'rating not an integer: 4.5 in "4.5" (the scale is 1-5)'
+    assert read_verdict("It deserves a 9", verdict).problem == 'rating outside the scale: 9 in "9" (the scale is 1-5)'
+    assert read_verdict("Relevant and", verdict).problem.startswith("unparseable judgment: no number in the reply")

@@ -5,12 +5,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import math
 import os
 import stat
 import struct
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Iterator, Optional, Union
 
 import numpy as np
 import soundfile as sf
@@ -92,44 +94,145 @@ def audio_identity(source: Union[bytes, str], span: Optional[Span] = None) -> st
     return digest if span is None else f"{digest}@{span[0]:.3f}-{span[1]:.3f}"
 
 
-def _read(source: Union[bytes, str], as_pcm16_if_ready: bool, span: Optional[Span] = None) -> tuple[np.ndarray, int]:
-    """Samples and rate; int16 when `as_pcm16_if_ready` and the clip is already 16-bit 16 kHz mono."""
-    if isinstance(source, str):
-        _check_regular(source)
+BLOCK_SECONDS = 20.0        # source audio decoded (and resampled) at a time: a long clip never exists as float copies whole
+UNKNOWN_FRAMES = 2**63 - 1  # libsndfile's frame count when the header does not say (a streamed FLAC, some MP3s)
+TRUNCATE_MARGIN = 0.1       # seconds decoded past a truncation, so the resampler's edge falls in what is cut off
+
+
+def _too_long(seconds: float, limit: float, measured: bool) -> AudioError:
+    how = "decoding went past it (the header does not give the length)" if measured else f"its header says {seconds:.1f} s"
+    return AudioError(f"clip longer than max_audio_seconds ({limit:g} s): {how}; raise max_audio_seconds, "
+                      f"or set the model's chunk_size with long_audio: truncate to send only its start")
+
+
+@contextmanager
+def _read_errors() -> Iterator[None]:
+    """What soundfile raises for a bad clip, as the AudioError recorded for its sample."""
     try:
-        with sf.SoundFile(io.BytesIO(source) if isinstance(source, bytes) else source) as clip:
-            rate = clip.samplerate
-            if rate <= 0:
-                raise AudioError(f"invalid sample rate {rate}")
-            ready = as_pcm16_if_ready and rate == TARGET_RATE and clip.channels == 1 and clip.subtype in ("PCM_16", "PCM_S8", "PCM_U8")
-            frames = -1
-            if span is not None:
-                # Seek rather than decode the whole file: a call is many minutes, an utterance seconds.
-                first, frames = _frames(span, rate, clip.frames)
-                clip.seek(first)
-            data = clip.read(frames, dtype="int16" if ready else "float32", always_2d=not ready)
+        yield
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
         raise AudioError(f"unreadable audio: {str(exc).strip() or type(exc).__name__}") from None
     except OSError as exc:
         raise AudioError(f"audio file not readable: {exc.strerror or exc}") from None
-    if data.shape[0] == 0:
-        raise AudioError("audio has no samples")
-    return data, rate
 
 
-def _to_mono_16k(data: np.ndarray, rate: int, target_rate: int) -> np.ndarray:
-    mono = data.mean(axis=1) if data.shape[1] > 1 else data[:, 0]
+class _Decoder:
+    """An open clip, read block by block: a span of it, its first seconds, or all of it.
+
+    `ready` clips (16-bit 16 kHz mono, when asked for) come as int16, others as mono float32 at the
+    clip's own rate. A clip longer than `max_seconds` fails on opening when its header says so, and
+    as soon as decoding passes the limit when the header does not give its length."""
+
+    def __init__(self, handle: sf.SoundFile, span: Optional[Span], max_seconds: Optional[float],
+                 first_seconds: Optional[float], pcm16_if_ready: bool):
+        self.handle, self.rate, self.max_seconds = handle, handle.samplerate, max_seconds
+        if self.rate <= 0:
+            raise AudioError(f"invalid sample rate {self.rate}")
+        self.ready = pcm16_if_ready and self.rate == TARGET_RATE and handle.channels == 1 and handle.subtype in ("PCM_16", "PCM_S8", "PCM_U8")
+        known = handle.frames if 0 <= handle.frames < UNKNOWN_FRAMES else None
+        first, self.count = 0, known
+        if span is not None:
+            # Seek rather than decode the whole file: a call is many minutes, an utterance seconds.
+            first, self.count = _frames(span, self.rate, known if known is not None else UNKNOWN_FRAMES)
+        if first_seconds is not None:
+            cut = math.ceil((first_seconds + TRUNCATE_MARGIN) * self.rate)
+            self.count = cut if self.count is None else min(self.count, cut)
+        self.limit = None if max_seconds is None else math.floor(max_seconds * self.rate)
+        if self.limit is not None and self.count is not None and self.count > self.limit:
+            raise _too_long(self.count / self.rate, max_seconds, measured=False)
+        if first:
+            handle.seek(first)
+
+    def blocks(self) -> Iterator[np.ndarray]:
+        block, done = max(1, int(BLOCK_SECONDS * self.rate)), 0
+        while self.count is None or done < self.count:
+            want = block if self.count is None else min(block, self.count - done)
+            if self.limit is not None:
+                want = min(want, self.limit + 1 - done)  # one frame past the limit shows a longer clip
+            data = self._read(want)
+            done += len(data)
+            if self.limit is not None and done > self.limit:
+                raise _too_long(done / self.rate, self.max_seconds, measured=True)
+            if len(data):
+                yield data if self.ready else _mono(data)
+            if len(data) < want:
+                break
+        if not done:
+            raise AudioError("audio has no samples")
+
+
+    def _read(self, frames: int) -> np.ndarray:
+        dtype = "int16" if self.ready else "float32"
+        if self.count is not None:
+            return self.handle.read(frames, dtype=dtype, always_2d=not self.ready)
+        # soundfile seeks to keep its position after every read, and at the end of a clip whose header
+        # has no length that seek fails: read through libsndfile itself, which just returns fewer frames.
+        out = np.empty((frames, self.handle.channels), dtype=dtype)
+        ctype = "short" if self.ready else "float"
+        read = getattr(sf._snd, f"sf_readf_{ctype}")(self.handle._file, sf._ffi.cast(f"{ctype} *", sf._ffi.from_buffer(out)), frames)
+        sf._error_check(self.handle._errorcode)
+        return out[:read, 0] if self.ready else out[:read]
+
+
+def _mono(data: np.ndarray) -> np.ndarray:
+    mono = data.mean(axis=1, dtype=np.float32) if data.shape[1] > 1 else data[:, 0]
     if not np.isfinite(mono).all():
         raise AudioError("audio contains NaN or infinite samples")
-    if rate != target_rate:
-        mono = soxr.resample(mono, rate, target_rate).astype(np.float32, copy=False)
     return mono
 
 
-def decode(source: Union[bytes, str], target_rate: int = TARGET_RATE, span: Optional[Span] = None) -> np.ndarray:
+@contextmanager
+def _decoder(source: Union[bytes, str], span: Optional[Span], max_seconds: Optional[float], first_seconds: Optional[float],
+             pcm16_if_ready: bool) -> Iterator[_Decoder]:
+    if isinstance(source, str):
+        _check_regular(source)
+    with _read_errors(), sf.SoundFile(io.BytesIO(source) if isinstance(source, bytes) else source) as handle:
+        yield _Decoder(handle, span, max_seconds, first_seconds, pcm16_if_ready)
+
+
+def _resampled(decoder: _Decoder, target_rate: int) -> Iterator[np.ndarray]:
+    """The decoder's blocks at `target_rate`, resampled as one stream (the same samples as resampling
+    the clip whole, without ever holding it whole in float)."""
+    if decoder.rate == target_rate:
+        yield from decoder.blocks()
+        return
+    stream = soxr.ResampleStream(decoder.rate, target_rate, 1, dtype="float32")
+    for data in decoder.blocks():
+        yield stream.resample_chunk(data, last=False)
+    yield stream.resample_chunk(np.zeros(0, np.float32), last=True)
+
+
+def _gather(pieces: Iterator[np.ndarray], expected: Optional[int], dtype: type) -> np.ndarray:
+    """The pieces as one array, written into one allocation when the length is known ahead."""
+    if expected is None:
+        return np.concatenate([np.asarray(p, dtype=dtype) for p in pieces])
+    out, at = np.empty(expected + 64, dtype=dtype), 0
+    for piece in pieces:
+        if at + len(piece) > len(out):  # the header was short of the truth: grow (rare)
+            out = np.concatenate([out[:at], np.empty(max(len(piece), len(out) // 2), dtype=dtype)])
+        out[at : at + len(piece)] = piece
+        at += len(piece)
+    return out[:at]
+
+
+def decode(source: Union[bytes, str], target_rate: int = TARGET_RATE, span: Optional[Span] = None,
+           max_seconds: Optional[float] = None) -> np.ndarray:
     """Decode any soundfile-readable clip (or its `span` in seconds) to float32 mono at `target_rate`."""
-    data, rate = _read(source, as_pcm16_if_ready=False, span=span)
-    return _to_mono_16k(data, rate, target_rate)
+    with _decoder(source, span, max_seconds, None, False) as decoder:
+        return _gather(_resampled(decoder, target_rate), _expected(decoder, target_rate), np.float32)
+
+
+def pcm16(source: Union[bytes, str], span: Optional[Span] = None, max_seconds: Optional[float] = None,
+          first_seconds: Optional[float] = None) -> np.ndarray:
+    """The clip (its span, its first seconds) as 16-bit 16 kHz mono, decoded and resampled block by block:
+    memory holds the result and one block, never the clip in float (16-bit 16 kHz mono is taken as is)."""
+    with _decoder(source, span, max_seconds, first_seconds, True) as decoder:
+        pieces = (p if p.dtype == np.int16 else to_pcm16(p) for p in _resampled(decoder, TARGET_RATE))
+        return _gather(pieces, _expected(decoder, TARGET_RATE), np.int16)
+
+
+def _expected(decoder: _Decoder, target_rate: int) -> Optional[int]:
+    return None if decoder.count is None else math.ceil(decoder.count * target_rate / decoder.rate)
 
 
 def duration(source: Union[bytes, str]) -> Optional[float]:
@@ -140,7 +243,9 @@ def duration(source: Union[bytes, str]) -> Optional[float]:
         info = sf.info(io.BytesIO(source) if isinstance(source, bytes) else source)
     except Exception:  # a corrupt or missing clip fails later, at decode, with its reason recorded
         return None
-    return info.frames / info.samplerate if info.samplerate else None
+    if not info.samplerate or not 0 <= info.frames < UNKNOWN_FRAMES:
+        return None  # the header does not say (decoding finds out, and max_audio_seconds bounds it)
+    return info.frames / info.samplerate
 
 
 def to_pcm16(samples: np.ndarray) -> np.ndarray:
@@ -206,9 +311,10 @@ class PreparedAudio:
         return self
 
 
-def prepare(source: Union[bytes, str], span: Optional[Span] = None) -> PreparedAudio:
-    """Decode, resample and encode a clip, or its `span` in seconds, for sending (16-bit 16 kHz mono is taken as is)."""
-    data, rate = _read(source, as_pcm16_if_ready=True, span=span)
-    pcm = data if data.dtype == np.int16 else to_pcm16(_to_mono_16k(data, rate, TARGET_RATE))
-    pcm = np.ascontiguousarray(pcm)
-    return PreparedAudio(pcm, audio_identity(source, span)).encoded()
+def prepare(source: Union[bytes, str], span: Optional[Span] = None, max_seconds: Optional[float] = None,
+            first_seconds: Optional[float] = None) -> PreparedAudio:
+    """Decode, resample and encode a clip, or its `span` in seconds (or only its first seconds), for sending.
+
+    A clip longer than `max_seconds` (max_audio_seconds) fails with an AudioError before it is decoded
+    whole. The identity is the whole clip's (or span's): a truncation is the model's setting, not the audio."""
+    return PreparedAudio(pcm16(source, span, max_seconds, first_seconds), audio_identity(source, span)).encoded()

@@ -8,8 +8,11 @@ from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 from urllib.parse import urlsplit
 
+from lalmeval.data.arrow_files import ArrowFiles, ArrowFilesTable
+from lalmeval.data.arrow_memory import use_returning_pool
 from lalmeval.data.folder import folder_read
-from lalmeval.data.tables import BATCH, DATASETS_LOCK, FORMATS, Table, TableRequest, only_columns
+from lalmeval.data.saved import saved_files
+from lalmeval.data.tables import BATCH, DATASETS_LOCK, FORMATS, ParquetTable, Table, TableRequest, only_columns
 from lalmeval.errors import UserError
 
 PROBE_SECONDS = 3.0
@@ -41,21 +44,47 @@ def _narrowed(ds: Any, known: list[str], columns: Optional[Sequence[str]]) -> An
 
 
 class ArrowTable(Table):
-    """A datasets.Dataset (Arrow, memory-mapped): columns by name, rows by index, batch by batch."""
+    """A datasets.Dataset (Arrow, memory-mapped): columns by name, rows by index, batch by batch.
+
+    When the dataset is exactly its Arrow files (a downloaded hub dataset, a folder converted by
+    `datasets`), they are read directly, releasing each batch's pages once read (see arrow_files)."""
 
     def __init__(self, ds: Any, request: TableRequest):
         self.ds, self.request = ds, request
         self.columns = list(ds.column_names)
+        files = own_files(ds)
+        self.direct = ArrowFilesTable(files, request, len(ds), self.columns) if files is not None else None
 
     def scan(self) -> Iterator[dict[str, Any]]:
+        if self.direct is not None:
+            return self.direct.scan()
         fields = [f for f in self.request.fields if f in self.columns]
         if not fields:
             return ({} for _ in range(len(self.ds)))
         return _read(self.ds.select_columns(fields), 1000, self.request.name)
 
     def rows(self, indices: Optional[Sequence[int]], columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
+        if self.direct is not None:
+            return self.direct.rows(indices, columns)
         subset = self.ds if indices is None else self.ds.select(indices)
         return (only_columns(row, columns) for row in _read(_narrowed(subset, self.columns, columns), BATCH, self.request.name))
+
+
+def own_files(ds: Any) -> Optional[ArrowFiles]:
+    """The dataset's Arrow files when its rows are exactly theirs, in order (no index mapping, no
+    table built in memory, the same columns and row count); None otherwise."""
+    try:
+        paths = [entry["filename"] for entry in ds.cache_files]
+        if not paths or getattr(ds, "_indices", None) is not None:
+            return None
+        counted = 0
+        for path in paths:
+            if not ArrowFiles.schema_of(path).equals(ds.data.schema):
+                return None
+            counted += ArrowFiles.row_count(path)
+        return ArrowFiles(paths) if counted == len(ds) else None
+    except Exception:  # noqa: BLE001 - anything unexpected: read through `datasets`, as before
+        return None
 
 
 class StreamTable(Table):
@@ -113,15 +142,74 @@ def _load(path: Path, request: TableRequest) -> Any:
         raise UserError(f"dataset '{request.name}': cannot load '{request.hub_id or path}'{hint}: {_first_line(exc)}") from None
 
 
+class ParquetStreamTable(Table):
+    """A streamed dataset whose data files are parquet: the files of the split read in order, each a
+    page at a time (ParquetTable), instead of through `datasets`, whose parquet streaming decodes a
+    whole row group per batch (a file written in one row group: all of it, several times over)."""
+
+    def __init__(self, files: list[str], request: TableRequest):
+        self.files, self.request = files, request
+        self.columns = self._table(files[0]).columns
+
+    def _table(self, file: str) -> ParquetTable:
+        if "://" not in file:
+            return ParquetTable(Path(file), self.request)
+        import fsspec  # a hub file (hf://...): read by ranges, as `datasets` streams it
+
+        return ParquetTable(Path(file), self.request, opener=lambda: fsspec.open(file, "rb").open())
+
+    def scan(self) -> None:
+        return None
+
+    def rows(self, indices: Optional[Sequence[int]], columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
+        assert indices is None, "a stream is read whole, in order"
+        try:
+            for file in self.files:
+                yield from self._table(file).rows(None, columns)
+        except UserError as exc:  # names the file; say which dataset it belongs to
+            raise UserError(f"dataset '{self.request.name}': cannot read its rows: {exc}") from None
+
+
+def _parquet_files(path: Path, request: TableRequest) -> Optional[list[str]]:
+    """The data files of the split when `datasets` would read the dataset as parquet; None otherwise."""
+    from datasets import load_dataset_builder
+
+    try:
+        builder = load_dataset_builder(str(path) if path.is_dir() else request.hub_id, request.subset, revision=request.revision)
+    except Exception:  # noqa: BLE001 - load_dataset, next, reports what is wrong in its own words
+        return None
+    if type(builder.config).__name__ != "ParquetConfig" or builder.config.filters or builder.config.columns:
+        return None
+    files = next((list(found) for split, found in (builder.config.data_files or {}).items() if str(split) == request.split), None)
+    return [str(f) for f in files] if files else None
+
+
 @FORMATS.register("hub")
 def _open_hub(path: Path, request: TableRequest) -> Table:
+    use_returning_pool()
     with DATASETS_LOCK:
+        if request.streaming:
+            if not path.is_dir() and not _offline() and (problem := _hub_reachable()):
+                raise UserError(f"dataset '{request.name}': cannot load '{request.hub_id}' from the hub: {problem}. "
+                                f"Run once with network to cache it, then set HF_HUB_OFFLINE=1 to use the cache offline")
+            files = _parquet_files(path, request)
+            if files:
+                return ParquetStreamTable(files, request)
         ds = _load(path, request)
     return StreamTable(ds, request) if request.streaming else ArrowTable(ds, request)
 
 
 @FORMATS.register("disk")
 def _open_disk(path: Path, request: TableRequest) -> Table:
+    use_returning_pool()
+    # Read from the folder's own metadata and Arrow files when they are as `datasets` writes them:
+    # importing `datasets` alone costs a second and a half and 60 MB before the first request.
+    files = saved_files(path, request)
+    if files:
+        try:
+            return ArrowFilesTable.of(files, request)
+        except (OSError, ValueError):
+            pass  # load_from_disk below says what is wrong with the folder
     from datasets import DatasetDict, load_from_disk
 
     with DATASETS_LOCK:

@@ -3,7 +3,7 @@
 Opening a source reads what selection needs (ids, row languages, clip lengths) and keeps only the
 selected row indices and ids, so a pass knows every sample it owes a record before the first
 request, and memory holds no audio. `samples()` then reads whole rows batch by batch; each call is
-a fresh iterator, so every model reads the dataset independently.
+a fresh iterator (a run makes one, and hands each sample to every model: inference/feed).
 """
 
 from __future__ import annotations

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import bisect
 import csv
+import itertools
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, BinaryIO, Callable, Iterator, Optional, Sequence
 
 from lalmeval.background import stop_if_abandoned
+from lalmeval.data.arrow_memory import release_freed, use_returning_pool
 from lalmeval.errors import UserError
 from lalmeval.files import encoding_error, open_error, parse_json_at, parse_json_text, read_text
 from lalmeval.registry import Registry
@@ -24,6 +26,9 @@ from lalmeval.registry import Registry
 # threads load at once; every call into its loaders holds this lock.
 DATASETS_LOCK = threading.Lock()
 BATCH = 64  # rows read at a time by `rows()`: bounds the audio bytes held per reader
+SCAN_BATCH = 4096  # rows of light fields (ids, languages) decoded at a time by a scan
+READ_BUFFER = 1 << 20  # bytes a parquet reader fetches at a time
+HEAVY_BYTES = 16 << 20  # a binary column holding more than this in a row group is read page by page
 # The csv module refuses fields over 128 KB by default, but a TSV cell may hold a base64 image or a
 # message list; the whole file is in memory anyway. 2**31 - 1 fits a C long everywhere.
 CSV_FIELD_LIMIT = 2**31 - 1
@@ -203,59 +208,142 @@ def _open_tsv(path: Path, request: TableRequest) -> Table:
 
 
 class ParquetTable(Table):
-    """A parquet file, read one row group at a time: the scan reads only its light columns, and whole
-    rows come from the row groups that hold selected rows (iter_batches would read ahead through the
-    whole file). Memory is bounded by the largest row group."""
+    """A parquet file, read in slices of BATCH rows whatever its row groups: a file written in one
+    row group (pyarrow's and pandas' default) is never decoded whole. The scan reads only its light
+    columns; whole rows come only from the row groups that hold selected rows, and only the selected
+    rows become Python objects. A large binary column (the audio bytes) is read one page at a time
+    (parquet_pages), the rest through pyarrow, so memory is bounded by a page, not by the row group."""
 
-    def __init__(self, path: Path, request: TableRequest):
+    def __init__(self, path: Path, request: TableRequest, opener: Optional[Callable[[], BinaryIO]] = None):
         import pyarrow.parquet as pq  # only paid by runs that read parquet
 
+        use_returning_pool()
         self.path, self.request = path, request
+        self.open = opener or (lambda: open(path, "rb"))  # a streamed hub file opens through fsspec
         try:
-            meta = pq.ParquetFile(path).metadata
+            with self.open() as handle:
+                meta = pq.ParquetFile(handle).metadata
             self.columns = list(meta.schema.to_arrow_schema().names)
             self._sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
         except Exception as exc:  # pyarrow raises several types for a bad file
             raise UserError(f"{path}: not a readable parquet file: {exc}") from None
-
-    def _groups(self, columns: Optional[list[str]], wanted: Optional[set[int]] = None) -> Iterator[tuple[int, Any]]:
-        """(first row index, table) of each row group, skipping those not in `wanted`."""
-        import pyarrow.parquet as pq
-
-        try:
-            handle = pq.ParquetFile(self.path)
-            start = 0
-            for group, size in enumerate(self._sizes):
-                if wanted is None or group in wanted:
-                    yield start, handle.read_row_group(group, columns=columns, use_threads=False)
-                start += size
-        except Exception as exc:  # a file that went bad after opening
-            raise UserError(f"{self.path}: not a readable parquet file: {exc}") from None
+        self._starts = [0]
+        for count in self._sizes:
+            self._starts.append(self._starts[-1] + count)
 
     def scan(self) -> Iterator[dict[str, Any]]:
         fields = [f for f in self.request.fields if f in self.columns]
-        for _, table in self._groups(fields or self.columns[:1]):
-            for row in table.to_pylist():
-                yield {f: row.get(f) for f in self.request.fields}
+        for row in self._read(None, fields or self.columns[:1], SCAN_BATCH):
+            yield {f: row.get(f) for f in self.request.fields}
 
     def rows(self, indices: Optional[Sequence[int]], columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
-        bounds = [0]
-        for size in self._sizes:
-            bounds.append(bounds[-1] + size)
-        by_group: dict[int, list[int]] = {}
-        for index in range(bounds[-1]) if indices is None else indices:
-            by_group.setdefault(bisect.bisect_right(bounds, index) - 1, []).append(index)
         # Only the mapped columns are read from disk (pyarrow needs at least one to count rows).
-        read = None if columns is None else [c for c in self.columns if c in columns] or self.columns[:1]
-        for start, table in self._groups(read, set(by_group)):
-            group = bisect.bisect_right(bounds, start) - 1
-            # Only the selected rows become Python objects, a batch at a time; slices of consecutive
-            # rows, because Table.take would load pyarrow.compute (~100 MB of kernels) for nothing.
-            for first, count in _runs([i - start for i in by_group[group]], BATCH):
-                yield from (only_columns(row, columns) for row in table.slice(first, count).to_pylist())
+        read = self.columns if columns is None else [c for c in self.columns if c in columns] or self.columns[:1]
+        return (only_columns(row, columns) for row in self._read(indices, read, BATCH))
+
+    def _read(self, indices: Optional[Sequence[int]], columns: list[str], size: int) -> Iterator[dict[str, Any]]:
+        """The rows at `indices` (sorted; every row when None), only `columns`, `size` rows decoded at a time."""
+        import pyarrow.parquet as pq
+
+        try:
+            with self.open() as source:
+                # No pre-buffering and a small read buffer: pages are fetched as they are decoded, so a
+                # row group is never held whole (pre_buffer would read all of its column chunks at once).
+                handle = pq.ParquetFile(source, pre_buffer=False, buffer_size=READ_BUFFER)
+                yield from self._groups(handle, iter(range(self._starts[-1]) if indices is None else indices), columns, size)
+        except (UserError, GeneratorExit):
+            raise
+        except Exception as exc:  # a file that went bad after opening
+            raise UserError(f"{self.path}: not a readable parquet file: {exc}") from None
+
+    def _groups(self, handle: Any, wanted: Iterator[int], columns: list[str], size: int) -> Iterator[dict[str, Any]]:
+        target = next(wanted, None)
+        while target is not None:
+            group = bisect.bisect_right(self._starts, target) - 1
+            heavy = heavy_columns(handle, self.open, group, columns)
+            for start, batch, values in _group_slices(handle, group, self._starts[group], columns, heavy, BATCH if heavy else size):
+                picked = []
+                while target is not None and target < start + len(values):
+                    picked.append(target - start)
+                    target = next(wanted, None)
+                # Slices of consecutive rows, because Table.take would load pyarrow.compute (~100 MB of kernels) for nothing.
+                for first, count in runs(picked, BATCH):
+                    part = batch.slice(first, count).to_pylist() if batch is not None else [{} for _ in range(count)]
+                    for at, row in enumerate(part, first):
+                        yield _with_heavy(row, values[at])
+                if target is None or target >= self._starts[group + 1]:
+                    break  # the rest of this row group holds no selected row
+            release_freed()
 
 
-def _runs(indices: list[int], longest: int) -> Iterator[tuple[int, int]]:
+def heavy_columns(handle: Any, opener: Callable[[], BinaryIO], group: int, columns: Sequence[str]) -> dict[str, Any]:
+    """{leaf path: BinaryColumn} of the large binary leaves among `columns` in a row group: a
+    top-level binary column, or a binary field of a top-level struct whose other fields are flat."""
+    from lalmeval.data.parquet_pages import BinaryColumn, Unsupported
+
+    schema, chunks = handle.schema, handle.metadata.row_group(group)
+    leaves = [schema.column(i).path for i in range(len(schema))]
+    found = {}
+    for i, leaf in enumerate(leaves):
+        parts = leaf.split(".")
+        if parts[0] not in columns or chunks.column(i).total_uncompressed_size < HEAVY_BYTES:
+            continue
+        if len(parts) > 2 or any(p.count(".") > 1 for p in leaves if p.startswith(parts[0] + ".")) or not _binary(handle, parts):
+            continue
+        column = schema.column(i)
+        try:
+            found[leaf] = BinaryColumn(opener, chunks.column(i), column.max_definition_level, column.max_repetition_level)
+        except Unsupported:
+            continue
+    return found
+
+
+def _binary(handle: Any, parts: list[str]) -> bool:
+    """Whether a leaf holds bytes (a string column is BYTE_ARRAY on disk too, but reads as text)."""
+    import pyarrow as pa
+
+    kind = handle.schema_arrow.field(parts[0]).type
+    if len(parts) == 2:
+        if not pa.types.is_struct(kind) or kind.get_field_index(parts[1]) < 0:
+            return False
+        kind = kind.field(parts[1]).type
+    return pa.types.is_binary(kind) or pa.types.is_large_binary(kind)
+
+
+def _group_slices(handle: Any, group: int, start: int, columns: list[str], heavy: dict[str, Any], size: int) -> Iterator[tuple[int, Any, list]]:
+    """(first row index, pyarrow batch of the other columns or None, [{leaf: value} per row]) of one row group."""
+    light: list[str] = []
+    for name in columns:
+        fields = [leaf for leaf in heavy if leaf.split(".")[0] == name]
+        if not fields:
+            light.append(name)
+        elif fields != [name]:  # a struct: its other fields through pyarrow, the heavy one from its pages
+            light += [leaf for leaf in (handle.schema.column(i).path for i in range(len(handle.schema)))
+                      if leaf.startswith(name + ".") and leaf not in heavy]
+    streams = {leaf: column.values() for leaf, column in heavy.items()}
+    total = handle.metadata.row_group(group).num_rows
+    batches = handle.iter_batches(batch_size=size, row_groups=[group], columns=light, use_threads=False) if light else None
+    done = 0
+    while done < total:
+        batch = next(batches) if batches is not None else None
+        count = batch.num_rows if batch is not None else min(size, total - done)
+        values = [dict(zip(streams, row)) for row in zip(*(itertools.islice(s, count) for s in streams.values()))] if streams else [{}] * count
+        yield start + done, batch, values
+        done += count
+
+
+def _with_heavy(row: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    """The row with the values read page by page put in place (a struct's field inside the struct)."""
+    for leaf, value in values.items():
+        name, _, field = leaf.partition(".")
+        if not field:
+            row[name] = value
+        elif row.get(name) is not None:
+            row[name][field] = value
+    return row
+
+
+def runs(indices: list[int], longest: int) -> Iterator[tuple[int, int]]:
     """(first, count) of runs of consecutive indices, none longer than `longest`."""
     at = 0
     while at < len(indices):

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
-import math
 import random
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Optional, TypeVar
@@ -15,10 +14,12 @@ from urllib.parse import urljoin
 import aiohttp
 
 from lalmeval.config import ModelInfo
+from lalmeval.inference.azure import deployment_url
 from lalmeval.inference.diagnose import REFUSALS, refusal_line
 from lalmeval.inference.limit import AdaptiveLimit
 from lalmeval.inference.protocols import ReplyError
 from lalmeval.inference.urls import endpoint_url, host_of, same_host
+from lalmeval.inference.waits import Wait, asked_wait, seconds_or_date
 from lalmeval.ledger import INTERRUPTED
 from lalmeval.secrets import NO_SECRETS, Redactor, clip, scrub
 from lalmeval.text import mended
@@ -73,24 +74,14 @@ class _Outcome:
     value: Any = None
     reason: str = ""
     retryable: bool = False
-    wait: Optional[float] = None
+    wait: Optional[Wait] = None
     status: Optional[int] = None   # the HTTP status of a non-200 answer
 
 
 def retry_after(value: Optional[str]) -> Optional[float]:
-    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date); None when unusable."""
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
-        except (TypeError, ValueError, IndexError, OverflowError):
-            return None  # not a number, not a date: fall back to our own backoff
-    if math.isnan(seconds):
-        return None
-    return min(MAX_RETRY_AFTER, max(0.0, seconds))
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date), capped; None when unusable."""
+    seconds = seconds_or_date(value) if value else None
+    return None if seconds is None else min(MAX_RETRY_AFTER, seconds)
 
 
 def backoff(attempt: int, base: float = 0.5) -> float:
@@ -131,7 +122,7 @@ class Endpoint:
     def __init__(self, info: ModelInfo, redactor: Redactor = NO_SECRETS, stop: Optional[asyncio.Event] = None):
         self.info = info
         self.stop = stop   # set when the run stops: no request is sent after it
-        self.base_url = info.url
+        self.base_url = deployment_url(info.url, info.model, info.api_version)   # an Azure resource root: its deployment
         self.limit = AdaptiveLimit(info.batch_size)
         self.redact = redactor
         self.shown_url = redactor(info.url)   # the URL wherever it is printed or stored: it may hold a key
@@ -146,6 +137,7 @@ class Endpoint:
         self._refusal_streak = 0
         self.answered = 0   # requests that got a usable reply
         self.down_reason: Optional[str] = None
+        self.capped_wait: Optional[Wait] = None   # the first wait asked for beyond MAX_RETRY_AFTER
         self.refused: Optional[str] = None   # when every request is refused: status, URL and the likely fix, in one line
         self._token = info.auth_token.get_secret_value() if info.auth_token else ""
 
@@ -226,7 +218,7 @@ class Endpoint:
                     if resp.status != 200:
                         raw = await self._read(resp, ERROR_BODY_LIMIT, strict=False)
                         reason = f"HTTP {resp.status}: " + clip(_server_message(raw), self.redact, REASON_LIMIT)
-                        return _Outcome(reason=reason, retryable=resp.status in RETRYABLE_STATUS, wait=retry_after(resp.headers.get("Retry-After")),
+                        return _Outcome(reason=reason, retryable=resp.status in RETRYABLE_STATUS, wait=asked_wait(resp.headers),
                                         status=resp.status)
                     raw = await self._read(resp, self.max_reply, strict=True)
                     break
@@ -292,6 +284,16 @@ class Endpoint:
             return f"endpoint refused: {self.refused}"
         return f"endpoint down ({self.down_reason}): {self.shown_url}"
 
+    def _pause(self, asked: Wait) -> float:
+        """The wait a server asked for, up to MAX_RETRY_AFTER; a longer one is said once, not cut silently."""
+        if asked.seconds <= MAX_RETRY_AFTER:
+            return asked.seconds
+        if self.capped_wait is None:
+            self.capped_wait = asked
+            print(f"warning: model '{self.info.name}' ({self.shown_url}) asked to wait {asked.seconds:,.0f}s before retrying "
+                  f"({asked.header}); waiting {MAX_RETRY_AFTER:g}s, the most a retry waits", file=sys.stderr, flush=True)
+        return MAX_RETRY_AFTER
+
     def _check_stop(self, attempt: int, waited: float) -> None:
         if self.stop is not None and self.stop.is_set():
             raise Interrupted(attempt - 1, waited)
@@ -321,7 +323,7 @@ class Endpoint:
             if not outcome.retryable or attempt == attempts_allowed:
                 self._settle(outcome, path)
                 raise RequestFailed(outcome.reason, attempt, waited, latency, queued)
-            pause = outcome.wait if outcome.wait is not None else backoff(attempt)
+            pause = self._pause(outcome.wait) if outcome.wait is not None else backoff(attempt)
             self.retries += 1
             self.retry_wait += pause
             waited += pause

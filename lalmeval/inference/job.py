@@ -6,22 +6,24 @@ import asyncio
 import itertools
 import json
 import time
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import replace
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Optional
+from typing import Any, AsyncIterator, Awaitable, Callable, Optional
 
 from lalmeval.background import abandonable
 from lalmeval.cache import EARLIER_RUN, InferenceCache, deterministic, request_key
 from lalmeval.config import ModelInfo
 from lalmeval.choices import LETTERS
-from lalmeval.data.audio import AudioError, PreparedAudio, audio_identity, prepare
+from lalmeval.clips import notes as clip_notes
+from lalmeval.data.audio import AudioError, PreparedAudio, audio_identity
 from lalmeval.data.images import ImageError, ImagePart
 from lalmeval.data.messages import Conversation, Text, Turn, image_parts
-from lalmeval.data.source import EmptySelection, Source
+from lalmeval.data.source import Source
 from lalmeval.errors import UserError
 from lalmeval.inference.client import Endpoint, RequestFailed
+from lalmeval.inference.feed import AudioCache, FeedReader, SampleFeed, width
 from lalmeval.inference.protocols import Answer, Protocol, ReplyError, RequestError
-from lalmeval.ledger import INTERRUPTED, InvariantError, Ledger
+from lalmeval.ledger import INTERRUPTED, Ledger
 from lalmeval.options import RunOptions
 from lalmeval.postprocess.base import Postprocessor
 from lalmeval.preprocess.base import Preprocessor
@@ -30,7 +32,6 @@ from lalmeval.secrets import NO_SECRETS, Redactor, redacted_params, scrub
 from lalmeval.store import JsonlWriter, RunStore, WriteFailed
 
 NOT_INFERRED = "not inferred: no stored prediction to re-evaluate"
-READ_AHEAD = 16   # samples read per trip to the reader thread
 STREAM_LAG = 4096  # records the slowest reader may fall behind before inference waits for it
 
 
@@ -129,93 +130,6 @@ class RecordStream:
             self._took()
 
 
-class AudioCache:
-    """Prepared clips shared by the models of one dataset; bounded, so memory stays flat."""
-
-    def __init__(self, capacity: int):
-        self.capacity = capacity
-        self._items: OrderedDict[tuple[str, int], asyncio.Future] = OrderedDict()
-
-    async def get(self, sample: Sample, index: int) -> PreparedAudio:
-        key = (sample.id, index)
-        future = self._items.get(key)
-        if future is None:
-            ref = sample.audio[index]
-            future = asyncio.get_running_loop().run_in_executor(None, prepare, ref.source, ref.span)
-            self._items[key] = future
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
-        else:
-            self._items.move_to_end(key)
-        return await future
-
-
-class SampleQueue:
-    """The selected samples, read ahead from the source in a worker thread with backpressure.
-
-    Every worker of every replica takes from this one queue, so a replica that answers faster takes
-    more. A source that fails mid-read ends the queue and keeps the reason in `failure`."""
-
-    _END = object()
-
-    def __init__(self, samples: Iterator[Sample], ahead: int, admit, repeats: int = 1):
-        self._samples, self._admit, self.repeats = samples, admit, repeats
-        self._queue: asyncio.Queue = asyncio.Queue(maxsize=max(ahead, READ_AHEAD))
-        self.failure: Optional[str] = None
-        self.empty: Optional[str] = None   # a stream that selected no sample: why (naming the filters)
-        self.read = 0
-
-    def _take(self) -> tuple[list[Sample], Optional[Exception]]:
-        """Up to READ_AHEAD samples, and the error that ended the read after them, if one did."""
-        batch: list[Sample] = []
-        try:
-            for sample in self._samples:
-                batch.append(sample)
-                if len(batch) >= READ_AHEAD:
-                    break
-        except Exception as exc:  # noqa: BLE001 - the samples read before it are still answered
-            return batch, exc
-        return batch, None
-
-    async def fill(self) -> None:
-        """Read until the source ends (run as a task)."""
-        loop = asyncio.get_running_loop()
-        try:
-            while True:
-                batch, error = await loop.run_in_executor(None, self._take)
-                for sample in batch:
-                    self._admit(sample.id)
-                    self.read += 1
-                    for repeat in range(self.repeats):
-                        await self._queue.put((sample, repeat))
-                if error is not None:
-                    raise error
-                if not batch:
-                    break
-        except EmptySelection as exc:  # read to its end, nothing kept: not broken, but nothing to evaluate
-            self.empty = str(exc)
-        except UserError as exc:  # bad data met while reading: its own one-line message
-            self.failure = str(exc)
-        except InvariantError as exc:  # a streamed dataset repeats an id: bad data too
-            self.failure = str(exc)
-        except Exception as exc:  # noqa: BLE001 - a broken source ends the pass with its reason
-            self.failure = f"{type(exc).__name__}: {exc}"
-        await self._queue.put(self._END)  # not on cancellation: then every worker is cancelled too
-
-    def end(self) -> None:
-        """Let every worker waiting for a sample see the end (when the queue is full, none is waiting)."""
-        if not self._queue.full():
-            self._queue.put_nowait(self._END)
-
-    async def get(self) -> Optional[tuple[Sample, int]]:
-        """The next (sample, repeat) to answer, or None when there is none left."""
-        item = await self._queue.get()
-        if item is self._END:
-            self._queue.put_nowait(self._END)  # every other worker sees the end too
-            return None
-        return item
-
-
 class _PassFailed(Exception):
     """The pass cannot go on; the message is the reason every open sample fails with."""
 
@@ -240,6 +154,7 @@ class InferenceJob:
         audio: AudioCache, store: RunStore, options: RunOptions = RunOptions(),
         cache: Optional[InferenceCache] = None, stop: Optional[asyncio.Event] = None, identity: Optional[str] = None,
         repeats: int = 1, long_audio: str = "chunk", redactor: Redactor = NO_SECRETS,
+        feed: Optional[SampleFeed] = None, windows: Optional[dict[Endpoint, asyncio.Semaphore]] = None,
     ):
         self.dataset, self.language, self.source, self.name = dataset, language, source, name
         self.endpoints, self.protocol = endpoints, protocol
@@ -254,6 +169,17 @@ class InferenceJob:
         self.identity = redactor(identity or endpoints[0].info.url)
         self.repeats = repeats
         self.long_audio = long_audio   # how audio longer than chunk_size is sent: chunk, truncate or vad
+        # Truncation needs only the clip's start: decode no more than that.
+        self.first_seconds = endpoints[0].info.chunk_size if long_audio == "truncate" else None
+        self.audio_group = (dataset, self.first_seconds)
+        audio.expect(self.audio_group)
+        # The dataset is read once for every model (the feed), and each endpoint prepares at most
+        # width(batch_size) samples at a time across every dataset (the windows), so memory follows
+        # the in-flight windows, not the number of models and datasets.
+        self.feed = feed or SampleFeed(source.samples)
+        self.reader: FeedReader = self.feed.reader(repeats)
+        windows = windows if windows is not None else {}
+        self.windows = {e: windows.get(e) or asyncio.Semaphore(width(e.info.batch_size)) for e in endpoints}
         self.stream = RecordStream()
         self.reused = 0
         self.failure: Optional[str] = None   # why the pass as a whole could not go on, if it could not
@@ -328,6 +254,7 @@ class InferenceJob:
             self.failure = _internal(exc)
             ledger.fail_open(f"pass failed: {self.failure}", persist=True)
         finally:
+            self.reader.close()  # a pass that never read (it failed first) must not hold the feed back
             leftover = INTERRUPTED if self.stop.is_set() else "internal error: the pass ended without a record for this sample"
             ledger.fail_open(leftover, persist=False)
             if self._writer is not None:
@@ -335,16 +262,16 @@ class InferenceJob:
             self.stream.close()
 
     async def _work(self, stored: dict[str, Record], ledger: Ledger) -> None:
-        """Workers of every replica pull from one queue: memory stays bounded however large the dataset."""
-        queue = SampleQueue(self.source.samples(), sum(e.info.batch_size for e in self.endpoints), ledger.admit, self.repeats)
-        reader = asyncio.ensure_future(queue.fill())
-        stopper = asyncio.ensure_future(self._stop_reading(queue, reader))
+        """Workers of every replica take from the dataset's one feed: memory stays bounded however large the dataset."""
+        reader = self.reader
+        reader.admit = ledger.admit
+        self.feed.start()
+        stopper = asyncio.ensure_future(self._stop_reading(reader))
         workers = []
         for endpoint in self.endpoints:
-            # Workers beyond the in-flight limit prepare the next clips ahead; a quarter more keeps the
-            # endpoint busy without holding many decoded clips.
-            width = 1 if self.options.reeval else endpoint.info.batch_size + max(4, endpoint.info.batch_size // 4)
-            workers += [asyncio.ensure_future(self._worker(queue, endpoint, stored, ledger)) for _ in range(width)]
+            # As many workers as the endpoint prepares at once: a dataset alone can keep it busy.
+            count = 1 if self.options.reeval else width(endpoint.info.batch_size)
+            workers += [asyncio.ensure_future(self._worker(reader, endpoint, stored, ledger)) for _ in range(count)]
         try:
             await asyncio.gather(*workers)
         except BaseException:
@@ -352,29 +279,30 @@ class InferenceJob:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
             raise
-        finally:  # the workers are done: so is the reader (it put the end), unless the run stopped
-            reader.cancel()
+        finally:  # the workers are done: the feed keeps nothing more for this pass
+            reader.close()
             stopper.cancel()
-            await asyncio.gather(reader, stopper, return_exceptions=True)
+            await asyncio.gather(stopper, return_exceptions=True)
         # The data broke off: what it still owed cannot be read. (A stopped run leaves its open samples
         # interrupted instead, for a resume to request; the break shows again then.)
-        self.empty = queue.empty
-        if queue.failure is not None and not self.stop.is_set():
-            self.failure = f"data: {queue.failure}"
-            self.broken_off = f"the data broke off after {queue.read} row(s): {queue.failure}"
+        self.empty = self.feed.empty
+        failure = reader.failure or self.feed.failure
+        if failure is not None and not self.stop.is_set():
+            self.failure = f"data: {failure}"
+            self.broken_off = f"the data broke off after {self.feed.read} row(s): {failure}"
             ledger.fail_open(self.failure, persist=True)
 
-    async def _stop_reading(self, queue: SampleQueue, reader: asyncio.Task) -> None:
+    async def _stop_reading(self, reader: FeedReader) -> None:
         """Once the run stops nothing new is taken: end the read-ahead and wake the idle workers, so the
         pass ends with its last request in flight, not at the end of the grace period."""
         await self.stop.wait()
-        reader.cancel()
-        queue.end()
+        self.feed.stop()
+        reader.end()
 
-    async def _worker(self, queue: SampleQueue, home: Endpoint, stored: dict[tuple[str, int], Record], ledger: Ledger) -> None:
+    async def _worker(self, reader: FeedReader, home: Endpoint, stored: dict[tuple[str, int], Record], ledger: Ledger) -> None:
         while not self.stop.is_set():
             await self.stream.room(self.stop)
-            unit = await queue.get()
+            unit = await reader.get()
             if unit is None or self.stop.is_set():
                 return  # interrupted: a taken unit stays open and is left for a resumed run
             sample, repeat = unit
@@ -405,7 +333,8 @@ class InferenceJob:
                     await self.before_request()
                 except UserError as exc:
                     return self._blank((sample.id, repeat), sample, f"launch failed: {exc}"), True
-            record = await self.infer(sample, prompt, home, repeat)
+            async with self.windows[home]:  # the clips and bodies an endpoint prepares, whichever pass they come from
+                record = await self.infer(sample, prompt, home, repeat)
             return record, record.error != INTERRUPTED  # not sent: not written, so a resume requests it
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
@@ -456,6 +385,8 @@ class InferenceJob:
         """The record for one (sample, repeat): a prediction, or the reason there is none."""
         record = self._record(sample, prompt, repeat)
         loop = asyncio.get_running_loop()
+        if sample.audio:  # where the clip came from, for the report's player
+            record.extra["audio"] = await loop.run_in_executor(None, clip_notes, sample, self.store.clips)
         try:
             audio = await self._audio(sample, prompt)
             images = await loop.run_in_executor(None, _images, prompt)
@@ -495,7 +426,7 @@ class InferenceJob:
             return []
         if not sample.audio:
             raise AudioError("sample has no audio")
-        return [await self.audio.get(sample, i) for i in range(len(sample.audio))]
+        return [await self.audio.get(self.audio_group, sample, i, self.first_seconds) for i in range(len(sample.audio))]
 
     async def _request(self, record: Record, prompt: Prompt, audio: list[PreparedAudio], home: Endpoint, images: list[ImagePart]) -> str:
         """Send the clip (cut by long_audio when longer than chunk_size) and join the replies in order."""

@@ -38,24 +38,33 @@ svg { max-width: 100%; height: auto; }
 .controls select { padding: 4px; font-size: 13px; max-width: 220px; }
 .pager { display: flex; gap: 8px; align-items: center; margin: 8px 0; }
 .pager button { padding: 3px 10px; }
-#sample-table td { font-size: 13px; } #sample-table td.scores b { font-variant-numeric: tabular-nums; }
-#sample-table th:nth-child(1) { width: 15%; } #sample-table th:nth-child(2) { width: 14%; } #sample-table th:nth-child(3) { width: 24%; }
-#sample-table th:nth-child(4) { width: 27%; } #sample-table th:nth-child(5) { width: 20%; }
+#sample-table td { font-size: 13px; } #sample-table .scores b { font-variant-numeric: tabular-nums; }
 #sample-table { table-layout: fixed; }
+#sample-table th:nth-child(1) { width: 22%; } #sample-table th:nth-child(2) { width: 20%; }
+#sample-table.models-1 th:nth-child(1) { width: 26%; } #sample-table.models-1 th:nth-child(2) { width: 30%; }
 #sample-table tr.failed td:first-child { box-shadow: inset 3px 0 0 var(--bad); }
+#sample-table td.answer.failed { background: var(--bad-bg); }
+#sample-table .scores { margin-bottom: 4px; } #sample-table .scores .score { margin-right: 10px; }
+#sample-table .sid { font-weight: 600; word-break: break-all; }
+.clip { margin: 6px 0; } .clip audio { width: 100%; height: 32px; display: block; }
+.clip a.file { font-size: 11.5px; color: var(--accent); word-break: break-all; }
 .note { color: var(--warn); background: var(--warn-bg); padding: 6px 10px; border-radius: 6px; font-size: 13px; }
+.mono { font: 12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
+#model-settings td:first-child { color: var(--muted); white-space: nowrap; width: 1%; }
+#request-settings td { font-size: 13px; }
 .legend span { display: inline-block; margin-right: 14px; font-size: 12.5px; }
 .legend i { display: inline-block; width: 11px; height: 11px; margin-right: 5px; vertical-align: -1px; border-radius: 2px; }
 """
 
-# Replies are untrusted text: the script only ever sets textContent, never HTML.
+# Replies are untrusted text: the script only ever sets textContent, never HTML. Audio sources are
+# data: URIs built here or percent-encoded relative paths (no scheme can hide in them).
 BROWSER_JS = r"""
 (function () {
   "use strict";
   var source = document.getElementById("samples-data");
   if (!source) return;
   var data = JSON.parse(source.textContent);
-  var S = data.strings, G = data.groups, rows = data.rows, PAGE = 50, page = 1, hay = [];
+  var S = data.strings, G = data.groups, FILES = data.files || [], CLIPS = data.clips || [], PAGE = 50, page = 1;
   var $ = function (id) { return document.getElementById(id); };
   var text = $("f-text"), dataset = $("f-dataset"), model = $("f-model"), failed = $("f-failed");
   function str(i) { return i === null || i === undefined ? null : S[i]; }
@@ -73,59 +82,119 @@ BROWSER_JS = r"""
     G.forEach(function (g) { if (seen.indexOf(g[key]) < 0) seen.push(g[key]); });
     return seen;
   }
+  var MODELS = unique("model");
   fill(dataset, unique("dataset"));
-  fill(model, unique("model"));
-  function haystack(i) {
-    if (hay[i] === undefined) {
-      var r = rows[i];
-      hay[i] = [r[1], str(r[2]), str(r[3]), str(r[4]), str(r[5]), str(r[6])].join("\n").toLowerCase();
+  fill(model, MODELS);
+  // One entry per (dataset, sample, repeat): the rows of every model side by side (rows arrive grouped so).
+  var samples = [];
+  data.rows.forEach(function (r) {
+    var g = G[r[0]], last = samples[samples.length - 1];
+    if (!last || last.dataset !== g.dataset || last.id !== r[1] || last.repeat !== r[9]) {
+      last = {dataset: g.dataset, id: r[1], repeat: r[9], by: {}, first: r, hay: null};
+      samples.push(last);
     }
-    return hay[i];
+    last.by[g.model] = r;
+  });
+  function shownModels() { return model.value ? [model.value] : MODELS; }
+  function haystack(s) {
+    if (s.hay === null) {
+      var parts = [s.id, str(s.first[3])];
+      MODELS.forEach(function (m) { var r = s.by[m]; if (r) parts.push(str(r[2]), str(r[4]), str(r[5]), str(r[6])); });
+      s.hay = parts.join("\n").toLowerCase();
+    }
+    return s.hay;
   }
   function matching() {
-    var q = text.value.trim().toLowerCase(), out = [];
-    for (var i = 0; i < rows.length; i++) {
-      var r = rows[i], g = G[r[0]];
-      if (dataset.value && g.dataset !== dataset.value) continue;
-      if (model.value && g.model !== model.value) continue;
-      if (failed.checked && r[6] === null) continue;
-      if (q && haystack(i).indexOf(q) < 0) continue;
-      out.push(r);
-    }
+    var q = text.value.trim().toLowerCase(), models = shownModels(), out = [];
+    samples.forEach(function (s) {
+      if (dataset.value && s.dataset !== dataset.value) return;
+      var rows = models.map(function (m) { return s.by[m]; }).filter(function (r) { return r; });
+      if (!rows.length) return;
+      if (failed.checked && !rows.some(function (r) { return r[6] !== null; })) return;
+      if (q && haystack(s).indexOf(q) < 0) return;
+      out.push(s);
+    });
     return out;
   }
-  function textCell(value, cls) {
-    var td = node("td", cls);
-    if (value !== null) td.appendChild(node("div", "text", value));
-    return td;
-  }
+  function textBlock(value, cls) { return node("div", cls ? "text " + cls : "text", value); }
   function folded(label, value) {
     var d = node("details");
     d.appendChild(node("summary", null, label));
     d.appendChild(node("div", "text", value));
     return d;
   }
-  function sampleRow(r) {
-    var g = G[r[0]], tr = node("tr", r[6] === null ? "sample" : "sample failed");
-    var first = node("td");
-    first.appendChild(node("div", "sid", r[9] === null || r[9] === undefined ? r[1] : r[1] + " \u00b7 repeat " + r[9]));
-    first.appendChild(node("div", "small", g.dataset + " \u00b7 " + g.model + (r[8] === null ? "" : " \u00b7 " + r[8].toFixed(2) + " s")));
-    if (str(r[2])) first.appendChild(folded("prompt", str(r[2])));
-    tr.appendChild(first);
-    var scores = node("td", "scores");
-    g.metrics.forEach(function (m, k) {
-      var v = r[7][k];
-      var line = node("div", null, m + " ");
+  function seconds(x) { return (Math.round(x * 100) / 100).toString(); }
+  function player(index) {
+    var clip = CLIPS[index], box = node("div", "clip");
+    if (!clip) return box;
+    var file = clip.file === null ? null : FILES[clip.file];
+    if (file) {
+      var audio = node("audio");
+      audio.controls = true;
+      audio.preload = "none";
+      audio.src = file.src + (clip.span ? "#t=" + clip.span[0] + "," + clip.span[1] : "");
+      box.appendChild(audio);
+      var link = node("a", "file", clip.name);
+      link.href = file.src;
+      if (file.src.indexOf("data:") === 0) link.download = file.name;
+      box.appendChild(link);
+    } else {
+      box.appendChild(node("div", "small", clip.name));
+    }
+    if (clip.span) box.appendChild(node("div", "small", "from " + seconds(clip.span[0]) + " s to " + seconds(clip.span[1]) + " s"));
+    return box;
+  }
+  function sameFor(rows, k) { return rows.every(function (r) { return str(r[k]) === str(rows[0][k]); }); }
+  function sampleCell(s, rows) {
+    var td = node("td", "sample");
+    td.appendChild(node("div", "sid", s.repeat === null || s.repeat === undefined ? s.id : s.id + " \u00b7 repeat " + s.repeat));
+    td.appendChild(node("div", "small", s.dataset));
+    (s.first[10] || []).forEach(function (i) { td.appendChild(player(i)); });
+    if (sameFor(rows, 2) && str(rows[0][2])) td.appendChild(folded("prompt", str(rows[0][2])));
+    return td;
+  }
+  function modelCell(s, m, rows) {
+    var r = s.by[m], g, td;
+    if (!r) {
+      td = node("td", "answer missing");
+      td.appendChild(node("div", "small", "not on this page"));
+      return td;
+    }
+    g = G[r[0]];
+    td = node("td", r[6] === null ? "answer" : "answer failed");
+    var scores = node("div", "scores");
+    g.metrics.forEach(function (metric, k) {
+      var v = r[7][k], line = node("span", "score", metric + " ");
       line.appendChild(node("b", null, v === null ? "\u2013" : v.toFixed(2)));
       scores.appendChild(line);
     });
-    tr.appendChild(scores);
-    tr.appendChild(textCell(str(r[3])));
-    var pred = textCell(str(r[4]));
-    if (r[5] !== null && r[5] !== r[4]) pred.appendChild(folded("raw reply", str(r[5])));
-    tr.appendChild(pred);
-    tr.appendChild(textCell(str(r[6]), "reason"));
+    if (r[8] !== null) scores.appendChild(node("span", "small", r[8].toFixed(2) + " s"));
+    td.appendChild(scores);
+    if (str(r[4]) !== null) td.appendChild(textBlock(str(r[4])));
+    if (str(r[5]) !== null && r[5] !== r[4]) td.appendChild(folded("raw reply", str(r[5])));
+    if (str(r[6]) !== null) td.appendChild(textBlock(str(r[6]), "reason"));
+    if (!sameFor(rows, 2) && str(r[2])) td.appendChild(folded("prompt", str(r[2])));
+    return td;
+  }
+  function sampleRow(s, models) {
+    var rows = models.map(function (m) { return s.by[m]; }).filter(function (r) { return r; });
+    var bad = rows.some(function (r) { return r[6] !== null; });
+    var tr = node("tr", bad ? "sample failed" : "sample");
+    tr.appendChild(sampleCell(s, rows));
+    var ref = node("td", "reference");
+    if (str(s.first[3]) !== null) ref.appendChild(textBlock(str(s.first[3])));
+    tr.appendChild(ref);
+    models.forEach(function (m) { tr.appendChild(modelCell(s, m, rows)); });
     return tr;
+  }
+  function header(models) {
+    var head = $("sample-head");
+    head.textContent = "";
+    ["Sample", "Reference"].concat(models).forEach(function (h, i) {
+      var th = node("th", i < 2 ? null : "model", h);
+      head.appendChild(th);
+    });
+    $("sample-table").className = "models-" + Math.min(models.length, 4);
   }
   function writeHash() {
     var p = new URLSearchParams();
@@ -149,12 +218,13 @@ BROWSER_JS = r"""
     return true;
   }
   function render() {
-    var found = matching(), pages = Math.max(1, Math.ceil(found.length / PAGE));
+    var found = matching(), pages = Math.max(1, Math.ceil(found.length / PAGE)), models = shownModels();
     page = Math.min(Math.max(page, 1), pages);
+    header(models);
     var body = $("sample-rows");
     body.textContent = "";
-    found.slice((page - 1) * PAGE, page * PAGE).forEach(function (r) { body.appendChild(sampleRow(r)); });
-    $("sample-count").textContent = found.length + " of " + rows.length + " samples match";
+    found.slice((page - 1) * PAGE, page * PAGE).forEach(function (s) { body.appendChild(sampleRow(s, models)); });
+    $("sample-count").textContent = found.length + " of " + samples.length + " samples match";
     $("page-info").textContent = "page " + page + " of " + pages;
     $("prev").disabled = page <= 1;
     $("next").disabled = page >= pages;

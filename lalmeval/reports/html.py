@@ -6,10 +6,12 @@ import json
 from html import escape
 from typing import Any, Iterable, Optional, Sequence
 
+from lalmeval.ledger import NOT_RUN
 from lalmeval.provenance import cached_answers, provenance_notes
 from lalmeval.reports.assets import BROWSER_JS, CSS
 from lalmeval.reports.rundir import RunDir, ci95, subsets
-from lalmeval.reports.samples import MAX_FIELD_CHARS, MAX_SAMPLE_BYTES, GroupStats, SampleTable
+from lalmeval.reports.samples import MAX_FIELD_CHARS, MAX_SAMPLE_BYTES, GroupStats, SampleTable, audio_note
+from lalmeval.reports.settings import model_settings, request_settings
 from lalmeval.reports.plots import Scored, latency_histograms, legend, score_charts, score_histograms
 from lalmeval.reports.tables import PROTOCOL_HEADER, fmt, fmt_ci, fmt_interval, group_cell, protocol_rows
 
@@ -116,6 +118,31 @@ def _scores_section(run: RunDir) -> str:
     return f'<section id="scores"><h2>Scores</h2>{table(header, rows, numeric, classes, "score-table")}{note}</section>'
 
 
+def _settings_section(run: RunDir) -> str:
+    """How each model was reached and asked: its config entry side by side with the others' (values that
+    differ between models in bold), then per dataset what its requests carried."""
+    models = model_settings(run)
+    keys = list(dict.fromkeys(k for _, pairs in models for k, _ in pairs))
+    values = [dict(pairs) for _, pairs in models]
+    config = []
+    for key in keys:
+        cells = [v.get(key, "") for v in values]
+        differ = len(set(cells)) > 1
+        config.append([esc(key)] + [f'<span class="mono">{"<strong>" if differ else ""}{esc(c)}{"</strong>" if differ else ""}</span>'
+                                    for c in cells])
+    none = '<span class="small">none</span>'
+    rows = [[esc(r["dataset"]), esc(r["model"]), f'<span class="mono">{esc(r["params"])}</span>' if r["params"] else none,
+             f'<div class="text">{esc(r["system"])}</div>' if r["system"] else none,
+             (f'<div class="text">{esc(r["prompt"])}</div><div class="small">sample {esc(r["sample"])}</div>' if r["prompt"] else none),
+             esc(r["protocol"])] for r in request_settings(run)]
+    protocol = any(r["protocol"] for r in request_settings(run))
+    header = ["Dataset", "Model", "Parameters as sent", "System prompt", "Prompt"] + (["Protocol"] if protocol else [])
+    return (f'<section id="settings"><h2>Settings</h2><p class="small">Each model as the run\'s config.yaml gives it (secrets '
+            f'redacted; values that differ between models in bold), then what its requests carried on each dataset, from its first '
+            f'record.</p>{table(["Setting", *(name for name, _ in models)], config, table_id="model-settings")}'
+            f'{table(header, [r if protocol else r[:-1] for r in rows], table_id="request-settings")}</section>')
+
+
 def _protocols_section(run: RunDir) -> str:
     rows = protocol_rows(run)
     if not rows:
@@ -156,10 +183,14 @@ def _comparisons_section(run: RunDir) -> str:
 
 def _failures_section(run: RunDir) -> str:
     down = "".join(f'<div class="banner down">Endpoint of model <strong>{esc(m)}</strong> went down: {esc(r)}</div>' for m, r in run.endpoints_down.items())
-    if not run.failures:
+    failures = [f for f in run.failures if f.get("kind") != NOT_RUN]
+    stopped = sum(f.get("count") or 0 for f in run.failures if f.get("kind") == NOT_RUN)
+    if stopped:  # not failures: the run stopped before asking; a resume asks
+        down += f'<p class="note">{stopped:,} samples were not run: the run stopped before requesting them (a resume requests them).</p>'
+    if not failures:
         return f'<section id="failures"><h2>Failures</h2>{down}<p>No sample failed.</p></section>'
-    rows = [[esc(f.get("model")), esc(f.get("dataset")), esc(f.get("kind")), esc(f.get("count")), f'<pre class="reason">{esc(f.get("example"))}</pre>'] for f in run.failures]
-    total = sum(f.get("count") or 0 for f in run.failures)
+    rows = [[esc(f.get("model")), esc(f.get("dataset")), esc(f.get("kind")), esc(f.get("count")), f'<pre class="reason">{esc(f.get("example"))}</pre>'] for f in failures]
+    total = sum(f.get("count") or 0 for f in failures)
     return (f'<section id="failures"><h2>Failures <span class="small">({total} samples)</span></h2>{down}'
             f'{table(["Model", "Dataset", "Kind", "Count", "Example reason"], rows, [3])}</section>')
 
@@ -198,7 +229,8 @@ def _samples_section(table_data: SampleTable) -> str:
                 '<select id="f-model" aria-label="model"><option value="">all models</option></select>'
                 '<label><input type="checkbox" id="f-failed"> failed only</label><span id="sample-count" class="small"></span></div>')
     pager = '<div class="pager"><button id="prev" type="button">‹ prev</button><span id="page-info" class="small"></span><button id="next" type="button">next ›</button></div>'
-    grid = table(["Sample", "Scores", "Reference", "Prediction", "Error"], [], table_id="sample-table").replace("<tbody>", '<tbody id="sample-rows">')
+    note += audio_note(table_data)
+    grid = '<table id="sample-table"><thead><tr id="sample-head"></tr></thead><tbody id="sample-rows"></tbody></table>'
     return (f'<section id="samples"><h2>Samples</h2>{note}<noscript><p class="note">The sample browser needs JavaScript.</p></noscript>'
             f'{controls}{grid}{pager}</section>')
 
@@ -210,7 +242,7 @@ def _header(run: RunDir) -> str:
     optional = {"protocols": bool(protocol_rows(run)), "aggregates": bool(run.aggregates), "comparisons": bool(run.comparisons)}
     links = "".join(f'<a href="#{a}">{t}</a>' for a, t in (("scores", "Scores"), ("protocols", "Protocols"), ("plots", "Plots"),
                                                           ("aggregates", "Aggregates"), ("comparisons", "Comparisons"),
-                                                          ("failures", "Failures"), ("samples", "Samples"))
+                                                          ("failures", "Failures"), ("settings", "Settings"), ("samples", "Samples"))
                     if optional.get(a, True))
     return (f"<header><h1>Run {esc(run.run_id)}{partial_badge() if run.partial else ''}</h1>"
             f'<p class="meta">created {esc(run.final.get("created", "?"))} · {esc(versions)}</p>{banner}<nav>{links}</nav></header>')
@@ -219,6 +251,6 @@ def _header(run: RunDir) -> str:
 def run_report(run: RunDir, stats: list[GroupStats], samples: SampleTable) -> str:
     """The whole report.html of one run."""
     body = (_header(run) + _scores_section(run) + _protocols_section(run) + _plots_section(run, stats) + _aggregates_section(run)
-            + _comparisons_section(run) + _failures_section(run) + _samples_section(samples))
+            + _comparisons_section(run) + _failures_section(run) + _settings_section(run) + _samples_section(samples))
     data = f'<script type="application/json" id="samples-data">{script_json(samples.payload())}</script>'
     return page(f"lalmeval run {run.run_id}", body, data + f"<script>{BROWSER_JS}</script>")

@@ -11,7 +11,8 @@ from typing import Any, Optional, Sequence
 from lalmeval.reports.html import esc, page, partial_badge, table
 from lalmeval.reports.plots import Scored, legend, score_charts
 from lalmeval.reports.rundir import RunDir
-from lalmeval.reports.tables import fmt, fmt_ci, text_table
+from lalmeval.console import text_table
+from lalmeval.reports.tables import fmt, fmt_ci
 
 Column = tuple[str, str]  # (dataset, metric)
 
@@ -86,6 +87,30 @@ def build(runs: Sequence[RunDir]) -> Leaderboard:
     return board
 
 
+def _label_list(labels: list[str], limit: int = 4) -> str:
+    shown = ", ".join(labels[:limit])
+    return shown + (f" and {len(labels) - limit} more" if len(labels) > limit else "")
+
+
+def warnings(board: Leaderboard) -> list[str]:
+    """What makes the ranking less than like for like: entries scored on different dataset–metric
+    columns, or on different numbers of samples of one column. Each says how entries are ranked."""
+    found = []
+    missing = {c: [e.label for i, e in enumerate(board.entries) if board.cell(i, c) is None] for c in board.columns}
+    gaps = {c: labels for c, labels in missing.items() if labels}
+    if gaps:
+        lacks = "; ".join(f"{d} {m}: no score from {_label_list(labels)}" for (d, m), labels in gaps.items())
+        found.append(f"the models were not scored on the same datasets ({lacks}). Each is ranked by its mean rank over the "
+                     "columns it has a score in, so mean ranks over different columns are not like for like.")
+    for column in board.columns:
+        counts = {e.label: cell.get("num_samples") for i, e in enumerate(board.entries) if (cell := board.cell(i, column)) is not None}
+        if len(set(counts.values())) > 1:
+            sizes = ", ".join(f"{label}: {count}" for label, count in counts.items())
+            found.append(f"{column[0]} {column[1]}: the scores cover different numbers of samples ({sizes}); they are ranked "
+                         "as they are, though they were not measured on the same samples.")
+    return found
+
+
 def console_table(board: Leaderboard) -> str:
     """The leaderboard for the terminal: scores with two decimals, '*' on partial runs' scores."""
     header = ["#", "Model"] + [f"{d} {m}" for d, m in board.columns] + ["Mean rank"]
@@ -97,10 +122,10 @@ def console_table(board: Leaderboard) -> str:
             cells.append("-" if score is None else fmt(score.get("score")) + ("*" if entry.run.partial else ""))
         rank = board.mean_rank[i]
         rows.append([str(i + 1), entry.label, *cells, "-" if rank is None else f"{rank:.2f}"])
-    text = text_table(header, rows)
+    text = text_table(header, rows, [0, *range(2, len(header))])
     if any(e.run.partial for e in board.entries):
         text += "\n* partial: the run was interrupted or its data broke off"
-    return text
+    return "\n".join([text, *(f"warning: {line}" for line in warnings(board))])
 
 
 def _cell_html(score: Optional[dict[str, Any]], best: bool, partial: bool) -> str:
@@ -155,6 +180,8 @@ def leaderboard_html(board: Leaderboard, runs: Sequence[RunDir], out_dir: Path) 
     """The leaderboard page: ranked table, runs, a chart per metric and the runs' aggregates."""
     banner = ('<div class="banner partial"><strong>Partial results.</strong> Scores marked partial come from a run that was interrupted or whose data broke off, '
               "and cover only the samples it finished.</div>") if any(r.partial for r in runs) else ""
+    banner += "".join(f'<div class="banner partial warning"><strong>Not like for like.</strong> {esc(line[0].upper() + line[1:])}</div>'
+                      for line in warnings(board))
     scored = [Scored(c[0], e.label, i, s, e.run.partial) for i, e in enumerate(board.entries)
               for c in board.columns if (s := board.cell(i, c)) is not None]
     charts = "".join(f"<div>{c}</div>" for c in score_charts(scored))

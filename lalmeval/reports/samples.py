@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from lalmeval.reports.audio import EMBED_BYTES, clip_key, players
+from lalmeval.reports.order import natural_key
 from lalmeval.reports.rundir import RunDir
 from lalmeval.store import RunStore
 
@@ -33,18 +35,36 @@ class SampleTable:
     """Compact browser rows: strings are stored once in `strings` and rows refer to them by index.
 
     A row: [group, sample id, prompt, reference, prediction, reply, error, scores per metric,
-    latency, repeat (None when the run has no repeats)]; texts are indexes into `strings`."""
+    latency, repeat (None when the run has no repeats), clips (indexes into `clips`)]; texts are
+    indexes into `strings`. Rows are in natural id order, each sample's models next to each other.
+    `clips` and `files` are the audio the rows play (reports/audio.py)."""
 
     groups: list[dict[str, Any]] = field(default_factory=list)
     strings: list[str] = field(default_factory=list)
     rows: list[list[Any]] = field(default_factory=list)
     total: int = 0
     truncated: int = 0
+    clip_keys: list[tuple] = field(default_factory=list)
+    files: list[dict[str, Any]] = field(default_factory=list)
+    clips: list[dict[str, Any]] = field(default_factory=list)
+    embedded: bool = True
     _index: dict[str, int] = field(default_factory=dict, repr=False)
+    _clip_index: dict[tuple, int] = field(default_factory=dict, repr=False)
 
     def payload(self) -> dict[str, Any]:
         """What the page's script reads."""
-        return {"groups": self.groups, "strings": self.strings, "rows": self.rows, "total": self.total}
+        return {"groups": self.groups, "strings": self.strings, "rows": self.rows, "total": self.total,
+                "files": self.files, "clips": self.clips}
+
+    def clip_indexes(self, notes: Any) -> Optional[list[int]]:
+        """Indexes of a record's noted clips in `clip_keys` (a clip shared by several models is listed once)."""
+        found = []
+        for key in (k for k in map(clip_key, notes if isinstance(notes, list) else []) if k is not None):
+            if key not in self._clip_index:
+                self._clip_index[key] = len(self.clip_keys)
+                self.clip_keys.append(key)
+            found.append(self._clip_index[key])
+        return found or None
 
     def encode(self, head: list[Any], texts: list[Optional[str]], tail: list[Any], budget: int) -> Optional[tuple[list[Any], int]]:
         """The row head + string slots + tail and its size in bytes, or None when it does not fit the budget."""
@@ -85,7 +105,7 @@ def _group(run: RunDir, index: int, dataset: str, model: str, metrics: list[str]
     for the rows that fit, so memory does not grow with the run."""
     stats = GroupStats(dataset, model, metrics, scores={m: [] for m in metrics})
     scores = [run.sample_scores(dataset, m, model) for m in metrics]
-    refs = sorted(run.record_index(dataset, model).items())
+    refs = sorted(run.record_index(dataset, model).items(), key=lambda item: (natural_key(item[0][0]), item[0][1]))
     repeated = any(repeat for (_, repeat), _ in refs)
     candidates = []
     for order, (unit, ref) in enumerate(refs):
@@ -107,19 +127,20 @@ def _group(run: RunDir, index: int, dataset: str, model: str, metrics: list[str]
     for (_, order, (sample_id, repeat), _, judge_failures), record in zip(candidates, records):
         values = [value for value, _ in (s.get((sample_id, repeat), (None, None)) for s in scores)]
         raw = [record.get(k) for k in ("prompt", "reference", "prediction", "reply")] + [_errors(record, judge_failures, metrics)]
-        tail = [values, _number(record.get("latency")), repeat if repeated else None]
+        tail = [values, _number(record.get("latency")), repeat if repeated else None, None]
         encoded = table.encode([index, sample_id], [_cut(t) for t in raw], tail, budget - used)
         if encoded is None:
             break
+        encoded[0][-1] = table.clip_indexes((record.get("extra") or {}).get("audio"))  # only the clips of rows kept
         used += encoded[1]
         kept.append((order, encoded[0]))
         table.truncated += sum(1 for t in raw if t is not None and len(t) > MAX_FIELD_CHARS)
     records.close()
-    table.rows.extend(row for _, row in sorted(kept, key=lambda k: k[0]))  # back in (id, repeat) order
+    table.rows.extend(row for _, row in sorted(kept, key=lambda k: k[0]))  # back in natural (id, repeat) order
     return stats, used
 
 
-def collect(run: RunDir, max_bytes: int = MAX_SAMPLE_BYTES) -> tuple[list[GroupStats], SampleTable]:
+def collect(run: RunDir, max_bytes: int = MAX_SAMPLE_BYTES, audio_bytes: int = EMBED_BYTES) -> tuple[list[GroupStats], SampleTable]:
     """Stats for the plots and the browser rows of a run; small groups go first so large ones share what is left."""
     groups = run.groups()
     store = RunStore(run.path)
@@ -132,5 +153,22 @@ def collect(run: RunDir, max_bytes: int = MAX_SAMPLE_BYTES) -> tuple[list[GroupS
         stats[i], used = _group(run, i, dataset, model, metrics, table, left // (len(groups) - done))
         left -= used
     table.total = sum(s.total for s in stats if s)
-    table.rows.sort(key=lambda row: row[0])  # stable: (id, repeat) order within each group
+    # Side by side: a sample's rows of every model together, datasets in the order of the scores, ids in natural order.
+    datasets = {d: i for i, d in enumerate(dict.fromkeys(d for d, _, _ in groups))}
+    table.rows.sort(key=lambda row: (datasets[groups[row[0]][0]], natural_key(row[1]), row[9] or 0, row[0]))
+    table.files, table.clips, table.embedded = players(run.path, table.clip_keys, audio_bytes)
     return [s for s in stats if s], table
+
+
+def audio_note(table: SampleTable) -> str:
+    """One line under the Samples heading saying how the page's audio plays: embedded, or linked."""
+    if not table.clips:
+        return ""
+    playable = sum(1 for clip in table.clips if clip["file"] is not None)
+    limit = f"{EMBED_BYTES / 1_000_000:g} MB"
+    if table.embedded:
+        how = f"embedded in this page (the run's clips add up to {limit} at most), so it plays wherever the page goes"
+    else:
+        how = (f"linked, not embedded (the clips add up to more than {limit}): the links lead to the files by their path "
+               "relative to the run's folder, so they play while the report stays beside the data")
+    return f'<p class="small">Audio of {playable:,} of the {len(table.clips):,} clips shown: {how}.</p>'

@@ -1,4 +1,4 @@
-"""results.csv, results.md and plain-text tables, plus the number formats every report shares."""
+"""results.csv and results.md, plus the number formats every report shares."""
 
 from __future__ import annotations
 
@@ -139,14 +139,3 @@ def group_cell(row: dict[str, Any]) -> str:
 
 def _count(value: Optional[Any]) -> str:
     return "" if value is None else str(value)
-
-
-def text_table(header: list[str], rows: list[list[str]]) -> str:
-    """A boxed plain-text table for the console."""
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
-
-    def render(row: list[str]) -> str:
-        return "| " + " | ".join(str(x).ljust(w) for x, w in zip(row, widths)) + " |"
-
-    return "\n".join([line, render(header), line, *map(render, rows), line])
