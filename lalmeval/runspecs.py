@@ -9,6 +9,7 @@ from typing import Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from lalmeval import bundled
 from lalmeval.errors import UserError, closest
 from lalmeval.files import load_json
 from lalmeval.generation import Generation
@@ -16,7 +17,7 @@ from lalmeval.judge_templates import BINARY_METRIC, GRADED_METRIC
 from lalmeval.languages import iso_code
 from lalmeval.scoring_protocols import resolve as resolve_protocol
 
-BUILTIN_DIR = Path(__file__).resolve().parent.parent / "runspecs"
+BUILTIN_DIR = bundled.RUNSPECS
 JUDGE_METRICS = (BINARY_METRIC, GRADED_METRIC)  # the metrics a judge template is chosen for
 
 
