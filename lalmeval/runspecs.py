@@ -210,7 +210,7 @@ def per_file_datasets(dataset: Dataset) -> list[Dataset]:
         return [dataset]
     if dataset.spec.subset is not None or declares_configs(folder):  # a hub snapshot: its README says which files are which
         return [dataset]
-    files = per_file(folder)
+    files = per_file(folder, dataset.name)
     if len(files) < 2:  # one file is the dataset itself
         return [dataset]
     return [Dataset(f"{dataset.name}/{name}", dataset.category, dataset.task_type, dataset.spec.model_copy(update={"hf_repo": str(path)}),

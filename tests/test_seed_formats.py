@@ -216,6 +216,23 @@ def test_one_file_of_a_twinkle_folder_can_be_named_alone(ws):
     assert [s.dataset for s in result.scores] == ["tw/nested/law_test"] and result.aggregates == []
 
 
+def test_a_compressed_file_in_a_twinkle_folder_is_refused_not_left_out(ws, capsys):
+    """Twinkle scores every file of the folder; one it cannot read (x.jsonl.gz) would be a subset missing from the average."""
+    from lalmeval.cli import main
+
+    TWINKLE["zoology_test.jsonl.gz"] = [("Which animal barks?", "cat", "dog", "cow", "owl", "B")]
+    try:
+        twinkle_folder(ws)
+    finally:
+        del TWINKLE["zoology_test.jsonl.gz"]
+    with ScriptedEndpoint(lambda seen, n: "B") as ep:
+        ws.config([model(ep.url)], [["tw", "accuracy"]], output_dir=str(ws.root / "runs"))
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+        assert ep.requests == []
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "dataset 'tw': zoology_test.jsonl.gz hold(s) data lalmeval does not read" in err[0], err
+
+
 # --- any other folder of several data files: all of them, or a refusal -----------------------
 
 

@@ -130,7 +130,13 @@ def _shown(folder: Path, files: list[Path], most: int = 4) -> str:
     return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
-def per_file(folder: Path) -> list[tuple[str, Path]]:
+def per_file(folder: Path, name: str) -> list[tuple[str, Path]]:
     """(name, file) of each data file of a folder whose format scores every file on its own; the name
-    is the file's path below the folder without its suffix (`basic_medical_science_train`)."""
-    return [(str(f.relative_to(folder).with_suffix("")), f) for f in data_files(folder)]
+    is the file's path below the folder without its suffix (`basic_medical_science_train`). A file
+    holding data this reader does not read (x.jsonl.gz) is refused: it would be a subset left out."""
+    files = data_files(folder)
+    unread = unread_data_files(folder)
+    if unread and files:
+        raise UserError(f"{folder}: dataset '{name}': {_shown(folder, unread)} hold(s) data lalmeval does not read beside plain data "
+                        f"files ({_shown(folder, files, 2)}), so they would be left out; decompress them (or save them as .jsonl), or move them out")
+    return [(str(f.relative_to(folder).with_suffix("")), f) for f in files]
