@@ -38,6 +38,22 @@ CHARACTER_LANGUAGES = frozenset({"zh", "ja", "ko", "th", "yue", "lo", "my", "km"
 
 _CODE = re.compile(r"^[a-z]{2,3}([-_][a-z0-9]{2,8})*$")
 
+# Every ISO 639-1 code: a two-letter code outside it is no language ('cn', 'jp'), and taking it as one
+# would silently score with another normalizer and unit. (Three-letter ISO 639-3 codes number about
+# 7,900, so a three-letter code is taken as given.)
+TWO_LETTER = frozenset("""
+aa ab ae af ak am an ar as av ay az ba be bg bh bi bm bn bo br bs ca ce ch co cr cs cu cv cy da de dv dz ee el en eo
+es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi ho hr ht hu hy hz ia id ie ig ii ik io is it iu ja jv ka kg ki
+kj kk kl km kn ko kr ks ku kv kw ky la lb lg li ln lo lt lu lv mg mh mi mk ml mn mr ms mt my na nb nd ne ng nl nn no nr
+nv ny oc oj om or os pa pi pl ps pt qu rm rn ro ru rw sa sc sd se sg si sk sl sm sn so sq sr ss st su sv sw ta te tg th
+ti tk tl tn to tr ts tt tw ty ug uk ur uz ve vi vo wa wo xh yi yo za zh zu sh
+""".split())
+# Withdrawn codes still written (Whisper's 'jw' for Javanese, Java's 'iw' and 'in'): their languages' codes.
+_WITHDRAWN = {"iw": "he", "in": "id", "ji": "yi", "jw": "jv", "mo": "ro"}
+# Two letters that are a country, not a language: what was probably meant.
+_COUNTRY_NOT_LANGUAGE = {"cn": "zh", "jp": "ja", "gr": "el", "dk": "da", "ua": "uk", "cz": "cs", "vn": "vi", "kz": "kk",
+                         "ir": "fa", "il": "he", "rs": "sr", "us": "en"}
+
 
 def iso_code(language: str, where: Optional[str] = None) -> str:
     """'English' → 'en', 'zh-CN' → 'zh', 'cmn_hans_cn' → 'zh'; an unknown name is a UserError naming `where`."""
@@ -46,7 +62,12 @@ def iso_code(language: str, where: Optional[str] = None) -> str:
         return NAMES[text]
     if _CODE.match(text):
         code = re.split(r"[-_]", text)[0]
-        return THREE_LETTER.get(code, code)
+        code = _WITHDRAWN.get(code, code)
+        if len(code) == 3 or code in TWO_LETTER:
+            return THREE_LETTER.get(code, code)
+        meant = _COUNTRY_NOT_LANGUAGE.get(code)
+        hint = f" ('{code}' is a country code: did you mean '{meant}'?)" if meant else " (not an ISO 639-1 code)"
+        raise UserError(f"{where or 'language'}: unknown language '{language}'{hint}")
     raise UserError(f"{where or 'language'}: unknown language '{language}'{closest(text, NAMES)}")
 
 

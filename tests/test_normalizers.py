@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import re
+
 import pytest
 
 from lalmeval.metrics.normalize import NORMALIZERS, normalizer, split_units
@@ -165,6 +167,24 @@ def test_three_letter_language_codes_are_the_languages_of_their_two_letter_codes
     assert iso_code(code) == expected
     if expected == "ja":
         assert default_error_unit(iso_code(code)) == "character"
+
+
+@pytest.mark.parametrize("code,fragment", [("cn", "'cn' is a country code: did you mean 'zh'?"), ("jp", "'jp' is a country code: did you mean 'ja'?"),
+                                           ("xx", "not an ISO 639-1 code"), ("zz-ZZ", "not an ISO 639-1 code")])
+def test_two_letters_that_are_no_language_are_refused_not_scored_with_another_normalizer(code, fragment):
+    """'cn' taken as a code gave Chinese text the basic normalizer and word units: WER 100 instead of 12.5."""
+    from lalmeval.errors import UserError
+    from lalmeval.languages import iso_code
+
+    with pytest.raises(UserError, match=re.escape(f"x.json: language: unknown language '{code}' ({fragment}")):
+        iso_code(code, where="x.json: language")
+
+
+@pytest.mark.parametrize("code,expected", [("kr", "kr"), ("se", "se"), ("jw", "jv"), ("iw", "he"), ("nn-NO", "nn"), ("tok", "tok")])
+def test_every_iso_639_1_code_withdrawn_code_and_three_letter_code_is_a_language(code, expected):
+    from lalmeval.languages import iso_code
+
+    assert iso_code(code) == expected
 
 
 def test_zero_width_separators_are_not_characters_of_a_character_error_rate():

@@ -124,6 +124,14 @@ def test_a_kimi_result_file_is_its_own_dataset_with_index_answer_and_null(tmp_pa
     assert records(run_dir)["2"]["error"] == "no prediction in kimi_asr.csv: row 3 holds null"
 
 
+def test_a_language_code_that_is_no_language_is_refused_before_scoring(tmp_path):
+    """`--language cn` used to score Chinese with English word units (WER 100 where `zh` gives 12.5), exit 0."""
+    write_jsonl(tmp_path / "zh.jsonl", [{"id": "a", "prediction": "今天天气很好", "reference": "今天天气很好"}])
+    out = cli("score", "--predictions", "zh.jsonl", "--metric", "word_error_rate", "--language", "cn", "--run-id", "z", cwd=tmp_path)
+    assert_one_line_error(out, "unknown language 'cn' ('cn' is a country code: did you mean 'zh'?)")
+    assert not (tmp_path / "run_logs" / "z" / "final_scores.json").exists()
+
+
 def test_multiple_choice_scores_letters_against_the_datas_gold_option(ws: Workspace):
     rows = [{"id": f"m{i}", "question": f"Pick {i}", "options": ["cat", "dog", "cow"], "answer": "B"} for i in range(3)]
     ws.runspec("mc", "animals", {"pets": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text", "audio_column": None,
