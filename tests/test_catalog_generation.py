@@ -22,7 +22,11 @@ def test_committed_runspecs_and_docs_equal_the_generators_output():
     expected = outputs(REPO)
     for path, text in expected.items():
         assert (REPO / path).read_text(encoding="utf-8") == text, f"{path} is out of date: run python scripts/generate_catalog.py"
-    shipped = {str(p.relative_to(REPO)) for p in BUILTIN_DIR.rglob("*.json")}
+    # A runspec a user dropped into runspecs/ is theirs (README, Add a dataset); one committed must come from catalog/.
+    listed = subprocess.run(["git", "ls-files", "runspecs"], cwd=REPO, capture_output=True, text=True)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout: which runspecs are committed is unknown")
+    shipped = {p for p in listed.stdout.splitlines() if p.endswith(".json") and (REPO / p).is_file()}
     assert shipped == {p for p in expected if p.startswith("runspecs/")}, "a runspec the generator does not write: add it to catalog/"
 
 
