@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from lalmeval.config_change import check_config_change
 from lalmeval.engine import SCORING_FAILED
-from lalmeval.errors import Interrupted, LaunchFailed, WriteFailed
+from lalmeval.errors import Interrupted, LaunchFailed, UserError, WriteFailed
 from lalmeval.execution import Execution, Jobs
 from lalmeval.files import check_regular, check_writable_dir
 from lalmeval.options import RunOptions
@@ -86,6 +86,7 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
     redactor = Redactor(config_secrets(plan.config))
     # Every folder the run writes to must take a file before the first request is sent.
     check_writable_dir(output_dir, "output directory")
+    fresh = not (output_dir / run_id).is_dir() or not any((output_dir / run_id).iterdir())   # default_run_id makes it empty
     check_writable_dir(output_dir / run_id, "run directory")
     store = RunStore(output_dir / run_id)
     stopped = Interrupted("while starting: nothing was requested", resumable=False)  # what a Ctrl-C at this point means
@@ -93,12 +94,17 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
         store.lock()
         try:
             with redacted_errors(redactor):  # messages name URLs and launch commands
-                state = Execution(plan, store, options, redactor)
-                _start(state, plan, store, options)
                 try:
+                    state = Execution(plan, store, options, redactor)
+                    _start(state, plan, store, options)
                     scores, jobs = _event_loop_run(state.execute(progress_every))
                 except LaunchFailed as exc:
                     _record_failed_launch(store, run_id, redactor(str(exc)))
+                    raise
+                except UserError:
+                    if fresh:  # refused before it began (bad data): no half-empty folder for `report run_logs/*` to trip on
+                        store.unlock()
+                        _remove_unbegun(store.root)
                     raise
             if state.ended_early is not None:
                 raise state.ended_early
@@ -138,6 +144,20 @@ def _start(state: Execution, plan: Plan, store: RunStore, options: RunOptions) -
         print(line, file=sys.stderr)
     for name, reason in plan.skipped.items():
         print(f"skipping dataset '{name}': {reason}", file=sys.stderr)
+
+
+_UNBEGUN = {"config.yaml", ".lock"}   # what a run writes before it reads its data
+
+
+def _remove_unbegun(root: Path) -> None:
+    """Remove a run directory this run created and wrote nothing into but its config and lock."""
+    try:
+        if {p.name for p in root.iterdir()} <= _UNBEGUN:
+            for name in _UNBEGUN:
+                (root / name).unlink(missing_ok=True)
+            root.rmdir()
+    except OSError:
+        pass  # the refusal is the error to report; a folder left behind is harmless
 
 
 def _record_failed_launch(store: RunStore, run_id: str, reason: str) -> None:

@@ -156,6 +156,21 @@ def assert_one_line_and_exit_2(ws, capsys, corrupt, expected):
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), err
     assert expected in lines[0], lines[0]
+    # A refused run leaves no half-empty run folder behind (`lalmeval report runs/*` would trip on it).
+    runs = ws.root / "runs"
+    assert not runs.exists() or list(runs.iterdir()) == [], list(runs.rglob("*"))
+
+
+def test_a_refused_resume_keeps_the_run_it_would_have_continued(ws, capsys):
+    """Only a folder the refused run created is removed: an earlier run's folder, resumed with bad data, stays whole."""
+    base(ws)
+    code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "r"])
+    assert code == 3   # the endpoint on port 9 is down: every sample failed, recorded
+    kept = sorted(p.name for p in (ws.root / "runs" / "r").iterdir())
+    spec_path(ws, "data/missing.jsonl")
+    assert main(["run", "--config", str(ws.root / "config.yaml"), "--resume", "r"]) == 2
+    assert "data file not found" in capsys.readouterr().err
+    assert sorted(p.name for p in (ws.root / "runs" / "r").iterdir()) == kept
 
 
 def zero_rate_wav(path):
