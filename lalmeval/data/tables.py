@@ -86,7 +86,7 @@ def _data_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
 
 def _decode(path: Path, number: int, raw: bytes) -> str:
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8-sig" if number == 1 else "utf-8")  # a byte-order mark opens some files
     except UnicodeDecodeError as exc:
         raise encoding_error(path, exc, "data file", line=number) from None
 
@@ -127,7 +127,7 @@ class JsonlTable(Table):
                 handle.seek(self._offsets[index])
                 where = f"{self.path}: byte {self._offsets[index]}"
                 try:
-                    row = parse_json_at(where, handle.readline().decode("utf-8"))
+                    row = parse_json_at(where, handle.readline().decode("utf-8-sig" if not self._offsets[index] else "utf-8"))
                 except UnicodeDecodeError:
                     row = None
                 except UserError as exc:
@@ -138,7 +138,11 @@ class JsonlTable(Table):
 
 
 class DelimitedTable(Table):
-    """Strict CSV/TSV: an unterminated quote or a row with the wrong number of fields names its line."""
+    """Strict CSV/TSV: an unterminated quote or a row with the wrong number of fields names its line.
+
+    The file is read as the csv module asks (newline="": its own line handling, so a quoted cell
+    keeps U+2028, U+2029, NEL and form feeds as text, and CRLF, LF and CR all end rows), streamed
+    rather than held whole, with a leading byte-order mark dropped (Excel's "CSV UTF-8" writes one)."""
 
     def __init__(self, path: Path, request: TableRequest, delimiter: str):
         self.path, self.delimiter = path, delimiter
@@ -146,10 +150,20 @@ class DelimitedTable(Table):
         self._light = [{f: row.get(f) for f in request.fields} for row in self._parse()]
 
     def _parse(self) -> Iterator[dict[str, str]]:
-        text = "".join(_decode(self.path, number, raw) for number, _, raw in _data_lines(self.path))
         if csv.field_size_limit() < CSV_FIELD_LIMIT:  # a process-wide setting: only ever raised
             csv.field_size_limit(CSV_FIELD_LIMIT)
-        reader = csv.reader(text.splitlines(keepends=True), delimiter=self.delimiter, strict=True)
+        try:
+            handle = self.path.open(encoding="utf-8-sig", newline="")
+        except OSError as exc:
+            raise open_error(self.path, exc, "data file") from None
+        with handle:
+            try:
+                yield from self._records(csv.reader(handle, delimiter=self.delimiter, strict=True))
+            except UnicodeDecodeError:
+                _raise_encoding_error(self.path)
+                raise
+
+    def _records(self, reader: Any) -> Iterator[dict[str, str]]:
         start = 1  # the line where the row being read begins: a quoted field may run over many lines
         try:
             header = next(reader, None)
@@ -157,7 +171,9 @@ class DelimitedTable(Table):
                 raise UserError(f"{self.path}: the file is empty (expected a header row)")
             self.columns = _unique_header(self.path, header)
             start = reader.line_num + 1
-            for fields in reader:
+            for number, fields in enumerate(reader):
+                if not number % 1024:
+                    stop_if_abandoned()
                 if fields and len(fields) != len(header):
                     sep = "tab" if self.kind == "TSV" else "comma"
                     raise UserError(f"{self.path}: line {start}: {len(fields)} fields where the header has {len(header)} (a stray quote or {sep}?)")
@@ -181,6 +197,12 @@ class DelimitedTable(Table):
                 target = next(wanted, None)
                 if target is None:
                     return
+
+
+def _raise_encoding_error(path: Path) -> None:
+    """The line of the first bytes that are not UTF-8, as a UserError (the text reader only knows a buffer offset)."""
+    for number, _, raw in _data_lines(path):
+        _decode(path, number, raw)
 
 
 def _unique_header(path: Path, header: list[str]) -> list[str]:
