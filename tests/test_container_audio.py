@@ -104,9 +104,11 @@ def test_a_webm_without_a_duration_stops_decoding_at_the_limit(tmp_path):
 def test_a_file_neither_decoder_reads_fails_with_both_reasons(tmp_path):
     path = tmp_path / "clip.m4a"
     path.write_bytes(b"id,audio\n1,x.wav\n")
-    reason = "unreadable audio: neither libsndfile (Format not recognised) nor FFmpeg (Invalid data found when processing input) reads it"
+    reason = f"unreadable audio: neither libsndfile (Format not recognised) nor FFmpeg (Invalid data found when processing input) reads '{path}'"
     with pytest.raises(AudioError, match=reason.replace("(", r"\(").replace(")", r"\)")):
         prepare(str(path))
+    with pytest.raises(AudioError, match=r"\) reads its bytes$"):
+        prepare(path.read_bytes())
     assert duration(str(path)) is None
 
 
@@ -183,3 +185,41 @@ def test_embedded_m4a_bytes_in_a_parquet_are_decoded(ws):
     sample = next(iter_samples(ws.plan().catalog.datasets["phone"]))
     assert aligned_correlation(decode(sample.audio[0].source), original / 32768.0) > 0.95
     assert json.dumps(sample.reference) == json.dumps(row["reference"])
+
+
+def validate(ws):
+    from lalmeval.cli import main
+
+    return main(["validate", "--config", str(ws.root / "config.yaml")])
+
+
+def test_validate_finds_the_clip_a_run_cannot_decode_and_names_it_with_the_runs_reason(ws, capsys):
+    """validate opens every selected clip as a run does and decodes its first second: a clip neither
+    decoder reads is an error naming the sample, with the reason the run then records for it."""
+    rows = workspace_clips(ws)
+    (ws.root / "data" / "audio" / "broken.m4a").write_bytes(b"\x00\x00\x00\x18ftypM4A " + bytes(64))  # a header and no audio
+    rows.append({"id": "broken", "audio": "audio/broken.m4a", "reference": "x"})
+    ws.runspec("asr", "phone", {"phone": {"hf_repo": ws.jsonl(rows), "id_column": "id"}})
+    with ScriptedEndpoint(lambda seen, n: "hello") as ep:
+        ws.config([model(ep.url)], [["phone", "word_error_rate"]])
+        assert validate(ws) == 2
+        err = capsys.readouterr().err
+        ws.run()
+    lines = [line for line in err.splitlines() if "would fail" in line]
+    assert len(lines) == 1 and lines[0].startswith("error: dataset 'phone' (") and "sample 'broken' would fail: audio: unreadable audio: " in lines[0]
+    recorded = {r["id"]: r["error"] for r in ws.records("phone", "m")}
+    assert recorded["broken"] == lines[0].split("would fail: ", 1)[1]
+    assert all(error is None for i, error in recorded.items() if i != "broken") and len(ep.requests) == 5
+
+
+def test_validate_checks_max_audio_seconds_against_headers_unless_every_model_truncates(ws, capsys):
+    rows = workspace_clips(ws)
+    silence(ws.root / "data" / "audio" / "long.webm", 90)
+    rows.append({"id": "long", "audio": "audio/long.webm", "reference": "x"})
+    ws.runspec("asr", "phone", {"phone": {"hf_repo": ws.jsonl(rows), "id_column": "id"}})
+    ws.config([model("http://127.0.0.1:9/v1")], [["phone", "word_error_rate"]], max_audio_seconds=60)
+    assert validate(ws) == 2
+    assert "sample 'long' would fail: audio: clip longer than max_audio_seconds (60 s): its header says 90.0 s" in capsys.readouterr().err
+    ws.config([model("http://127.0.0.1:9/v1", long_audio="truncate", chunk_size=30)], [["phone", "word_error_rate"]], max_audio_seconds=60)
+    assert validate(ws) == 0
+    assert "data of phone: OK" in capsys.readouterr().out

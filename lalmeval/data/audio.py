@@ -207,7 +207,8 @@ def _open(source: Union[bytes, str]) -> Union[sf.SoundFile, AvClip]:
     try:
         return AvClip(source, UNKNOWN_FRAMES)
     except ContainerError as exc:
-        raise ContainerError(f"neither libsndfile ({first}) nor FFmpeg ({exc}) reads it") from None
+        what = f"'{source}'" if isinstance(source, str) else "its bytes"
+        raise ContainerError(f"neither libsndfile ({first}) nor FFmpeg ({exc}) reads {what}") from None
 
 
 @contextmanager
@@ -258,6 +259,20 @@ def pcm16(source: Union[bytes, str], span: Optional[Span] = None, max_seconds: O
     with _decoder(source, span, max_seconds, first_seconds, True) as decoder:
         pieces = (p if p.dtype == np.int16 else to_pcm16(p) for p in _resampled(decoder, TARGET_RATE))
         return _gather(pieces, _expected(decoder, TARGET_RATE), np.int16)
+
+
+PROBE_SECONDS = 1.0  # what `probe` decodes of a clip: enough to show its codec works, little enough for every clip of a dataset
+
+
+def probe(source: Union[bytes, str], span: Optional[Span] = None, max_seconds: Optional[float] = None) -> None:
+    """Open a clip as a run would, check its header against `max_seconds`, and decode its first second;
+    AudioError with the reason a run would record when it cannot be used (damage further in is not seen)."""
+    with _decoder(source, span, max_seconds, None, False) as decoder:
+        wanted = max(1, int(PROBE_SECONDS * decoder.rate))
+        decoder.count = wanted if decoder.count is None else min(decoder.count, wanted)
+        decoder.limit = None  # the header was checked on opening; the first second is within any limit
+        for _ in decoder.blocks():
+            pass
 
 
 def _expected(decoder: _Decoder, target_rate: int) -> Optional[int]:

@@ -487,18 +487,33 @@ def iter_samples(dataset: Dataset, streaming: bool = False) -> Iterator[Sample]:
 
 
 def row_problems(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bool = False,
-                 allowed: Sequence[Path] = ()) -> tuple[int, list[tuple[str, str]]]:
+                 allowed: Sequence[Path] = (), audio_limit: Optional[float] = None) -> tuple[int, list[tuple[str, str]]]:
     """Select a local dataset as a run would and read every selected row: (samples, [(id, problem)]).
 
     What a run would fail row by row — a reference that is not text, a placeholder without its
-    media, unreadable options or messages — is found before any request (blocking)."""
+    media, unreadable options or messages, a clip that cannot be opened or decoded or whose header
+    is over `audio_limit` (max_audio_seconds; None when every model truncates) — is found before any
+    request (blocking). Each clip is opened and its first second decoded: damage further in is not seen."""
     source = open_source(dataset, filters, seed, streaming, allowed)
     count, problems = 0, []
     for sample in source.samples():
         count += 1
-        if sample.problem:
-            problems.append((sample.id, sample.problem))
+        problem = sample.problem or _audio_problem(sample, audio_limit)
+        if problem:
+            problems.append((sample.id, problem))
     return count, problems
+
+
+def _audio_problem(sample: Sample, limit: Optional[float]) -> Optional[str]:
+    """Why a run could not decode one of the sample's clips, as it would record it; None when all open."""
+    from lalmeval.data.audio import AudioError, probe
+
+    for ref in sample.audio:
+        try:
+            probe(ref.source, ref.span, limit)
+        except AudioError as exc:
+            return f"audio: {exc}"
+    return None
 
 
 def inspect(dataset: Dataset, streaming: bool = False, allowed: Sequence[Path] = ()) -> list[str]:
