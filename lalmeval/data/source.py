@@ -21,6 +21,7 @@ from lalmeval.data import hub  # noqa: F401  (registers the hub and disk formats
 from lalmeval.choices import gold_index, parse_options
 from lalmeval.data.cells import cell_text, reference_text
 from lalmeval.data.confine import DataFolders, hub_caches
+from lalmeval.data.fields import FieldPath, heads, paths_of, physical, resolve, with_paths
 from lalmeval.data.filters import RowFilter, Selection, sample_count
 from lalmeval.data.folder import declares_configs
 from lalmeval.data.images import ImageRef, image_ref, is_missing
@@ -127,9 +128,9 @@ def mapped_columns(dataset: Dataset) -> list[tuple[str, str]]:
 
 
 def check_columns(dataset: Dataset, columns: list[str], where: str) -> None:
-    """Every column the runspec maps must exist in the data."""
+    """Every column the runspec maps must exist in the data (or be a path into one: `json.text`, see lalmeval.data.fields)."""
     for name, column in mapped_columns(dataset):
-        if columns and column not in columns:
+        if columns and column not in columns and resolve(column, columns) is None:
             raise UserError(f"{where}: dataset '{dataset.name}': {name} '{column}' not found (columns: {', '.join(sorted(columns))})")
 
 
@@ -409,6 +410,7 @@ class Source:
     ids: Optional[list[str]] = None
     keep: Optional[RowFilter] = field(default=None, repr=False)
     folders: Optional[DataFolders] = None    # where rows may name files; None: the data's own folder only
+    paths: dict[str, FieldPath] = field(default_factory=dict)  # mapped names that are paths into an object column
 
     @property
     def total(self) -> Optional[int]:
@@ -421,7 +423,7 @@ class Source:
             yield from self._stream()
             return
         for index, row in zip(self.indices, self.table.rows(self.indices, self.columns)):
-            yield self._confined(to_sample(row, index, self.dataset, self.base, self.where))
+            yield self._confined(to_sample(with_paths(row, self.paths), index, self.dataset, self.base, self.where))
 
     def _confined(self, sample: Sample) -> Sample:
         """The sample with the files it names checked against the folders it may read (a refused one fails it)."""
@@ -430,12 +432,13 @@ class Source:
     @property
     def columns(self) -> list[str]:
         """The columns a sample is made of: only these are read (never a text-only control's audio)."""
-        return list(dict.fromkeys(column for _, column in mapped_columns(self.dataset)))
+        return physical((column for _, column in mapped_columns(self.dataset)), self.paths)
 
     def _stream(self) -> Iterator[Sample]:
         seen: set[str] = set()
         selection = Selection()
         for index, row in enumerate(self.table.rows(None, self.columns)):
+            row = with_paths(row, self.paths)
             rejected = self.keep.reject(row) if self.keep is not None else None
             selection.count(rejected)
             if rejected is not None:
@@ -467,18 +470,19 @@ def open_source(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bo
     """Open, check and select a dataset (blocking: call from a worker thread); its rows may name files
     under its own folder and the `allowed` ones."""
     fields = _light_fields(formatted(dataset, _FORMAT_CANDIDATES), filters)
-    table, base, where = open_table(dataset, fields, streaming, allowed)
+    table, base, where = open_table(dataset, heads(fields), streaming, allowed)
     dataset = formatted(dataset, table.columns)
     check_columns(dataset, table.columns, where)
+    paths = paths_of((column for _, column in mapped_columns(dataset)), table.columns)
     folders = data_folders(dataset, base, allowed)
     keep = RowFilter(dataset, filters, base, folders)
     scan = table.scan()
     if scan is None:
         if filters.shuffle and filters.num_samples:
             raise UserError(f"dataset '{dataset.name}': filters.shuffle needs the whole dataset, which a stream does not give ahead; drop shuffle or streaming")
-        return Source(dataset, table, base, where, filters, keep=keep, folders=folders)
-    indices, ids = _select(scan, dataset, keep, filters, seed, where)
-    return Source(dataset, table, base, where, filters, indices, ids, keep, folders)
+        return Source(dataset, table, base, where, filters, keep=keep, folders=folders, paths=paths)
+    indices, ids = _select((with_paths(row, paths) for row in scan), dataset, keep, filters, seed, where)
+    return Source(dataset, table, base, where, filters, indices, ids, keep, folders, paths)
 
 
 def iter_samples(dataset: Dataset, streaming: bool = False) -> Iterator[Sample]:
