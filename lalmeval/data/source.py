@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
 from lalmeval.config import Filters
-from lalmeval.data import hub  # noqa: F401  (registers the hub and disk formats)
+from lalmeval.data import audiofolder, hub, webdataset  # noqa: F401  (register their formats)
 from lalmeval.choices import gold_index, parse_options
 from lalmeval.data.cells import cell_text, reference_text
 from lalmeval.data.confine import DataFolders, hub_caches
@@ -25,6 +25,7 @@ from lalmeval.data.fields import FieldPath, heads, paths_of, physical, resolve, 
 from lalmeval.data.filters import RowFilter, Selection, sample_count
 from lalmeval.data.folder import declares_configs
 from lalmeval.data.images import ImageRef, image_ref, is_missing
+from lalmeval.data.layouts import folder_format
 from lalmeval.data.messages import check_placeholders, from_openai_messages
 from lalmeval.data.tables import FORMATS, MemoryTable, Table, TableRequest
 from lalmeval.errors import UserError
@@ -32,8 +33,7 @@ from lalmeval.languages import iso_code
 from lalmeval.records import AudioRef, Sample
 from lalmeval.runspecs import Dataset, kimi_file
 
-_LOCAL_SUFFIXES = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".tsv": "tsv"}
-_SAVED_MARKERS = ("dataset_info.json", "dataset_dict.json", "state.json")
+_LOCAL_SUFFIXES = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".tsv": "tsv", ".tar": "webdataset"}
 
 
 def locate(dataset: Dataset) -> tuple[str, Path]:
@@ -47,9 +47,8 @@ def locate(dataset: Dataset) -> tuple[str, Path]:
     looks_local = repo.startswith((".", "/", "~")) or Path(repo).suffix.lower() in _LOCAL_SUFFIXES
     if local.is_dir() and local.suffix.lower() in _LOCAL_SUFFIXES:
         raise UserError(f"{local}: data file is a directory, expected a file")
-    if local.is_dir():
-        # A save_to_disk folder has its own metadata; any other folder of data files goes through load_dataset.
-        return ("disk", local) if any((local / m).exists() for m in _SAVED_MARKERS) else ("hub", local)
+    if local.is_dir():  # save_to_disk, webdataset shards, an audio folder, or files laid out as on the hub
+        return folder_format(local), local
     if local.is_file():
         kind = _LOCAL_SUFFIXES.get(local.suffix.lower())
         if kind is None:
@@ -81,11 +80,12 @@ def check_local_selectors(dataset: Dataset, kind: str, path: Path) -> None:
         return  # a hub id, or a folder read like one: its reader reports a split or configuration it lacks
     if spec.revision is not None:
         raise UserError(f"{where}: revision '{spec.revision}' names a hub revision, but {path} is local data; drop revision")
-    what = {"disk": "a save_to_disk folder", "callhome": "a CallHome folder"}.get(kind, "a single data file")
+    what = {"disk": "a save_to_disk folder", "callhome": "a CallHome folder", "audiofolder": "an audio folder"}.get(kind, "a single data file")
+    what = "a folder of webdataset shards" if kind == "webdataset" and path.is_dir() else what
     if spec.subset is not None:
         raise UserError(f"{where}: subset '{spec.subset}' names a hub configuration, but {path.name} is {what}, which has none; drop subset")
-    if kind == "disk":
-        return  # its reader checks the split against the splits saved
+    if kind in ("disk", "audiofolder") or (kind == "webdataset" and path.is_dir()):
+        return  # its reader checks the split against the splits it has
     if spec.split != DEFAULT_SPLIT and spec.split.lower() not in re.split(r"[^a-z0-9]+", path.name.lower()):
         raise UserError(f"{where}: split '{spec.split}' — {path.name} is {what}, which has no splits and is read whole; "
                         f"drop split, or point hf_repo at the file (or folder of split files) holding '{spec.split}'")

@@ -406,3 +406,44 @@ def _open_json_array(path: Path, request: TableRequest) -> Table:
             raise UserError(f"{path}: item {number} of the array is not a JSON object")
     columns = list(dict.fromkeys(key for row in rows for key in row))
     return MemoryTable(columns, rows, request.fields)
+
+
+class ChainTable(Table):
+    """Several tables read as one, in order: the metadata files of an audio folder's split, the parquet
+    files of a hub configuration's split. Each part keeps its own bounded reading."""
+
+    def __init__(self, parts: Sequence[Table]):
+        self.parts = list(parts)
+        self.columns = list(dict.fromkeys(c for part in self.parts for c in part.columns))
+        self._counts: list[Optional[int]] = [None] * len(self.parts)
+
+    def scan(self) -> Optional[Iterator[dict[str, Any]]]:
+        scans = [part.scan() for part in self.parts]
+        if any(scan is None for scan in scans):
+            return None
+        return self._counted(scans)
+
+    def _counted(self, scans: list[Any]) -> Iterator[dict[str, Any]]:
+        for number, scan in enumerate(scans):
+            count = 0
+            for count, light in enumerate(scan, 1):
+                yield light
+            self._counts[number] = count
+
+    def rows(self, indices: Optional[Sequence[int]], columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
+        if indices is None:
+            for part in self.parts:
+                yield from part.rows(None, columns)
+            return
+        start = 0
+        for number, part in enumerate(self.parts):
+            count = self._count(number)
+            local = [i - start for i in indices if start <= i < start + count]
+            if local:
+                yield from part.rows(local, columns)
+            start += count
+
+    def _count(self, number: int) -> int:
+        if self._counts[number] is None:  # rows asked for before a scan: count this part's rows now
+            self._counts[number] = sum(1 for _ in self.parts[number].scan() or self.parts[number].rows(None, self.parts[number].columns[:1]))
+        return self._counts[number]  # type: ignore[return-value]

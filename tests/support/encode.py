@@ -12,7 +12,7 @@ import soundfile as sf
 from tests.support.workspace import DEMO, demo_rows
 
 # suffix → (encoder, sample rate): what phones and browsers record, and what libsndfile cannot read (m4a, mp4, webm)
-CODECS = {".m4a": ("aac", 44100), ".mp4": ("aac", 22050), ".webm": ("libopus", 48000), ".opus": ("libopus", 48000), ".mp3": ("libmp3lame", 44100)}
+CODECS = {".flac": ("flac", 16000), ".m4a": ("aac", 44100), ".mp4": ("aac", 22050), ".webm": ("libopus", 48000), ".opus": ("libopus", 48000), ".mp3": ("libmp3lame", 44100)}
 
 
 def encode(pcm: np.ndarray, rate: int, path: Path, codec: Optional[str] = None, out_rate: Optional[int] = None,
@@ -25,6 +25,7 @@ def encode(pcm: np.ndarray, rate: int, path: Path, codec: Optional[str] = None, 
     codec, out_rate = codec or default_codec, out_rate or default_rate
     layout = "stereo" if pcm.ndim == 2 else "mono"
     planar = np.ascontiguousarray(pcm.T if pcm.ndim == 2 else pcm[None, :], dtype=np.int16)
+    path.parent.mkdir(parents=True, exist_ok=True)
     with av.open(str(path), "w", options={"live": "1"} if live else {}) as out:
         stream = out.add_stream(codec, rate=out_rate, layout=layout)
         resampler = av.AudioResampler(format=stream.codec_context.format, layout=layout, rate=out_rate)
