@@ -20,6 +20,7 @@ from lalmeval.config import Filters
 from lalmeval.data import audiofolder, hub, webdataset  # noqa: F401  (register their formats)
 from lalmeval.choices import gold_index, parse_options
 from lalmeval.data.cells import cell_text, reference_text
+from lalmeval.data.configs import folder_layout
 from lalmeval.data.confine import DataFolders, hub_caches
 from lalmeval.data.fields import FieldPath, heads, paths_of, physical, resolve, with_paths
 from lalmeval.data.filters import RowFilter, Selection, sample_count
@@ -70,12 +71,12 @@ def check_local_selectors(dataset: Dataset, kind: str, path: Path) -> None:
     by its reader. A single file or a CallHome folder has none: it is read whole, so `split` must be
     the default `test` or appear in its name (`split: dev` with `dev.jsonl`)."""
     spec, where = dataset.spec, f"{dataset.source}: dataset '{dataset.name}'"
-    if kind == "hub" and path.is_dir() and not declares_configs(path):  # a folder of data files, not a hub snapshot: no revisions, no configurations
+    if kind == "hub" and path.is_dir() and not declares_configs(path):  # a folder of data files, not a hub snapshot: no revisions
         if spec.revision is not None:
             raise UserError(f"{where}: revision '{spec.revision}' names a hub revision, but {path} is a local folder of data files; drop revision")
-        if spec.subset is not None:
-            raise UserError(f"{where}: subset '{spec.subset}' names a hub configuration, but {path} declares none (no configs in its "
-                            "README.md); drop subset, or point hf_repo at the subfolder you mean")
+        if spec.subset is not None and folder_layout(path) is None:  # laid out by configuration, subset names one (lalmeval.data.configs)
+            raise UserError(f"{where}: subset '{spec.subset}' names a hub configuration, but {path} has none (no configs in its "
+                            "README.md, no {config}/{split} folders of parquet files); drop subset, or point hf_repo at the subfolder you mean")
     if kind == "hub":
         return  # a hub id, or a folder read like one: its reader reports a split or configuration it lacks
     if spec.revision is not None:
@@ -527,7 +528,7 @@ def inspect(dataset: Dataset, streaming: bool = False, allowed: Sequence[Path] =
     if kind == "hub" and not path.is_dir():
         from lalmeval.data.hub import hub_columns
 
-        columns, where = hub_columns(dataset.name, spec.hf_repo, spec.subset, spec.revision), f"{spec.hf_repo} ({dataset.source})"
+        columns, where = hub_columns(dataset.name, spec.hf_repo, spec.subset, spec.revision, spec.split), f"{spec.hf_repo} ({dataset.source})"
     else:
         table, _, where = open_table(dataset, [spec.id_column] if spec.id_column else [], streaming, allowed)
         columns = table.columns
