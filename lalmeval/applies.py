@@ -11,7 +11,8 @@ what to write instead:
 - on a `transcription` model — whose request is a clip, a language, a temperature and a prompt —
   system prompts, an `audio_format`, `max_tokens` or other generation settings, and datasets with
   images, message lists or dialogues;
-- a model's `long_audio` without its `chunk_size` (no audio is ever longer than no limit).
+- a model's `long_audio` without its `chunk_size` (no audio is ever longer than no limit);
+- an `aggregate` whose metric scores none of the datasets it names in this run (an empty aggregate).
 """
 
 from __future__ import annotations
@@ -81,11 +82,20 @@ def _check_model(model: ModelInfo) -> None:
                             "the temperature and a prompt; drop it")
 
 
+def _check_aggregates(plan: "Plan") -> None:
+    for index, (metric, names) in enumerate(plan.config.aggregate):
+        named = {d.name for name in names for d in plan.catalog.resolve(name)}
+        if not any(d.name in named and m == metric for d, m in plan.pairs):
+            raise UserError(f"aggregate[{index}]: no dataset it names ({', '.join(names)}) is scored with {metric} in this run, so the "
+                            f"aggregate would be empty; name datasets that dataset_metric pairs with {metric}, or drop it")
+
+
 def check_settings_apply(plan: "Plan") -> None:
     """Refuse (UserError, one line) every setting this plan would read and then not use."""
     filters = plan.config.filters
     if filters.shuffle and not filters.num_samples:
         raise UserError("filters.shuffle draws filters.num_samples samples at random, and num_samples is not set")
+    _check_aggregates(plan)
     for model in plan.config.models:
         _check_model(model)
         for dataset in plan.datasets:

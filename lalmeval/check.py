@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from lalmeval import bundled
 from lalmeval.config import ModelInfo
 from lalmeval.data.audio import TARGET_RATE, PreparedAudio, prepare
 from lalmeval.files import check_writable_dir
@@ -30,7 +31,7 @@ QUESTION = "Say hello in a few words."
 JUDGE_QUESTION = "Reply with the single word OK."
 CHECK_MAX_TOKENS = 32
 CHECK_RETRIES = 1   # a server still warming up may refuse once; more would only delay the answer
-_BUNDLED_CLIP = Path(__file__).resolve().parent.parent / "private_datasets" / "demo_commands" / "audio"
+_BUNDLED_CLIP = bundled.DEMO_COMMANDS / "audio"
 
 
 @dataclass(frozen=True)

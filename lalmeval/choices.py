@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import Any, Optional, Sequence
 
 from lalmeval.data.cells import cell_text
+from lalmeval.text import mended
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 TEMPLATE_SECTION = "mc_templates"
@@ -102,7 +103,7 @@ def _from_string(value: str) -> list[str]:
             except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
                 continue
             if isinstance(parsed, list):
-                return _from_sequence(parsed)
+                return _from_sequence(mended(parsed))  # an escaped lone surrogate decodes to text no request can carry
     split = _split_labelled(text)
     if split is None:
         shown = text if len(text) <= 80 else text[:77] + "..."

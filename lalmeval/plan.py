@@ -208,9 +208,10 @@ def _checked_plan(config: Config, config_path: Path) -> Plan:
         raise UserError(f"{source}: {exc}" if str(exc).startswith("dataset_paths") else str(exc)) from None
     for model in config.models:
         PROTOCOLS.get(model.inference_type, where=f"{source}: models '{model.name}'")
-    for index, override in enumerate(config.temperature_overrides):
-        if override.task is not None:
-            _resolve(catalog, override.task, f"{source}: temperature_overrides[{index}].task")
+    for kind in ("temperature_overrides", "generation_overrides"):
+        for index, override in enumerate(getattr(config, kind)):
+            if override.task is not None:  # a misspelt task would make the override apply nowhere, silently
+                _resolve(catalog, override.task, f"{source}: {kind}[{index}].task")
     for index, (metric, names) in enumerate(config.aggregate):
         METRICS.get(metric, where=f"{source}: aggregate[{index}]")
         for name in names:

@@ -35,4 +35,4 @@ def protocol_used(plan: Plan, score: Score, redactor: Redactor) -> Optional[dict
                   "system": "\n\n".join(settings.system_texts) or None, "add_ons": list(settings.add_on_texts) or None}
         out["prompt"] = {k: v for k, v in prompt.items() if v}
         out["generation"] = redacted_params(plan.params(entry, dataset), redactor)
-    return scrub(out, redactor)
+    return scrub(out, redactor, keys=False)

@@ -9,6 +9,7 @@ from typing import Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from lalmeval import bundled
 from lalmeval.errors import UserError, closest
 from lalmeval.files import load_json
 from lalmeval.generation import Generation
@@ -16,7 +17,7 @@ from lalmeval.judge_templates import BINARY_METRIC, GRADED_METRIC
 from lalmeval.languages import iso_code
 from lalmeval.scoring_protocols import resolve as resolve_protocol
 
-BUILTIN_DIR = Path(__file__).resolve().parent.parent / "runspecs"
+BUILTIN_DIR = bundled.RUNSPECS
 JUDGE_METRICS = (BINARY_METRIC, GRADED_METRIC)  # the metrics a judge template is chosen for
 
 
@@ -209,7 +210,7 @@ def per_file_datasets(dataset: Dataset) -> list[Dataset]:
         return [dataset]
     if dataset.spec.subset is not None or declares_configs(folder):  # a hub snapshot: its README says which files are which
         return [dataset]
-    files = per_file(folder)
+    files = per_file(folder, dataset.name)
     if len(files) < 2:  # one file is the dataset itself
         return [dataset]
     return [Dataset(f"{dataset.name}/{name}", dataset.category, dataset.task_type, dataset.spec.model_copy(update={"hf_repo": str(path)}),

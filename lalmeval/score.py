@@ -83,7 +83,7 @@ def _plan(args: argparse.Namespace, predictions: Predictions, model: str):
 
 def score_command(args: argparse.Namespace) -> int:
     """Run `lalmeval score`; exit codes as a run's: 0 every sample scored, 2 bad input, 3 samples without a score."""
-    from lalmeval.cli import EXIT_FAILED_SAMPLES, check_run_id
+    from lalmeval.cli import check_run_id
     from lalmeval.runner import default_run_id
     from lalmeval.trackers import chosen, log_run
 
@@ -92,10 +92,22 @@ def score_command(args: argparse.Namespace) -> int:
     model = args.as_model or predictions.path.stem
     plan = _plan(args, predictions, model)
     output_dir = Path(args.output_dir or plan.config.output_dir)
-    run_id = check_run_id(args.run_id) if args.run_id else default_run_id()
+    run_id = check_run_id(args.run_id) if args.run_id else default_run_id()   # its folder is made only once a prediction matches
     outcome = score_predictions(plan, predictions, model, output_dir, run_id)
     if trackers:
         log_run(output_dir / run_id, trackers)
+    try:
+        return _conclude(outcome, plan, predictions)
+    finally:
+        report = output_dir / run_id / "report.html"
+        if report.is_file():
+            print(f"Report: {report}", flush=True)  # the last line, as a run's: the page to open
+
+
+def _conclude(outcome: "Outcome", plan: Any, predictions: Any) -> int:
+    """Say what the outcome asks of the user; the exit code."""
+    from lalmeval.cli import EXIT_FAILED_SAMPLES
+
     if outcome.broken_off:
         print(f"error: dataset '{plan.datasets[0].name}' could not be read to the end: {outcome.broken_off}", file=sys.stderr)
         return 2
@@ -192,7 +204,7 @@ async def _score(plan: Any, source: Any, predictions: Predictions, model: str, s
     context = MetricContext(judge=judge, resamples=config.bootstrap_resamples, seed=config.seed)
     engines = [Engine(dataset.name, METRICS.get(metric)(dataset, postprocessor, context), {model: file_pass}, store) for _, metric in plan.pairs]
     writer = JsonlWriter(store.records_path(dataset.name, model), mode="w")
-    persist = (lambda r: writer.write(scrub(r.to_json(), redactor))) if redactor else (lambda r: writer.write(r.to_json()))
+    persist = (lambda r: writer.write(scrub(r.to_json(), redactor, keys=False))) if redactor else (lambda r: writer.write(r.to_json()))
     try:
         results = await asyncio.gather(file_pass.run(persist, stop), *(engine.run() for engine in engines))
     finally:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from lalmeval.errors import UserError
 from lalmeval.text import printable
@@ -136,12 +137,14 @@ def clip(text: str, redactor: Redactor, limit: int) -> str:
 NO_SECRETS = Redactor()
 
 
-def scrub(node: Any, redactor: Redactor) -> Any:
-    """A copy of JSON-like data with every string (keys included) passed through the redactor."""
+def scrub(node: Any, redactor: Redactor, keys: bool = True) -> Any:
+    """A copy of JSON-like data with every string passed through the redactor, mapping keys too unless
+    `keys` is false: data whose keys are lalmeval's own field names (a config, a record) keeps them, as a
+    secret that happens to start like `max_audio_seconds` must not turn a field into another."""
     if isinstance(node, dict):
-        return {scrub(k, redactor): scrub(v, redactor) for k, v in node.items()}
+        return {(scrub(k, redactor) if keys else k): scrub(v, redactor, keys) for k, v in node.items()}
     if isinstance(node, (list, tuple)):
-        return [scrub(v, redactor) for v in node]
+        return [scrub(v, redactor, keys) for v in node]
     return redactor(node) if isinstance(node, str) else node
 
 
@@ -161,9 +164,10 @@ def redacted_errors(redactor: Redactor) -> Iterator[None]:
 # (`x-api-key`, `clientSecret`, `PRIVATE_KEY` → xapikey, clientsecret, privatekey), it contains one of
 # CREDENTIAL_PARTS, or one of its words is in CREDENTIAL_WORDS, or it is exactly `key`. Whole words
 # only for the short ones: `max_tokens`, `author` and `keywords` are ordinary settings.
-CREDENTIAL_PARTS = re.compile(r"apikey|accesskey|privatekey|secretkey|signingkey|secret|passw|passphrase|pwd|authoriz|oauth"
-                              r"|credential|cookie|session|signature|bearer")
-CREDENTIAL_WORDS = frozenset({"token", "auth", "jwt", "sig"})
+CREDENTIAL_PARTS = re.compile(r"apikey|accesskey|privatekey|secretkey|signingkey|subscriptionkey|licensekey|masterkey|accountkey"
+                              r"|clientkey|appkey|sshkey|secret|passw|passphrase|pwd|authoriz|oauth|credential|cookie|session"
+                              r"|signature|bearer")
+CREDENTIAL_WORDS = frozenset({"token", "auth", "jwt", "sig", "pass"})
 
 
 def is_credential(name: str) -> bool:
@@ -173,12 +177,25 @@ def is_credential(name: str) -> bool:
     return bool(CREDENTIAL_PARTS.search(joined)) or bool(CREDENTIAL_WORDS & set(words)) or joined == "key"
 
 
-def _credentials(node: Any, where: str) -> Iterator[tuple[str, str]]:
-    """(where, value) of every string under a credential-named key, at any depth."""
+def _leaves(node: Any, where: str) -> Iterator[tuple[str, str]]:
+    """(where, text) of every string or number at any depth of `node` (a credential may be a list of keys,
+    or a number YAML read from an unquoted password)."""
     if isinstance(node, dict):
         for key, value in node.items():
-            if isinstance(value, str) and is_credential(str(key)):
-                yield f"{where}.{key}", value
+            yield from _leaves(value, f"{where}.{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _leaves(value, f"{where}[{index}]")
+    elif isinstance(node, str) or (isinstance(node, (int, float)) and not isinstance(node, bool)):
+        yield where, str(node)
+
+
+def _credentials(node: Any, where: str) -> Iterator[tuple[str, str]]:
+    """(where, value) of everything under a credential-named key, at any depth."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if is_credential(str(key)):
+                yield from _leaves(value, f"{where}.{key}")
             else:
                 yield from _credentials(value, f"{where}.{key}")
     elif isinstance(node, list):
@@ -187,9 +204,11 @@ def _credentials(node: Any, where: str) -> Iterator[tuple[str, str]]:
 
 
 def blank_credentials(node: Any) -> Any:
-    """A copy with every string under a credential-named key replaced by <redacted>, whatever its length."""
+    """A copy with whatever stands under a credential-named key (a string, a number, a list or an object of
+    them) replaced by <redacted>, whatever its length."""
     if isinstance(node, dict):
-        return {k: REDACTED if isinstance(v, str) and is_credential(str(k)) else blank_credentials(v) for k, v in node.items()}
+        return {k: REDACTED if v is not None and not isinstance(v, bool) and is_credential(str(k)) else blank_credentials(v)
+                for k, v in node.items()}
     if isinstance(node, list):
         return [blank_credentials(v) for v in node]
     return node
@@ -202,18 +221,41 @@ def _secret_fields(config: "Config") -> list[tuple[str, str]]:
         found.append(("judge_properties.judge_api_key", config.judge_properties.judge_api_key.get_secret_value()))
     for m in config.models:
         found += _credentials(m.generation_kwargs.extra_body, f"models[{m.name}].generation_kwargs.extra_body")
-        found += [(f"models[{m.name}].url", password) for password in url_passwords(m.url)]
+        found += [(f"models[{m.name}].url", secret) for secret in url_secrets(m.url)]
     if config.judge_properties:
-        found += [("judge_properties.judge_api_endpoint", p) for p in url_passwords(config.judge_properties.judge_api_endpoint)]
+        found += [("judge_properties.judge_api_endpoint", p) for p in url_secrets(config.judge_properties.judge_api_endpoint)]
     for index, override in enumerate(config.generation_overrides):
         found += _credentials(override.extra_body, f"generation_overrides[{index}].extra_body")
     return [(where, value) for where, value in found if value]
 
 
-def url_passwords(urls: Any) -> list[str]:
-    """The passwords of `scheme://user:password@host` URLs (one URL or a list)."""
+def url_secrets(urls: Any) -> list[str]:
+    """The secrets an endpoint URL carries (one URL or a list): the password of `user:password@` and the
+    Basic credentials the client makes of it (base64 of `user:password`, which a server may echo); a token
+    given as the user name alone (`https://TOKEN@host`, sent as Basic auth); and the values of
+    credential-named query parameters (`?api-key=…`, `?key=…`, `?sig=…`)."""
     texts = [urls] if isinstance(urls, str) else [u for u in urls or [] if isinstance(u, str)]
-    return [text[a:b] for text in texts for a, b in userinfo_spans(text)]
+    found = []
+    for text in texts:
+        parts = urlsplit(text)
+        user, colon, password = parts.netloc.rpartition("@")[0].partition(":")
+        if colon:
+            found += [password, unquote(password), *_basic_credentials(unquote(user), unquote(password))]
+        elif len(user) >= MIN_SECRET_LENGTH:  # a short user name is a user name ("admin"), not a token
+            found += [user, unquote(user)]
+        found += [value for name, value in parse_qsl(parts.query, keep_blank_values=False) if is_credential(name)]
+    return list(dict.fromkeys(f for f in found if f))
+
+
+def _basic_credentials(user: str, password: str) -> list[str]:
+    """The base64 an `Authorization: Basic` header carries for these credentials (latin-1 as aiohttp sends it, or UTF-8)."""
+    encoded = []
+    for encoding in ("latin-1", "utf-8"):
+        try:
+            encoded.append(base64.b64encode(f"{user}:{password}".encode(encoding)).decode("ascii"))
+        except UnicodeEncodeError:
+            continue
+    return encoded
 
 
 def raw_secrets(raw: Any) -> list[str]:
@@ -244,7 +286,7 @@ def redacted_config(config: "Config") -> dict:
     data["generation_overrides"] = blank_credentials(data["generation_overrides"])
     if data.get("judge_properties") and data["judge_properties"].get("judge_api_key"):
         data["judge_properties"]["judge_api_key"] = REDACTED
-    return scrub(data, Redactor(config_secrets(config)))
+    return scrub(data, Redactor(config_secrets(config)), keys=False)
 
 
 def _strings(node: Any) -> Iterator[str]:

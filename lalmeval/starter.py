@@ -6,9 +6,10 @@ import json
 import shutil
 from pathlib import Path
 
+from lalmeval import bundled
 from lalmeval.errors import UserError
 
-DEMO = Path(__file__).resolve().parent.parent / "private_datasets" / "demo_commands"
+DEMO = bundled.DEMO_COMMANDS
 EXAMPLE_CLIPS = 3
 RUNSPEC = Path("runspecs") / "my_category" / "my_task.json"
 DATA = Path("data") / "my_dataset.jsonl"
@@ -93,3 +94,20 @@ def write_starter(folder: Path, force: bool = False) -> list[Path]:
     except OSError as exc:
         raise UserError(f"{folder}: cannot write the starter files: {exc.strerror or exc}") from None
     return targets
+
+
+def write_demo(folder: Path, force: bool = False) -> Path:
+    """Write the demo's config.yaml (the one `bash evaluate.sh` runs in a checkout) into `folder`."""
+    target = folder / "config.yaml"
+    if target.exists() and not force:
+        raise UserError(f"{target} already exists: lalmeval init leaves it alone (pass --force to overwrite, or pick another folder)")
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"{folder}: is a file, expected a folder")
+    if not bundled.DEMO_CONFIG.is_file():
+        raise UserError(f"{bundled.DEMO_CONFIG}: the demo config is missing from this installation of lalmeval")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(bundled.DEMO_CONFIG, target)
+    except OSError as exc:
+        raise UserError(f"{folder}: cannot write the demo config: {exc.strerror or exc}") from None
+    return target

@@ -145,7 +145,7 @@ def _visible(reply: str) -> tuple[str, Optional[str]]:
         text = text[ends[-1].end():]
     elif _THINK_START.search(text):
         return "", "unparseable judgment: the reasoning (<think>) never ended, so no verdict was given"
-    text = text.replace("\u2212", "-")  # the minus sign NFKC keeps
+    text = text.replace("\u2212", "-").replace("\u2044", "/")  # the minus sign NFKC keeps; ½ becomes 1⁄2, a fraction
     if not text.strip():
         return "", "unparseable judgment: empty reply"
     return text, None
@@ -199,10 +199,18 @@ def _quote(text: str) -> str:
 # --- ratings ------------------------------------------------------------------------------------
 
 _NUM = r"(?P<num>-?\d{1,6}(?:\.\d{1,6})?)"
-# A number possibly wrapped ([[4]], [4], (4)), then an echoed scale (/5, out of 5, points, 分).
-_WRAPPED = (r"[\[(]{0,2}[ \t]*" + _NUM + r"[ \t]*[\])]{0,2}"
-            r"(?:[ \t]*/[ \t]*(?P<den>\d{1,6})|[ \t]+out[ \t]+of[ \t]+(?P<den2>\d{1,6})|[ \t]*\([ \t]*out[ \t]+of[ \t]+(?P<den3>\d{1,6})[ \t]*\))?"
-            r"(?:[ \t]*(?:points?|pts?|分)\b|[ \t]*分)?")
+_TO = r"[ \t]*(?:-|–|to)[ \t]*"
+# The scale a judge states after its rating, whose top is the rating's denominator: "/5", "out of 5", "of 10",
+# "out of a possible 10", "(out of 5)", "on a scale of 1 to 10", "(scale 0-10)", "(1-10)", "on a 10-point scale", "(满分10分)".
+_STATED_SCALE = (r"(?:[ \t]*/[ \t]*(?P<den>\d{1,6})"
+                 r"|[ \t]*\(?[ \t]*(?:out[ \t]+)?of[ \t]+(?:a[ \t]+(?:possible|maximum[ \t]+of)[ \t]+)?(?P<den2>\d{1,6})[ \t]*\)?"
+                 r"|[ \t]*\(?[ \t]*(?:on[ \t]+)?(?:a[ \t]+|the[ \t]+)?(?:scale[ \t]+(?:of[ \t]+|from[ \t]+)?\d{1,6}" + _TO + r"(?P<den3>\d{1,6})"
+                 r"|\d{1,6}" + _TO + r"(?P<den4>\d{1,6})[ \t]*(?:-[ \t]*)?(?:point[ \t]+)?scale|(?P<den5>\d{1,6})[ \t]*-?[ \t]*point[ \t]+scale)[ \t]*\)?"
+                 r"|[ \t]*\([ \t]*\d{1,6}" + _TO + r"(?P<den6>\d{1,6})[ \t]*\)"
+                 r"|[ \t]*分?[ \t]*\(?[ \t]*满分[ \t]*(?P<den7>\d{1,6})[ \t]*分?[ \t]*\)?)")
+# A number possibly wrapped ([[4]], [4], (4)), then units and an echoed scale (4 stars out of 5, 4/5 points, 4分).
+_WRAPPED = (r"[\[(]{0,2}[ \t]*" + _NUM + r"[ \t]*[\])]{0,2}(?:[ \t]*(?:stars?|points?|pts?)(?=[ \t]+(?:out[ \t]+)?of\b))?"
+            + _STATED_SCALE + r"?(?:[ \t]*(?:stars?|points?|pts?|分)\b|[ \t]*分)?")
 # What may follow a rating: not a range ("0-5", "1 to 10"), not a rubric line ("Score 4:"), not more digits or letters.
 _AFTER = r"(?![ \t]*(?:[-–—~]|to\b)[ \t]*\d)(?![ \t]*[:%])(?![.,]\d)(?!\w)"
 _LABEL = r"(?:rating|score|grade|mark|verdict|评分|得分|分数|打分|评级)"
@@ -237,7 +245,7 @@ def _number(match: re.Match) -> tuple[Optional[float], Optional[int]]:
     """(value, stated denominator) of a matched rating."""
     groups = {k.removeprefix("v_"): v for k, v in match.groupdict().items() if v is not None}
     raw = groups.get("num") or groups.get("cn")
-    den = groups.get("den") or groups.get("den2") or groups.get("den3")
+    den = next((value for name, value in groups.items() if name.startswith("den")), None)
     return (float(raw) if raw is not None else None), (int(den) if den else None)
 
 
@@ -277,8 +285,11 @@ def _json_ratings(obj: dict, raw: str) -> list[_Statement]:
 
 # --- labels (yes/no, CORRECT/INCORRECT) ---------------------------------------------------------
 
-# "Answer:" is a verdict, "Model Answer:" / "Ground Truth Answer:" (a judge echoing its input) is not.
-_VERDICT_KEY = r"(?:result|(?<!model )(?<!truth )(?<!reference )(?<!standard )(?<!candidate )(?<!official )answer|judge?ment|verdict|decision|output|conclusion|evaluation|assessment|rating|score|grade|结果|判断|结论)"
+# "Answer:" / "Final answer:" / "My answer:" is a verdict; an answer or output some word qualifies ("Model Answer:",
+# "The model's answer:", "Predicted answer:", "Correct answer:", "Expected output:") is the judge echoing its input.
+_UNQUALIFIED = r"(?:(?<![\w'’ \t])|(?<![\w'’][ \t])(?<=[ \t])|(?<=\bfinal[ \t])|(?<=\bmy[ \t])|(?<=\bthe[ \t])|(?<=\bour[ \t]))"
+_VERDICT_KEY = (r"(?:result|" + _UNQUALIFIED + r"(?:answer|output)|judge?ment|verdict|decision|conclusion|evaluation|assessment|rating|score"
+                r"|grade|结果|判断|结论)")
 _OPEN = r"[\"'“”‘’\[(]{0,2}[ \t]*"
 _CLOSE = r"[ \t]*[\"'“”‘’\])]{0,2}"
 
@@ -290,7 +301,9 @@ def _label_patterns(words: str) -> list[tuple[re.Pattern, int]]:
         (re.compile(_NOT_AFTER_LETTER + r"(?P<final>final[ \t]+)?" + _VERDICT_KEY + _SEP + _OPEN + word, re.IGNORECASE), _LABELLED_TIER),
         (re.compile(r"\[[ \t]*" + word + r"[ \t]*\]", re.IGNORECASE), _LABELLED_TIER),
         (re.compile(r"^[ \t]*(?:[-•][ \t]*)?" + _OPEN + word + _CLOSE + r"[ \t]*[.!]?[ \t]*$", re.IGNORECASE | re.MULTILINE), _LABELLED_TIER),
-        (re.compile(r"^[ \t]*(?:[-•][ \t]*)?" + _OPEN + word + _CLOSE + r"[ \t]*[.!,:;—–-]", re.IGNORECASE | re.MULTILINE), _LINE_TIER),
+        # A line opening with the word ("No, the model ..."); not the key of a key: value line ("Correct: no", "Correct: false").
+        (re.compile(r"^[ \t]*(?:[-•][ \t]*)?" + _OPEN + word + _CLOSE + r"[ \t]*(?:[.!,;—–-]|:(?![ \t]*(?:no|not|false|yes|true|[01])\b))",
+                    re.IGNORECASE | re.MULTILINE), _LINE_TIER),
         # The label as the last sentence of a line: "... matching the official answer. CORRECT"
         (re.compile(r"[.!?][ \t]+" + _OPEN + word + _CLOSE + r"[ \t]*[.!]?[ \t]*$", re.IGNORECASE | re.MULTILINE), _LABELLED_TIER),
         (re.compile(_NOT_AFTER_LETTER + r"(?:is|be|was|as)[ \t]+" + _OPEN + word, re.IGNORECASE), _PROSE_TIER),

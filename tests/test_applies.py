@@ -62,6 +62,9 @@ CASES = {
                                               "models 'm': audio_format cannot apply to inference_type transcription"),
     "top_p to a transcription model": ("plain", {"model": {"inference_type": "transcription", "generation_kwargs": {"top_p": 0.5}}},
                                        "models 'm': generation_kwargs (top_p) cannot apply to inference_type transcription"),
+    "aggregate of a metric its datasets are not scored with": (
+        "plain", {"aggregate": [["bleu", ["plain"]]]},
+        "aggregate[0]: no dataset it names (plain) is scored with bleu in this run, so the aggregate would be empty"),
     "message lists to a transcription model": ("vqa_set", {"model": {"inference_type": "transcription"}},
                                                "dataset 'vqa_set' has images, message lists or dialogues, which a transcription request cannot carry"),
 }

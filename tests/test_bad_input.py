@@ -80,6 +80,8 @@ CASES = {
     "replicas disagreeing": (lambda ws: edit_config(ws, lambda d: d["models"].append({"info": {**d["models"][0]["info"], "model": "other"}})),
                              "models: the entries named 'm' are replicas of one model, but their model differs"),
     "override of unknown task": (lambda ws: edit_config(ws, lambda d: d.update(temperature_overrides=[{"task": "asrr", "temperature": 1}])), "unknown dataset, task type or category 'asrr' (did you mean 'asr'?)"),
+    "generation override of unknown task": (lambda ws: edit_config(ws, lambda d: d.update(generation_overrides=[{"task": "cmd", "top_p": 0.5}])),
+                                            "generation_overrides[0].task: unknown dataset, task type or category 'cmd' (did you mean 'cmds'?)"),
     "aggregate of unknown name": (lambda ws: edit_config(ws, lambda d: d.update(aggregate=[["word_error_rate", ["nothing"]]])), "aggregate[0]: unknown dataset, task type or category 'nothing'"),
     "unknown prompt": (lambda ws: edit_config(ws, lambda d: d.update(filters={"user_prompt_add_ons": ["asr_clean"]})), "filters.user_prompt_add_ons: unknown prompt 'asr_clean' (did you mean 'asr_clean_output'?)"),
     "missing prompts file": (lambda ws: edit_config(ws, lambda d: d.update(prompts_file="nope.yaml")), "nope.yaml: prompts file not found"),

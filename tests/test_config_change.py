@@ -1,11 +1,13 @@
 """A --run-id whose stored config.yaml asks for another evaluation is refused unless --allow-config-change."""
 
+import sys
+
 import pytest
 import yaml
 
 from lalmeval.cli import main
 from tests.support.endpoint import AnyPathEndpoint, ScriptedEndpoint, answer_by_number
-from tests.support.workspace import demo_rows, model
+from tests.support.workspace import REPO, demo_rows, model
 
 
 def setup(ws):
@@ -154,3 +156,24 @@ def test_a_replica_group_declared_by_repeated_names_resumes_and_its_replicas_may
         capsys.readouterr()
         assert run(ws) == 2   # a third replica is another group of servers: another evaluation
     assert "models[m]: " in capsys.readouterr().err
+
+
+def test_a_new_launch_command_is_a_new_model_behind_the_same_url(ws, capsys):
+    """The command is often all a config says of the weights: a run started with one checkpoint is not
+    continued with another's launch (nor are its answers reused when the change is allowed)."""
+    ws.text_questions(3)
+    server = REPO / "tests" / "support" / "slow_server.py"
+
+    def checkpoint(step: str) -> None:
+        entry = {**model("http://127.0.0.1:{port}/v1"), "launch": f"{sys.executable} {server} --port {{port}} --delay 0 # /ckpt/{step}"}
+        ws.config([entry], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+
+    checkpoint("step-1000")
+    assert run(ws) in (0, 3)
+    checkpoint("step-2000")
+    capsys.readouterr()
+    assert run(ws) == 2
+    assert "models[m].launch:" in capsys.readouterr().err
+    assert run(ws, "--allow-config-change") in (0, 3)
+    assert "Reused 3" not in capsys.readouterr().err     # step-2000 answered every sample itself
+    assert all(r["error"] is None for r in ws.records("qs", "m", "r"))

@@ -3,6 +3,7 @@
 import csv
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -282,7 +283,13 @@ def test_config_streaming_reaches_load_dataset(ws, monkeypatch):
                                  "json_set": {"hf_repo": "data/jsonstyle", "target_column": "text", "modality": "text", "textual_input_column": "text", "audio_column": None}})
     seen = []
     real = datasets.load_dataset
-    monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: seen.append((a[0].rsplit("/", 1)[-1], k["streaming"])) or real(*a, **k))
+    def folder(args, kwargs):  # a local folder is loaded by its data files' builder ("json") with data_files listed
+        files = kwargs.get("data_files")
+        first = next(iter(files.values())) if isinstance(files, dict) else files
+        first = first[0] if isinstance(first, (list, tuple)) else first
+        return Path(first).parent.name if first else args[0].rsplit("/", 1)[-1]
+
+    monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: seen.append((folder(a, k), k["streaming"])) or real(*a, **k))
     with ScriptedEndpoint(lambda s, n: "x") as ep:
         for streaming in (True, False):
             ws.config([model(ep.url)], [["layout_set", "word_error_rate"], ["json_set", "word_error_rate"]], streaming=streaming)

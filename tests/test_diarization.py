@@ -1,14 +1,14 @@
-"""speaker_diarization: label parsing, cpWER equal to meeteval's, WDER and speaker count as DiarizationLM defines them."""
+"""speaker_diarization: label parsing, cpWER as meeteval counts it (tests/test_cpwer.py), WDER and speaker count as DiarizationLM defines them."""
 
 import json
 from pathlib import Path
 
 import pytest
-from meeteval.wer import combine_error_rates, cp_word_error_rate
 from whisper_normalizer.english import EnglishTextNormalizer
 
 from lalmeval.data.callhome import read_callhome
 from lalmeval.metrics import METRICS
+from lalmeval.metrics.cpwer import cp_word_errors
 from lalmeval.metrics.diarization import SpeakerDiarization, align, parse_speakers
 from lalmeval.metrics.wer import WordErrorRate
 from lalmeval.postprocess.general import GeneralPostprocessor
@@ -129,7 +129,7 @@ def test_speaker_count_error_is_signed_per_window_and_mean_absolute_overall():
     assert details["speaker_count_error"] == pytest.approx(1.5)
 
 
-def test_corpus_cpwer_equals_meeteval_on_whole_call_windows():
+def test_corpus_cpwer_is_the_sum_of_each_window_s_cpwer_counts_on_whole_call_windows():
     _, rows = read_callhome(FIXTURE, "turns", window_s=1e9)
     rows = list(rows)
     spoken = json.loads((FIXTURE / "spoken.json").read_text(encoding="utf-8"))
@@ -153,8 +153,8 @@ def test_corpus_cpwer_equals_meeteval_on_whole_call_windows():
         references.append({k: " ".join(v) for k, v in ref.items()})
         hypotheses.append({k: " ".join(v) for k, v in hyp.items()})
     value, details, items = run(list(zip([r["reference"] for r in rows], predictions)))
-    direct = [cp_word_error_rate(r, h, reference_sort=False, hypothesis_sort=False) for r, h in zip(references, hypotheses)]
-    assert abs(value - 100 * combine_error_rates(*direct).error_rate) < 1e-9
+    direct = [cp_word_errors({k: v.split() for k, v in r.items()}, {k: v.split() for k, v in h.items()}) for r, h in zip(references, hypotheses)]
+    assert abs(value - 100 * sum(d.errors for d in direct) / sum(d.length for d in direct)) < 1e-9
     assert [x["errors"] for x in items] == [d.errors for d in direct]
     assert value > 0 and details["wder"] > 0
 

@@ -69,6 +69,34 @@ def test_a_wrong_model_id_is_refused_with_404_saying_the_model_id(ws, capsys):
     assert "the model id 'scripted-m' is probably not served there" in lines[0] and f"POST {ep.url}/chat/completions" in lines[0]
 
 
+def test_the_same_400_for_every_first_request_stops_the_pass_naming_the_message(ws, capsys):
+    """o1 refusing max_tokens, a text-only model sent audio: every request gets the same 400."""
+    ws.text_questions(COUNT)
+    unsupported = "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."
+    with ScriptedEndpoint(lambda seen, n: Reply(status=400, payload={"error": {"message": unsupported}})) as ep:
+        ws.config([model(ep.url, batch_size=4)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        code = cli(ws)
+        sent = len(ep.requests)
+    lines = error_lines(capsys.readouterr().err)
+    assert code == 2 and sent <= 8, sent
+    assert "HTTP 400" in lines[0] and "Unsupported parameter" in lines[0] and "refuses every request the same way" in lines[0]
+    assert len(ws.records("qs", "m")) == COUNT
+
+
+@pytest.mark.parametrize("message", [
+    lambda n: "The response was filtered due to the prompt triggering Azure OpenAI's content management policy.",
+    lambda n: f"This model's maximum context length is 4096 tokens, but you requested {5000 + n} tokens.",
+], ids=["content filter", "messages that differ"])
+def test_400s_that_are_about_their_prompts_do_not_stop_the_pass(ws, message):
+    """Azure's content filter answers a prompt with 400; a red-teaming set may trip it on its first samples."""
+    ws.text_questions(COUNT)
+    with ScriptedEndpoint(lambda seen, n: Reply(status=400, payload={"error": {"message": message(n)}})) as ep:
+        ws.config([model(ep.url, batch_size=4)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        code = cli(ws)
+        sent = len(ep.requests)
+    assert code == 3 and sent == COUNT
+
+
 def test_an_all_5xx_server_is_taken_out_after_a_few_samples_instead_of_retrying_every_one(ws, capsys):
     """retry_attempts 2: sending every sample its 3 attempts would be 3 x 40 requests."""
     ws.text_questions(COUNT)
@@ -84,6 +112,39 @@ def test_an_all_5xx_server_is_taken_out_after_a_few_samples_instead_of_retrying_
     assert "endpoint of model 'm' is down: HTTP 500: CUDA error" in err
     records = ws.records("qs", "m")
     assert len(records) == COUNT and {r["error"].split(" (")[0].split(":")[0] for r in records} == {"HTTP 500", "endpoint down"}
+
+
+@pytest.mark.parametrize("status,body,fix", [
+    (405, b"<html><h1>405 Not Allowed</h1></html>", "the url does not point at an OpenAI-compatible API"),
+    (407, b"Proxy Authentication Required", "a proxy in front of the server asks for its own credentials"),
+    (410, b'{"error": {"message": "The model has been deprecated"}}', "the model id 'scripted-m' is no longer served there"),
+])
+def test_an_endpoint_refusing_every_request_with_405_407_or_410_is_stopped_like_a_wrong_key(ws, capsys, status, body, fix):
+    """A url that is a web page (nginx answers POST with 405), a gateway wanting its own credentials, a retired
+    model: no retry changes them, and each used to be sent every sample of the dataset."""
+    ws.text_questions(COUNT)
+    with ScriptedEndpoint(lambda seen, n: Reply(status=status, raw=body)) as ep:
+        ws.config([model(ep.url, batch_size=4)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        code = cli(ws)
+        sent = len(ep.requests)
+    lines = error_lines(capsys.readouterr().err)
+    assert code == 2 and sent <= 2 * 4, sent
+    assert f"the first 5 requests were refused: HTTP {status} from POST {ep.url}/chat/completions" in lines[0] and fix in lines[0], lines
+    assert len(ws.records("qs", "m")) == COUNT
+
+
+def test_a_gateway_answering_every_request_with_an_error_object_in_a_200_is_taken_out(ws, capsys):
+    """`{"error": {...}}` with status 200 is a gateway reporting its own failure, not a model's answer to one
+    prompt: like a 5xx it takes the endpoint out instead of being retried on every sample."""
+    ws.text_questions(COUNT)
+    failing = lambda seen, n: Reply(status=200, payload={"error": {"message": "upstream connect error", "code": 503}})
+    with ScriptedEndpoint(failing) as ep:
+        ws.config([model(ep.url, batch_size=2, retry_attempts=2)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        code = cli(ws)
+        sent = len(ep.requests)
+    assert code == 3 and sent <= (8 + 6) * 3, sent
+    assert "endpoint of model 'm' is down: bad reply: reply holds an error instead of choices: upstream connect error" in capsys.readouterr().err
+    assert len(ws.records("qs", "m")) == COUNT
 
 
 def test_a_few_refusals_among_answers_do_not_stop_the_endpoint(ws):
@@ -129,7 +190,8 @@ def test_a_replica_refusing_its_key_leaves_its_work_to_the_others_with_a_warning
 
 def test_max_failure_rate_stops_a_failing_run_and_leaves_the_rest_for_a_resume(ws, capsys):
     ws.text_questions(COUNT)
-    failing = lambda seen, n: Reply(status=400, payload={"error": {"message": "bad request"}})
+    # Each 400 about its own prompt (the same 400 for all would stop the endpoint before max_failure_rate does).
+    failing = lambda seen, n: Reply(status=400, payload={"error": {"message": f"bad request: prompt {n} is too long"}})
     with ScriptedEndpoint(failing) as ep:
         ws.config([model(ep.url, batch_size=2)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"), max_failure_rate=0.5)
         code = cli(ws)

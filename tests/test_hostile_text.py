@@ -58,6 +58,28 @@ def test_lone_surrogates_and_control_characters_in_replies_references_and_judgme
     assert (ws.root / "runs" / "s" / "report.html").read_text().count("\ufffd") >= 3
 
 
+def test_a_lone_surrogate_escaped_in_the_json_text_of_a_cell_is_sent_mended(ws):
+    """A TSV cell holds a message list, options or turns as JSON (or Python) text: "\\ud800" there decoded to a
+    string no request body can encode, and the sample failed as an internal error."""
+    (ws.root / "data").mkdir()
+    messages = '[{"role": "user", "content": "say \\ud800 yes"}]'
+    (ws.root / "data" / "vqa.tsv").write_text(f"messages\tanswer\n{messages}\tyes\n")
+    (ws.root / "data" / "mc.tsv").write_text('id\tquestion\toptions\tanswer\n0\tPick one\t["cat \\ud800", "dog"]\tB\n')
+    (ws.root / "data" / "turns.tsv").write_text('id\tturns\treference\n0\t["hello \\udc00", "bye"]\tyes\n')
+    ws.runspec("seed", "sets", {
+        "vqa": {"hf_repo": "data/vqa.tsv", "format": "general_vqa"},
+        "mc": {"hf_repo": "data/mc.tsv", "id_column": "id", "modality": "text", "audio_column": None, "textual_input_column": "question",
+               "choices_column": "options", "target_column": "answer"},
+        "turns": {"hf_repo": "data/turns.tsv", "id_column": "id", "modality": "text", "audio_column": None, "turns_column": "turns"}})
+    with ScriptedEndpoint(lambda seen, n: "B. dog yes") as ep:
+        ws.config([model(ep.url)], [["vqa", "bleu"], ["mc", "accuracy"], ["turns", "bleu"]], output_dir=str(ws.root / "runs"))
+        result = ws.run()
+        sent = [m["content"] for r in ep.requests for m in r.body["messages"]]
+    assert all(s.num_failed == 0 for s in result.scores), [(s.dataset, s.details.get("failures")) for s in result.scores]
+    text = json.dumps(sent, ensure_ascii=False)
+    assert "say \ufffd yes" in text and "cat \ufffd" in text and "hello \ufffd" in text
+
+
 def test_a_lone_surrogate_that_reaches_the_writer_is_stored_escaped_and_reads_back_identically(tmp_path):
     watch_writes(None)
     path = tmp_path / "records.jsonl"
@@ -139,3 +161,47 @@ def test_answer_extraction_is_linear_in_the_reply_on_adversarial_shapes():
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("done") == len(ADVERSARIAL)
+
+
+NORMALIZING = textwrap.dedent("""
+    import lalmeval.metrics
+    from lalmeval.metrics.gsm8k import reply_answer
+    from lalmeval.metrics.ifeval_rules import follows
+    from lalmeval.metrics.normalize import normalizer, units_of
+
+    rules = [normalizer("whisper_english"), normalizer("open_asr"), normalizer("chinese"), normalizer("kimi", "en"), normalizer("au_harness", "en")]
+    for unit in ("[", "(", "<", "<|x ", " ", "\\t", "[ (", "\\\\boxed{"):
+        reply = unit * (300_000 // len(unit)) + "'"
+        for rule in rules:
+            units_of(rule, reply, "word")
+        reply_answer(reply)
+        print("done", repr(unit), flush=True)
+    for unit, instruction, args in (("[", "detectable_content:number_placeholders", {"num_placeholders": 1}),
+                                    ("<<", "detectable_format:title", {}),
+                                    ("Mr. ", "length_constraints:number_sentences", {"num_sentences": 3, "relation": "at least"})):
+        follows(unit * (300_000 // len(unit)), instruction, args, loose=False)
+        print("done", instruction, flush=True)
+""")
+
+
+def test_normalizing_a_degenerate_reply_for_an_error_rate_is_linear():
+    """A reply of brackets (or GSM8K boxes, IFEval placeholders and titles) that never close, or of one long run
+    of spaces or of abbreviations: the normalizers' bracket and apostrophe rules, the last-box reading and
+    IFEval's checks scanned from each to the end (300 000 characters took minutes for each normalizer, a
+    megabyte hours, so one looping reply stalled the scoring of a run). A time limit quadratic work could
+    never meet separates linear from not without asserting any duration."""
+    out = subprocess.run([sys.executable, "-c", NORMALIZING], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("done") == 11
+
+
+def test_long_texts_are_tokenized_exactly_as_before_when_nothing_in_them_is_degenerate():
+    """The linear form changes nothing a rule would see: a long transcript with a few unclosed brackets and
+    long runs of spaces gets the tokens its normalizer gives it directly."""
+    from lalmeval.metrics.normalize import defused, normalizer, units_of
+
+    text = ("He said [laughs] it costs $5 (roughly) — ok ?  " * 60 + "[unfinished (aside <note " + " " * 300 + "'s end") * 2
+    assert len(text) > 2000 and defused(text) != text
+    for name, language in (("whisper_english", ""), ("open_asr", ""), ("basic", ""), ("kimi", "en"), ("lmms", "en"), ("au_harness", "en")):
+        rules = normalizer(name, language) if language else normalizer(name)
+        assert units_of(rules, text, "word") == rules.tokens(text, "word"), name

@@ -86,3 +86,11 @@ def test_python_m_models_inference_boilerplate_server_still_works_from_the_repos
     config = ws.config([entry], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
     out = lalmeval("run", "--config", str(config), "--run-id", "t", cwd=ws.root)
     assert out.returncode == 0, out.stderr
+
+
+def test_a_launch_command_that_backgrounds_its_server_is_told_to_stay_in_the_foreground(ws):
+    """A `cmd &` returns at once with exit code 0; the run could never stop what it left behind."""
+    ws.text_questions(1)
+    config = ws.config([echo_entry(launch="sleep 0 & exit 0  # would serve on {port}")], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+    out = lalmeval("run", "--config", str(config), "--run-id", "bg", cwd=ws.root)
+    assert out.returncode == 2 and "exited with code 0" in out.stderr and "in the foreground" in out.stderr

@@ -68,6 +68,9 @@ def test_character_error_rate_for_unspaced_scripts(language, unit):
     ("B", "(B)", True), ("B", "B.", True), ("B", "Answer: B", True), ("B", "The answer is (b).", True),
     ("B", "\\boxed{B}", True), ("B", "B) happy", True), ("B", "C", False), ("(C)", "c", True),
     ("Happy", "happy!", True), ("Happy", "sad", False), ("neutral", "Neutral.", True),
+    # plain numbers compare as numbers: a CSV cell "3.0" (pandas writes integers so beside a gap) and the reply "3"
+    ("3.0", "3", True), ("3", "3.00.", True), ("2.5", "2.50", True), ("3.0", "3.5", False), ("1e3", "1000", True),
+    ("3.0", "three", False),
 ])
 def test_accuracy_label_normalization(reference, prediction, correct):
     (value, _), _ = score(Accuracy, [(reference, prediction)])

@@ -234,7 +234,8 @@ def test_a_misspelt_multiple_choice_placeholder_is_refused_naming_it(ws, capsys,
 def test_other_braces_in_a_multiple_choice_template_are_sent_as_written(ws, capsys):
     code, err, sent = mc_run(ws, capsys, "{question}\n{options}\nPut {answer} as \\boxed{X}, one of {labels}.")
     assert code == 0, err
-    assert sent[0] == "Which animal barks?\nA. cat\nB. dog\nPut {answer} as \\boxed{X}, one of A, B."
+    # Both rows are in flight at once, so they may arrive in either order.
+    assert "Which animal barks?\nA. cat\nB. dog\nPut {answer} as \\boxed{X}, one of A, B." in sent
 
 
 # --- answer_extraction: llm --------------------------------------------------------------------

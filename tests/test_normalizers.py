@@ -154,3 +154,21 @@ def test_a_missing_normalizer_package_stops_the_run_at_start(monkeypatch):
     metric = wer_metric(normalizer="needs_missing")
     with pytest.raises(UserError, match="x.json: dataset 'd': normalizer 'needs_missing' needs the 'lalmeval_missing_package' package"):
         WordErrorRate.check_dataset(metric.dataset)
+
+
+@pytest.mark.parametrize("code,expected", [("eng", "en"), ("cmn", "zh"), ("cmn_hans_cn", "zh"), ("jpn", "ja"), ("zho", "zh"),
+                                           ("deu", "de"), ("yue", "yue"), ("fil", "fil")])
+def test_three_letter_language_codes_are_the_languages_of_their_two_letter_codes(code, expected):
+    """A runspec declaring `language: jpn` used to get English word units for Japanese."""
+    from lalmeval.languages import default_error_unit, iso_code
+
+    assert iso_code(code) == expected
+    if expected == "ja":
+        assert default_error_unit(iso_code(code)) == "character"
+
+
+def test_zero_width_separators_are_not_characters_of_a_character_error_rate():
+    """Thai and Khmer texts separate words with U+200B; counted, a perfect answer without them scored errors."""
+    from lalmeval.metrics.normalize import split_units
+
+    assert split_units("សួស្តី\u200bពិភពលោក", "character") == split_units("សួស្តីពិភពលោក", "character")

@@ -129,8 +129,9 @@ def test_a_printed_retry_command_keeps_the_overrides_and_continues_the_same_eval
     for flag in ("--limit 3", "--models m1", "--datasets qs", "--metrics accuracy", "--resume r", "--no-cache"):
         assert flag in retry
     ep.handler, sent = answer_by_number, len(ep.requests)
-    # Without the flags it would be another evaluation: refused, naming the difference.
-    bare = cli("run", "--config", "config.yaml", "--resume", "r", cwd=ws.root)
+    # Without all the flags it would be another evaluation: refused, naming the difference. (The config alone is
+    # not runnable: its aggregate over solo needs a pair the printed --metrics leaves out.)
+    bare = cli("run", "--config", "config.yaml", "--resume", "r", "--metrics", "accuracy", cwd=ws.root)
     assert bare.returncode == 2 and "holds a run of a different config" in bare.stderr
     again = subprocess.run(retry, shell=True, cwd=ws.root, capture_output=True, text=True, timeout=240)
     assert again.returncode == 0, again.stderr

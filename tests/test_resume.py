@@ -41,7 +41,8 @@ def test_same_run_id_resumes_without_requesting_finished_samples(ws):
 
 def test_failed_samples_are_retried_on_resume(ws):
     setup(ws)
-    flaky = lambda seen, n: Reply(status=400, payload={"error": {"message": "bad"}}) if n < 3 else "ok"
+    # Each refusal names its own sample: a per-sample 400, not an endpoint refusing every request.
+    flaky = lambda seen, n: Reply(status=400, payload={"error": {"message": f"bad sample {n}"}}) if n < 3 else "ok"
     with ScriptedEndpoint(flaky) as ep:
         first = go(ws, ep, options=RunOptions(use_cache=False), retry_attempts=0, batch_size=1)
         assert first.scores[0].num_failed == 3

@@ -157,7 +157,10 @@ def run_cli(ws, metric):
     ("accuracy", [0], "", "empty reference"), ("accuracy", [2], "?!", "empty reference after normalization"),
     ("bleu", [1], "", "empty reference"), ("chrf", [0], float("nan"), "empty reference"),
     ("word_error_rate", [0, 2], None, "empty reference"), ("word_error_rate", [1], "[NOISE] uh", "empty reference after normalization"),
-    ("rouge", [0], "  ", "empty reference")])
+    ("rouge", [0], "  ", "empty reference"),
+    # invisible characters no normalizer removes: a zero-width space, a byte-order mark, a soft hyphen
+    ("word_error_rate", [1], "\u200b", "empty reference"), ("word_error_rate", [0, 2], "[NOISE] \ufeff <unk>", "empty reference after normalization"),
+    ("bleu", [2], "\ufeff\u200b", "empty reference"), ("accuracy", [1], "\u00ad", "empty reference")])
 def test_samples_left_unscored_for_want_of_a_reference_are_failed_and_never_exit_0(ws, capsys, metric, empty, reference, reason):
     """A sample whose reference is empty (null, NaN: hub test splits with hidden labels) or says
     nothing after the metric's normalization ([NOISE], a filler) has no score — one rule for every

@@ -1,6 +1,7 @@
 """Secrets never leave the process: not through a redirect, not half-masked in a server's message, not in
 a URL's user info, not under any credential-like field name, not cut in two by a truncation."""
 
+import base64
 import json
 import subprocess
 import sys
@@ -64,7 +65,8 @@ def test_the_password_of_a_url_is_hidden_whatever_its_length(url, shown):
 
 @pytest.mark.parametrize("name", ["api_key", "x-api-key", "X-Api-Key", "private_key", "privateKey", "passphrase", "pwd", "password",
                                   "client_secret", "authorization", "Authorization", "bearer", "cookie", "session", "session_id",
-                                  "signature", "credentials", "access_token", "hf_token", "authToken", "auth", "jwt", "key", "oauth_token"])
+                                  "signature", "credentials", "access_token", "hf_token", "authToken", "auth", "jwt", "key", "oauth_token",
+                                  "pass", "Ocp-Apim-Subscription-Key", "subscription_key", "license_key", "ssh_key", "app_key", "masterKey"])
 def test_credential_like_names_are_credentials(name):
     assert is_credential(name)
 
@@ -138,6 +140,55 @@ def test_a_credential_like_extra_body_field_is_a_secret(ws, field):
     records = ws.records("qs", "m", "s")
     assert all(r["params"]["extra_body"][field] == REDACTED and r["prediction"] == f"your {field} is {REDACTED}" for r in records)
     assert_no_runs_anywhere(ws, out, KEY)
+
+
+@pytest.mark.parametrize("value", [[KEY, "sk-other-0123456789"], 98765432123, {"id": "me", "value": KEY}])
+def test_a_credential_field_holding_a_list_a_number_or_an_object_is_a_secret(ws, value):
+    """`api_keys: [...]`, an unquoted numeric password (YAML reads a number) or `auth: {...}`: blanked in the
+    recorded parameters and the stored config, and scrubbed from every other text."""
+    ws.text_questions(1)
+    secrets = [str(v) for v in (value if isinstance(value, list) else value.values() if isinstance(value, dict) else [value])]
+    with ScriptedEndpoint(lambda seen, n: f"you sent {seen.body['credential']}") as ep:
+        ws.config([model(ep.url, generation_kwargs={"extra_body": {"credential": value}})], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        out = run_cli(ws, "s")
+        assert ep.requests[0].body["credential"] == value
+    record = ws.records("qs", "m", "s")[0]
+    assert record["params"]["extra_body"]["credential"] == REDACTED
+    for secret in secrets:
+        if len(secret) >= 6:
+            assert_no_runs_anywhere(ws, out, secret)
+    assert "98765432123" not in (ws.root / "runs" / "s" / "config.yaml").read_text()
+
+
+def test_a_key_in_the_urls_query_and_a_token_as_its_user_name_are_written_nowhere(ws):
+    """`https://gw/v1?api-key=…` (gateways that take the key in the query) and `http://TOKEN@host/v1` (sent as
+    Basic auth): neither is written to the stored config, records, progress lines or the report."""
+    ws.text_questions(2)
+    with AnyPathEndpoint(answer_by_number) as ep:
+        urls = [f"http://127.0.0.1:{ep.port}/v1?tenant=lab&api-key={KEY}", f"http://tok-{KEY[8:]}@127.0.0.1:{ep.port}/v1"]
+        ws.config([model(urls[0], name="query"), model(urls[1], name="user")], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        out = run_cli(ws, "s")
+        assert {r.query.get("api-key") for r in ep.requests} == {KEY, None}
+    assert out.returncode == 0, out.stderr
+    assert_no_runs_anywhere(ws, out, KEY)
+    assert_no_runs_anywhere(ws, out, f"tok-{KEY[8:]}")
+    stored = (ws.root / "runs" / "s" / "config.yaml").read_text()
+    assert f"api-key={REDACTED}" in stored and "tenant=lab" in stored
+
+
+def test_basic_credentials_a_server_echoes_in_base64_are_hidden(ws):
+    """A URL's `user:password@` is sent as `Authorization: Basic base64(user:password)`; a proxy that echoes
+    the header in its error message gives the password away unless that spelling is a secret too."""
+    ws.text_questions(2)
+    password = "Tr0ub4dor-and-3-horses"
+    echo = lambda seen, n: Reply(status=401, payload={"error": {"message": f"bad credentials: {seen.headers['Authorization']}"}})
+    with AnyPathEndpoint(echo) as ep:
+        ws.config([model(f"http://alice:{password}@127.0.0.1:{ep.port}/v1")], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        out = run_cli(ws, "s")
+    basic = base64.b64encode(f"alice:{password}".encode()).decode()
+    assert ws.records("qs", "m", "s")[0]["error"] == f"HTTP 401: bad credentials: Basic {REDACTED}"
+    assert_no_runs_anywhere(ws, out, basic)
+    assert_no_runs_anywhere(ws, out, password)
 
 
 # --- Redirects --------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ AU-Harness's config key names."""
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 
 import pytest
@@ -171,7 +172,9 @@ def twinkle_folder(ws):
         path = ws.root / "data" / "tw" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         records = [dict(zip(["question", "A", "B", "C", "D", "answer"], row)) for row in rows]
-        if name.endswith(".csv"):
+        if name.endswith(".gz"):
+            path.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
+        elif name.endswith(".csv"):
             with path.open("w", newline="") as handle:
                 writer = csv.DictWriter(handle, fieldnames=list(records[0]))
                 writer.writeheader()
@@ -211,6 +214,23 @@ def test_one_file_of_a_twinkle_folder_can_be_named_alone(ws):
         result = ws.run()
         assert len(ep.requests) == 1
     assert [s.dataset for s in result.scores] == ["tw/nested/law_test"] and result.aggregates == []
+
+
+def test_a_compressed_file_in_a_twinkle_folder_is_refused_not_left_out(ws, capsys):
+    """Twinkle scores every file of the folder; one it cannot read (x.jsonl.gz) would be a subset missing from the average."""
+    from lalmeval.cli import main
+
+    TWINKLE["zoology_test.jsonl.gz"] = [("Which animal barks?", "cat", "dog", "cow", "owl", "B")]
+    try:
+        twinkle_folder(ws)
+    finally:
+        del TWINKLE["zoology_test.jsonl.gz"]
+    with ScriptedEndpoint(lambda seen, n: "B") as ep:
+        ws.config([model(ep.url)], [["tw", "accuracy"]], output_dir=str(ws.root / "runs"))
+        code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
+        assert ep.requests == []
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "dataset 'tw': zoology_test.jsonl.gz hold(s) data lalmeval does not read" in err[0], err
 
 
 # --- any other folder of several data files: all of them, or a refusal -----------------------
@@ -258,6 +278,8 @@ def test_split_files_of_a_folder_are_read_by_their_split_every_one(ws):
     ({"test.jsonl": [q(0)], "test_more.csv": [q(1)]}, "the files of split 'test' are of several types (test.jsonl, test_more.csv)"),
     ({"test.jsonl": [q(0)], "extra.jsonl": [q(1)]}, "extra.jsonl name(s) no split while other files do (test), so they would be left out"),
     ({"one.jsonl": [q(0)], "two.csv": [q(1)]}, "the files of split 'test' are of several types (one.jsonl, two.csv)"),
+    ({"one.jsonl": [q(0)], "two.jsonl.gz": [q(1)]}, "two.jsonl.gz hold(s) data lalmeval does not read beside plain data files (one.jsonl)"),
+    ({"one.jsonl": [q(0)], "sub/two.ndjson": [q(1)]}, "sub/two.ndjson hold(s) data lalmeval does not read beside plain data files (one.jsonl)"),
 ])
 def test_a_folder_whose_files_cannot_all_be_read_is_refused_not_read_in_part(ws, capsys, files, problem):
     """`datasets` would read one type and drop the other, or drop files that name no split:

@@ -1,6 +1,6 @@
 """A fresh clone: the README's Quick start and Tests commands work from a bare shell, in either order.
 
-A full set-up (a new venv, ~80 packages) takes a minute and needs the package index, so it is
+A full set-up (a new venv, ~90 packages) takes minutes and needs the package index, so it is
 not repeated here: the suite itself runs inside the venv that `bash test.sh` set up, and these
 tests check that the README, CI and both scripts go through that one set-up, that the venv
 holds exactly the pinned versions, and that what the scripts print runs as printed from a shell
@@ -87,8 +87,33 @@ def test_readme_commands_work_from_a_shell_with_nothing_activated(set_up, tmp_pa
     assert elsewhere.returncode == 2 and "c.yaml: dataset_metric[0]: unknown metric" in elsewhere.stderr, elsewhere.stderr
 
 
+def other_python() -> tuple[str, str]:
+    """(version, path) of an installed supported Python other than the running one."""
+    for version in SUPPORTED:
+        if version != "%d.%d" % sys.version_info[:2]:
+            found = subprocess.run(["bash", str(REPO / "scripts" / "find-python.sh"), version], capture_output=True, text=True, timeout=60)
+            if found.returncode == 0:
+                return version, found.stdout.strip()
+    if os.environ.get("LALMEVAL_REQUIRE_SYSTEM_PACKAGES"):
+        pytest.fail("CI has no second Python of 3.10 to 3.13 (scripts/find-python.sh found none)")
+    pytest.skip("no second Python of 3.10 to 3.13 is installed here")
+
+
+def test_lalmeval_python_of_another_version_makes_the_set_up_due_and_a_bad_one_is_one_line(set_up):
+    def check(python: str) -> subprocess.CompletedProcess:
+        env = {**BARE_ENV, "LALMEVAL_PYTHON": python}
+        return subprocess.run(["bash", str(REPO / SETUP), "--check"], env=env, capture_output=True, text=True, timeout=60)
+
+    assert check(sys.executable).returncode == 0 and check("%d.%d" % sys.version_info[:2]).returncode == 0
+    version, path = other_python()
+    assert check(path).returncode == 1 and check(version).returncode == 1  # a path or a version: the venv would be made anew
+    for bad, says in [(str(REPO / "no-such-python"), "does not start"), ("/bin/true", "does not start"), ("3.9", "3.9")]:
+        out = check(bad)
+        assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and says in out.stderr, out.stderr
+
+
 def test_the_set_up_is_due_again_when_a_pinned_version_changes(set_up, tmp_path):
-    for name in ("requirements.txt", "constraints.txt", "pyproject.toml", SETUP):
+    for name in ("requirements.txt", "constraints.txt", "pyproject.toml", SETUP, "scripts/find-python.sh"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / name, tmp_path / name)
     (tmp_path / ".venv").symlink_to(REPO / ".venv")
@@ -103,9 +128,37 @@ def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def pins() -> dict[str, str]:
+def pin_lines() -> list:
+    """Every line of constraints.txt as a Requirement (name, ==version, optional python_version marker)."""
+    from packaging.requirements import Requirement
+
     lines = (REPO / "constraints.txt").read_text().splitlines()
-    return {canonical(name): version for name, version in (line.split("==") for line in lines if line and not line.startswith("#"))}
+    return [Requirement(line) for line in lines if line.strip() and not line.startswith("#")]
+
+
+def pins(python_version: str = "%d.%d" % sys.version_info[:2]) -> dict[str, str]:
+    """name → the version constraints.txt pins for that Python (markers evaluated)."""
+    out: dict[str, str] = {}
+    for req in pin_lines():
+        if req.marker is None or req.marker.evaluate({"python_version": python_version}):
+            assert canonical(req.name) not in out, f"constraints.txt: two pins of {req.name} hold for Python {python_version}"
+            (spec,) = req.specifier
+            out[canonical(req.name)] = spec.version
+    return out
+
+
+SUPPORTED = ("3.10", "3.11", "3.12", "3.13")
+
+
+def test_constraints_pin_one_exact_version_of_each_package_for_every_supported_python():
+    lines = pin_lines()
+    assert all(len(req.specifier) == 1 and next(iter(req.specifier)).operator == "==" for req in lines)
+    assert all(req.marker is None or "python_version" in str(req.marker) for req in lines), "only python_version markers"
+    names = {canonical(req.name) for req in lines}
+    for version in SUPPORTED:
+        assert set(pins(version)) == names, f"Python {version}: a package has no pin"
+    # The per-Python lines exist because the versions differ: numpy 2.4 has no wheel for 3.10.
+    assert pins("3.10")["numpy"] != pins("3.11")["numpy"] and "meeteval" not in names and "cython" not in names
 
 
 def pulled_in() -> set[str]:
@@ -165,3 +218,21 @@ def test_the_printed_retry_command_runs_as_printed(set_up, ws, how):
         again = bare(printed, ws.root, path=path)  # pasted into the same shell
         assert again.returncode == 0, again.stderr
         assert len(ep.requests) == 5  # only the two failed samples were requested again
+
+
+def test_pin_versions_merges_one_line_where_pythons_agree_and_a_range_per_version_where_they_differ():
+    from scripts.pin_versions import merge
+
+    frozen = {"3.10": {"numpy": ("numpy", "2.2.6"), "tomli": ("tomli", "2.5.0"), "six": ("six", "1.17.0")},
+              "3.11": {"numpy": ("numpy", "2.4.6"), "six": ("six", "1.17.0")},
+              "3.12": {"numpy": ("numpy", "2.5.5"), "six": ("six", "1.17.0"), "pocketsphinx": ("pocketsphinx", "5.0.4")},
+              "3.13": {"numpy": ("numpy", "2.5.5"), "six": ("six", "1.17.0"), "pocketsphinx": ("pocketsphinx", "5.1.1")}}
+    assert merge(frozen) == [
+        'numpy==2.2.6; python_version < "3.11"',
+        'numpy==2.4.6; python_version >= "3.11" and python_version < "3.12"',
+        'numpy==2.5.5; python_version >= "3.12"',
+        'pocketsphinx==5.0.4; python_version < "3.13"',  # the first range reaches down to any older Python
+        'pocketsphinx==5.1.1; python_version >= "3.13"',
+        "six==1.17.0",
+        "tomli==2.5.0",  # needed by one Python only: a pin elsewhere is never used
+    ]

@@ -42,6 +42,26 @@ def data_files(folder: Path) -> list[Path]:
     return found
 
 
+# Data files read neither here nor beside plain ones: compressed data (x.jsonl.gz) and other spellings of
+# JSON lines. Alone in a folder they go to `load_dataset`, which decompresses; next to plain files they
+# would be left out of the dataset without a word, so they are refused.
+_COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".zstd", ".lz4", ".zip")
+_OTHER_DATA = (".ndjson",)
+
+
+def unread_data_files(folder: Path) -> list[Path]:
+    """Files below `folder` that hold data this reader does not read (compressed data files, .ndjson); hidden ones left out."""
+    found = []
+    for path in sorted(folder.rglob("*")):
+        if any(p.startswith(".") for p in path.relative_to(folder).parts) or not path.is_file():
+            continue
+        suffixes = [x.lower() for x in path.suffixes]
+        inner = suffixes[-2] if len(suffixes) >= 2 and suffixes[-1] in _COMPRESSED else None
+        if inner in READERS or inner in _OTHER_DATA or (suffixes and suffixes[-1] in _OTHER_DATA):
+            found.append(path)
+    return found
+
+
 def declares_configs(folder: Path) -> bool:
     """Whether the folder's README declares hub configs (a hub snapshot): then `load_dataset` knows its files."""
     readme = folder / "README.md"
@@ -78,6 +98,10 @@ def folder_read(folder: Path, split: str, name: str) -> Optional[FolderRead]:
     if not files or declares_configs(folder) or all(f.name in _METADATA for f in files):
         return None
     where = f"{folder}: dataset '{name}'"
+    unread = unread_data_files(folder)
+    if unread:
+        raise UserError(f"{where}: {_shown(folder, unread)} hold(s) data lalmeval does not read beside plain data files "
+                        f"({_shown(folder, files, 2)}), so they would be left out; decompress them (or save them as .jsonl), or move them out")
     chosen = split_files(folder, files, split, where)
     readers = {READERS[f.suffix.lower()] for f in chosen}
     if len(readers) > 1:
@@ -111,7 +135,13 @@ def _shown(folder: Path, files: list[Path], most: int = 4) -> str:
     return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
-def per_file(folder: Path) -> list[tuple[str, Path]]:
+def per_file(folder: Path, name: str) -> list[tuple[str, Path]]:
     """(name, file) of each data file of a folder whose format scores every file on its own; the name
-    is the file's path below the folder without its suffix (`basic_medical_science_train`)."""
-    return [(str(f.relative_to(folder).with_suffix("")), f) for f in data_files(folder)]
+    is the file's path below the folder without its suffix (`basic_medical_science_train`). A file
+    holding data this reader does not read (x.jsonl.gz) is refused: it would be a subset left out."""
+    files = data_files(folder)
+    unread = unread_data_files(folder)
+    if unread and files:
+        raise UserError(f"{folder}: dataset '{name}': {_shown(folder, unread)} hold(s) data lalmeval does not read beside plain data "
+                        f"files ({_shown(folder, files, 2)}), so they would be left out; decompress them (or save them as .jsonl), or move them out")
+    return [(str(f.relative_to(folder).with_suffix("")), f) for f in files]

@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequenc
 
 from lalmeval.data.images import ImageError, ImagePart, ImageRef, image_ref, image_url, is_missing
 from lalmeval.records import AudioRef
+from lalmeval.text import mended
 
 MAX_IMAGES = 100  # EvalScope's image_1..image_100
 
@@ -186,7 +187,7 @@ def _parts(content: Any, where: str, base: Optional[Path], clips: list[AudioRef]
 def _load(messages: Union[str, list]) -> list:
     if isinstance(messages, str):  # TSV cells hold the list as JSON text
         try:
-            messages = json.loads(messages)
+            messages = mended(json.loads(messages))  # "\ud800" in the text decodes to a string no request can carry
         except json.JSONDecodeError as exc:
             raise ValueError(f"messages: not valid JSON ({exc})") from None
         except RecursionError:

@@ -33,6 +33,7 @@ from lalmeval.errors import UserError
 from lalmeval.languages import iso_code
 from lalmeval.records import AudioRef, Sample
 from lalmeval.runspecs import Dataset, kimi_file
+from lalmeval.text import mended
 
 _LOCAL_SUFFIXES = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".tsv": "tsv", ".tar": "webdataset"}
 
@@ -291,7 +292,7 @@ def _turns(value: Any) -> tuple[str, ...]:
     """A multi-turn row's user turns: a list (or its JSON text) of non-empty strings."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = mended(json.loads(value))  # an escaped lone surrogate decodes to text no request can carry
         except (json.JSONDecodeError, RecursionError):
             raise ValueError("turns: not a list (nor its JSON text)") from None
     if hasattr(value, "tolist"):

@@ -15,7 +15,7 @@ import aiohttp
 
 from lalmeval.config import ModelInfo
 from lalmeval.inference.azure import deployment_url
-from lalmeval.inference.diagnose import REFUSALS, refusal_line
+from lalmeval.inference.diagnose import REFUSALS, refusal_line, refuses_every_request
 from lalmeval.inference.limit import AdaptiveLimit
 from lalmeval.inference.protocols import ReplyError
 from lalmeval.inference.urls import endpoint_url, host_of, same_host
@@ -108,12 +108,13 @@ class _TooLarge(Exception):
 
 # A request that exhausted its retries on these reasons got no answer at all from the server ...
 _UNREACHABLE = ("connection error", "timeout")
-# ... or none a server in working order gives: 5xx, or a body that is not JSON. (A wrong-shaped 200, such as null
-# content, may be the model's answer to that one prompt: it never takes an endpoint out.)
-_BROKEN = (*_UNREACHABLE, "HTTP 5", "malformed JSON reply")
+# ... or none a server in working order gives: 5xx, a body that is not JSON, or a 200 holding an error object instead
+# of choices (a gateway reporting its own failure). (Another wrong-shaped 200, such as null content, may be the
+# model's answer to that one prompt: it never takes an endpoint out.)
+_BROKEN = (*_UNREACHABLE, "HTTP 5", "malformed JSON reply", "bad reply: reply holds an error")
 DOWN_AFTER = 3      # unreachable requests in a row (each after its retries) that take an endpoint out
 BROKEN_AFTER = 8    # unreachable or broken requests in a row that take out an endpoint that still answers
-REFUSED_AFTER = 5   # refusals (401/403/404/422) before any answer that stop sending to an endpoint (fewer with a small batch_size)
+REFUSED_AFTER = 5   # refusals (diagnose.REFUSALS) before any answer that stop sending to an endpoint (fewer with a small batch_size)
 
 
 class Endpoint:
@@ -135,6 +136,7 @@ class Endpoint:
         self._unreachable_streak = 0
         self._broken_streak = 0
         self._refusal_streak = 0
+        self._last_400: Optional[str] = None   # the message of a streak of identical 400s
         self.answered = 0   # requests that got a usable reply
         self.down_reason: Optional[str] = None
         self.capped_wait: Optional[Wait] = None   # the first wait asked for beyond MAX_RETRY_AFTER
@@ -268,7 +270,11 @@ class Endpoint:
         self.answered += not outcome.reason
         self._unreachable_streak = self._unreachable_streak + 1 if outcome.reason.startswith(_UNREACHABLE) else 0
         self._broken_streak = self._broken_streak + 1 if outcome.reason.startswith(_BROKEN) else 0
-        self._refusal_streak = self._refusal_streak + 1 if outcome.status in REFUSALS else 0
+        message = outcome.reason.split(": ", 1)[-1]
+        # A 400 counts only while every one so far says the same (see diagnose.refuses_every_request).
+        same_400 = refuses_every_request(outcome.status, message) and self._last_400 in (None, message)
+        self._last_400 = message if same_400 else None
+        self._refusal_streak = self._refusal_streak + 1 if outcome.status in REFUSALS or same_400 else 0
         if self.down_reason is not None:
             return
         if self._unreachable_streak >= DOWN_AFTER or self._broken_streak >= BROKEN_AFTER:

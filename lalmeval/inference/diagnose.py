@@ -8,8 +8,21 @@ from urllib.parse import urlsplit
 
 from lalmeval.config import ModelInfo
 
-# Answers that no retry can change and that say the endpoint (key, URL, model id), not one sample, is wrong.
-REFUSALS = frozenset({401, 403, 404, 422})
+# Answers that no retry can change and that say the endpoint (key, URL, model id), not one sample, is wrong:
+# 405 (the url is a web page or another API, which takes no POST there), 407 (a gateway's own credentials)
+# and 410 (a retired model) included.
+REFUSALS = frozenset({401, 403, 404, 405, 407, 410, 422})
+# A 400 is about its request, and usually about that request alone (Azure's content filter answers one
+# prompt with it). The same 400 message for every one of an endpoint's first requests is about the endpoint
+# (o1 refusing max_tokens, a text-only model sent audio), unless the message is a per-prompt policy verdict.
+_PER_PROMPT = re.compile(r"content[ _-]?(?:filter|management|policy)|safety|moderat|policy|harm|flagged", re.IGNORECASE)
+
+
+def refuses_every_request(status: Optional[int], message: str) -> bool:
+    """Whether a 400 with this message, repeated for every first request, says the endpoint refuses them all."""
+    return status == 400 and bool(message.strip()) and not _PER_PROMPT.search(message)
+
+
 _VERSIONED = re.compile(r"/v\d+[a-z0-9.]*/?$")   # .../v1, .../v1beta: an OpenAI-style API base
 
 
@@ -22,6 +35,16 @@ def likely_fix(status: Optional[int], base_url: str, info: ModelInfo) -> str:
         if not _VERSIONED.search(urlsplit(base_url).path or "/"):
             return "the url probably misses /v1 (set it to the API base, e.g. http://host:port/v1)"
         return f"the model id '{info.model}' is probably not served there (or the server has no such route)"
+    if status == 405:
+        return "the url does not point at an OpenAI-compatible API (the server takes no POST there): set it to the API base, e.g. http://host:port/v1"
+    if status == 407:
+        return "a proxy in front of the server asks for its own credentials, which lalmeval does not send: set url to the server itself"
+    if status == 410:
+        return f"the model id '{info.model}' is no longer served there (retired): use its successor's id"
+    if status == 400:
+        return ("the server refuses every request the same way: its message names what it does not take (a generation setting "
+                f"such as max_tokens, an audio part for a text-only model): check model '{info.model}', generation settings "
+                f"and inference_type '{info.inference_type}'")
     if status == 422:
         return f"the server could not use the request: check model '{info.model}', inference_type '{info.inference_type}' and audio_format '{info.audio_format}'"
     return "check url, model and auth_token"

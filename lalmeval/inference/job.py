@@ -211,7 +211,7 @@ class InferenceJob:
             return
         line = record.to_json()
         if self.redact:  # whatever a record holds (a prompt built from the config included) is scrubbed
-            line = {**scrub(line, self.redact), "key": record.key}   # a digest is no secret's spelling
+            line = {**scrub(line, self.redact, keys=False), "key": record.key}   # a digest is no secret's spelling
         try:
             self._writer.write(line)
         except WriteFailed:

@@ -170,12 +170,18 @@ class Launcher:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session:
             while loop.time() < deadline:
                 if process.returncode is not None:
-                    raise LaunchFailed(f"model '{model.name}': launch command exited with code {process.returncode} before {model.url} answered (log: {log})")
+                    # Exit code 0 this early is a command that put its server in the background and returned.
+                    hint = (": the command must run the server in the foreground (no trailing &, nohup or daemon mode) so the "
+                            "run can stop it") if process.returncode == 0 else ""
+                    raise LaunchFailed(f"model '{model.name}': launch command exited with code {process.returncode} before {model.url} "
+                                       f"answered{hint} (log: {log})")
                 if await _answers(session, model):
                     await asyncio.sleep(0.5)  # a server that lost the port race exits right after someone else answers
                     if process.returncode is None:
                         return
-                    raise LaunchFailed(f"model '{model.name}': launch command exited with code {process.returncode} just as {model.url} answered: another server holds the port (log: {log})")
+                    raise LaunchFailed(f"model '{model.name}': launch command exited with code {process.returncode} just as {model.url} answered: another server holds the port, "
+                                       f"or the command starts its server in the background and returns (it must stay in the foreground "
+                                       f"for the run to stop it: no trailing &, nohup or daemon mode) (log: {log})")
                 await asyncio.sleep(0.3)
         raise LaunchFailed(f"model '{model.name}': {model.url} did not answer within {model.launch_timeout:g}s of launch (log: {log})")
 

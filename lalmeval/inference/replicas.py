@@ -55,8 +55,10 @@ class ModelGroup:
     @property
     def identity(self) -> str:
         """What stands for 'the same server' in a request's identity: the set of replica URLs as configured
-        (a port picked at run time changes every run; the server it stands for does not)."""
-        return " ".join(sorted((r.configured or r.info.url).rstrip("/") for r in self.replicas))
+        (a port picked at run time changes every run; the server it stands for does not), and the launch
+        commands that start them: a command is often all a config says of the weights behind the URL."""
+        urls = " ".join(sorted((r.configured or r.info.url).rstrip("/") for r in self.replicas))
+        return urls + "".join(f" launched by {command}" for command in sorted({r.info.launch for r in self.replicas if r.info.launch}))
 
 
 def _urls(entry: ModelInfo) -> list[tuple[str, str]]:

@@ -17,12 +17,12 @@ from lalmeval.choices import LETTERS, format_options, labels
 from lalmeval.errors import UserError
 from lalmeval.inference.client import RequestFailed
 from lalmeval.judge import judge_failure
-from lalmeval.metrics.base import METRICS, Metric, SampleScore, empty_reference, sample_stats, unscored
+from lalmeval.metrics.base import METRICS, SampleScore, empty_reference, unscored
+from lalmeval.metrics.percent import PercentCorrect
 from lalmeval.postprocess.extraction import extract_choice
-from lalmeval.postprocess.labels import option_letter
+from lalmeval.postprocess.labels import as_number, option_letter
 from lalmeval.records import Record
 from lalmeval.runspecs import Dataset
-from lalmeval.stats import SampleStats, Uncertainty, ratio, wilson
 
 JUDGE_EXTRACTION = """A model answered a multiple-choice question. Which option does its answer choose?
 
@@ -46,7 +46,7 @@ _PRONOUN_I = re.compile(r"(?<![A-Za-z0-9(\[])I(?=\s+(?!(?:is|was|seems|appears|l
 
 
 @METRICS.register("accuracy")
-class Accuracy(Metric):
+class Accuracy(PercentCorrect):
     """Percentage of predictions equal to the reference label (or choosing the gold option)."""
 
     name = "accuracy"
@@ -79,6 +79,9 @@ class Accuracy(Metric):
         if (empty := empty_reference(reference, ref)) is not None:  # only punctuation: nothing to match
             return unscored(empty)
         pred = self.postprocessor.label(record.prediction or "", letters)
+        if not letters and (number := as_number(reference)) is not None and (said := as_number(record.prediction or "")) is not None:
+            # Both plain numbers: equal values match (a CSV's "3.0" and the answer "3"), as their texts would not.
+            return {"score": 1.0 if number == said else 0.0, "reference_label": ref, "prediction_label": pred}
         return {"score": 1.0 if pred == ref else 0.0, "reference_label": ref, "prediction_label": pred}
 
     def _choice(self, record: Record, options: list[str]) -> SampleScore:
@@ -112,16 +115,6 @@ class Accuracy(Metric):
         item = _verdict(chosen, record.extra["gold"])
         item.update(extracted_by="judge", judgment=reply)
         return item
-
-    def sample_stats(self, items: list[SampleScore]) -> Optional[SampleStats]:
-        return sample_stats(items, lambda x: (x["score"], 1.0), ratio(100.0))
-
-    def uncertainty(self, items: list[SampleScore], score: Optional[float]) -> Uncertainty:
-        """Wilson score interval of the proportion correct."""
-        scored = [x["score"] for x in items if x["score"] is not None]
-        if score is None or self.context.resamples <= 0:
-            return Uncertainty()
-        return wilson(sum(scored), len(scored))
 
     def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
         scored = [x["score"] for x in items if x["score"] is not None]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
@@ -104,10 +105,21 @@ def unscored(reason: str, **fields: Any) -> SampleScore:
     return {"score": None, "reason": reason, **fields}
 
 
+def _visible(text: str) -> bool:
+    """Whether a text shows anything: a character that is neither space nor an invisible format or control
+    character (a zero-width space, a byte-order mark, a soft hyphen), which no normalizer removes."""
+    return any(not ch.isspace() and unicodedata.category(ch) not in ("Cf", "Cc") for ch in text)
+
+
 def empty_reference(raw: Optional[str], normalized: Any = True) -> Optional[str]:
-    """Why `raw` cannot be scored against: missing or blank, or nothing left after normalization; None when it can."""
-    if raw is None or not raw.strip():
+    """Why `raw` cannot be scored against: missing or blank, or nothing left after normalization; None when it can.
+    `normalized` is the reference as the metric compares it: a text, its tokens, or anything truthy."""
+    if raw is None or not _visible(raw):
         return EMPTY_REFERENCE
+    if isinstance(normalized, (list, tuple)):
+        normalized = " ".join(map(str, normalized))
+    if isinstance(normalized, str):
+        return None if _visible(normalized) else EMPTY_AFTER_NORMALIZATION
     return None if normalized else EMPTY_AFTER_NORMALIZATION
 
 

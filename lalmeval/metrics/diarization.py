@@ -21,7 +21,7 @@ scores its WER. Speakers without a word after normalization do not count.
 - **cpWER** (concatenated minimum-permutation WER; Watanabe et al., "CHiME-6 Challenge",
   arXiv:2004.09249): each speaker's words are concatenated, hypothesis speakers are assigned to
   reference speakers so that the total word errors are minimal, and errors / reference words.
-  Computed by `meeteval.wer.cp_word_error_rate` (von Neumann et al., "MeetEval",
+  Counted as `meeteval.wer.cp_word_error_rate` counts it (metrics/cpwer.py; von Neumann et al., "MeetEval",
   arXiv:2307.11394). The score is the corpus value in percent: Σ errors / Σ reference words
   over windows, as `meeteval.wer.combine_error_rates` combines them. A window whose reference has
   no word after normalization is not scored (lalmeval's rule for every metric: it fails with
@@ -47,6 +47,7 @@ import numpy as np
 
 from lalmeval.metrics.base import METRICS, SampleScore, empty_reference, sample_stats, unscored
 from lalmeval.metrics.wer import UnitMetric
+from lalmeval.metrics.cpwer import CpErrors, cp_word_errors
 from lalmeval.records import Record
 from lalmeval.stats import SampleStats, ratio
 
@@ -137,19 +138,17 @@ def attributed_words(text: str, units: Tokens) -> tuple[list[str], list[str]]:
     return words, speakers
 
 
-def _by_speaker(words: list[str], speakers: list[str]) -> dict[str, str]:
+def _by_speaker(words: list[str], speakers: list[str]) -> dict[str, list[str]]:
     streams: dict[str, list[str]] = {}
     for word, speaker in zip(words, speakers):
         streams.setdefault(speaker, []).append(word)
-    return {speaker: " ".join(stream) for speaker, stream in streams.items()}
+    return streams
 
 
-def cpwer(ref: tuple[list[str], list[str]], hyp: tuple[list[str], list[str]]) -> Any:
-    """meeteval's CPErrorRate of (words, speakers) reference and hypothesis."""
-    from meeteval.wer import cp_word_error_rate
-
+def cpwer(ref: tuple[list[str], list[str]], hyp: tuple[list[str], list[str]]) -> CpErrors:
+    """cpWER counts of (words, speakers) reference and hypothesis, as meeteval counts them."""
     # Order is the transcript's own; there are no timestamps to sort by.
-    return cp_word_error_rate(_by_speaker(*ref), _by_speaker(*hyp), reference_sort=False, hypothesis_sort=False)
+    return cp_word_errors(_by_speaker(*ref), _by_speaker(*hyp))
 
 
 def _moves(ref: list[str], hyp: list[str]) -> np.ndarray:
@@ -229,7 +228,7 @@ def _ratio(num: int, den: int) -> Optional[float]:
 
 @METRICS.register("speaker_diarization")
 class SpeakerDiarization(UnitMetric):
-    """Corpus cpWER in percent (meeteval), with WDER and speaker-count error (DiarizationLM) in details."""
+    """Corpus cpWER in percent (as meeteval counts it), with WDER and speaker-count error (DiarizationLM) in details."""
 
     name = "speaker_diarization"
 

@@ -27,7 +27,9 @@ def _clean(text: str) -> str:
 
 def reply_answer(reply: str) -> str:
     """The last boxed number of a reply (the reply itself when nothing is boxed)."""
-    boxed = _BOXED.findall(reply)
+    # Every box closes at a "}", so none starts after the last one: searching only up to it finds the same boxes,
+    # and an unclosed "\boxed{" repeated over a looping reply is no longer scanned to the end from each.
+    boxed = _BOXED.findall(reply, 0, reply.rfind("}") + 1)
     if not boxed:
         return reply
     cleaned = _clean(boxed[-1])

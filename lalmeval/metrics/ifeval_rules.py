@@ -46,7 +46,14 @@ def _detect(text: str) -> str | None:
         return None
 
 
+_PLACEHOLDER = re.compile(r"\[.*?\]")
+_TITLE = re.compile(r"<<[^\n]+>>")
 _ABBREVIATIONS = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|vs|etc|e\.g|i\.e|U\.S|Inc|Ltd|Co|No)\.$", re.IGNORECASE)
+
+
+# Only the end of the text still waiting to close a sentence decides whether an abbreviation ends it; keeping
+# all of it made a looping reply of "Mr. Mr. Mr. …" quadratic.
+_PENDING_TAIL = 64
 
 
 def count_sentences(text: str) -> int:
@@ -54,7 +61,7 @@ def count_sentences(text: str) -> int:
     pieces = re.split(r"(?<=[.!?])[\"')\]]*\s+", text.strip())
     count, pending = 0, ""
     for piece in pieces:
-        pending = f"{pending} {piece}".strip()
+        pending = f"{pending} {piece}".strip()[-_PENDING_TAIL:]
         if pending and not _ABBREVIATIONS.search(pending):
             count, pending = count + 1, ""
     return count + (1 if pending else 0)
@@ -131,7 +138,10 @@ def _nth_first_word(text: str, args: dict) -> bool:
 
 @rule("detectable_content:number_placeholders")
 def _placeholders(text: str, args: dict) -> bool:
-    return len(re.findall(r"\[.*?\]", text)) >= args["num_placeholders"]
+    # No placeholder of a line starts after its last "]": searching only up to it finds the same ones, and a
+    # looping reply of unclosed "[" is not scanned to the end of its line from each.
+    found = sum(len(_PLACEHOLDER.findall(line, 0, line.rfind("]") + 1)) for line in text.split("\n"))
+    return found >= args["num_placeholders"]
 
 
 @rule("detectable_content:postscript")
@@ -179,7 +189,8 @@ def _json(text: str, args: dict) -> bool:
 
 @rule("detectable_format:title")
 def _title(text: str, args: dict) -> bool:
-    return any(t.lstrip("<").rstrip(">").strip() for t in re.findall(r"<<[^\n]+>>", text))
+    titles = (t for line in text.split("\n") for t in _TITLE.findall(line, 0, line.rfind(">>") + 2))  # none ends after a line's last ">>"
+    return any(t.lstrip("<").rstrip(">").strip() for t in titles)
 
 
 @rule("combination:two_responses")

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 from lalmeval.languages import default_error_unit, default_normalizer
 from lalmeval.metrics.base import METRICS, MeanMetric, SampleScore, empty_reference, text_pair, unscored
-from lalmeval.metrics.normalize import normalizer
+from lalmeval.metrics.normalize import normalizer, units_of
 from lalmeval.records import Record
 
 
@@ -18,7 +18,7 @@ class _Tokens:
         self.normalizer_name, self.unit, self.language = normalizer_name, unit, language
 
     def tokenize(self, text: str) -> list[str]:
-        return normalizer(self.normalizer_name, self.language).tokens(text, self.unit)
+        return units_of(normalizer(self.normalizer_name, self.language), text, self.unit)
 
 
 @METRICS.register("rouge")

@@ -10,7 +10,7 @@ import jiwer
 from lalmeval.languages import default_error_unit, default_normalizer
 from lalmeval.metrics.base import METRICS, Metric, SampleScore, empty_reference, sample_stats, unscored
 from lalmeval.metrics.compounds import compound_edit_counts
-from lalmeval.metrics.normalize import normalizer, require
+from lalmeval.metrics.normalize import normalizer, require, units_of
 from lalmeval.records import Record
 from lalmeval.runspecs import Dataset
 from lalmeval.stats import SampleStats, ratio
@@ -39,7 +39,7 @@ class Units:
         self.normalizer = normalizer(self.normalizer_name, dataset.iso_language)
 
     def __call__(self, text: str) -> list[str]:
-        return self.normalizer.tokens(text, self.unit)
+        return units_of(self.normalizer, text, self.unit)
 
 
 class UnitMetric(Metric):

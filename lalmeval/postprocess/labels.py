@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from decimal import Decimal
 
 # Runs are bounded ({0,8}): several unbounded `\s*` side by side make a regex try every split of a long
 # run of spaces, which takes minutes on a degenerate reply.
@@ -14,6 +15,17 @@ _LETTER_PATTERNS = [
     re.compile(r"^\s{0,64}\(?\*{0,4}([a-j])\*{0,4}\)?\s{0,8}(?:[.):\-]|$)"),
     re.compile(r"^\s{0,64}\(([a-j])\)"),
 ]
+
+
+_NUMBER = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?$")
+
+
+def as_number(text: str) -> "Decimal | None":
+    """The value of a text that is a plain number ('3', '3.0', '-2.50', '1e3'; a closing period allowed), else None."""
+    plain = unicodedata.normalize("NFKC", text).strip().lower().removesuffix(".").strip()
+    if len(plain) > 64 or not _NUMBER.match(plain):
+        return None
+    return Decimal(plain)
 
 
 def _plain(text: str) -> str:
