@@ -19,6 +19,7 @@ from lalmeval.data.configs import Layout, by_config, card_layout
 from lalmeval.data.source import iter_samples
 from lalmeval.errors import UserError
 from tests.support.endpoint import ScriptedEndpoint
+from tests.support.hubcache import cached_repo, use_cache
 from tests.support.workspace import DEMO, REPO, demo_rows, model
 
 AUDIO = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
@@ -197,31 +198,16 @@ def test_a_run_sends_each_clip_of_the_chosen_configuration_decoded_from_its_stru
     assert (score.num_samples, score.num_failed, score.score) == (2, 0, 0.0)
 
 
-def hub_cache(cache, repo, snapshot, revision="main"):
-    """The hub cache's copy of a repository as huggingface_hub lays it out: refs/<revision> names
-    the commit whose snapshot folder holds the files."""
-    storage = cache / f"datasets--{repo.replace('/', '--')}"
-    commit = hashlib.sha1(repo.encode()).hexdigest()
-    (storage / "refs" / revision).parent.mkdir(parents=True, exist_ok=True)
-    (storage / "refs" / revision).write_text(commit)
-    (storage / "snapshots").mkdir(parents=True)
-    return snapshot.rename(storage / "snapshots" / commit)
-
-
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    import huggingface_hub.constants
-
-    folder = tmp_path / "hub-cache"
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(folder))
-    return folder
+    return use_cache(monkeypatch, tmp_path / "hub-cache")
 
 
 @pytest.mark.parametrize("revision", [None, "refs/convert/parquet"])
 def test_a_hub_id_reads_the_configuration_from_the_hub_cache_offline(ws, cache, capsys, revision):
     from lalmeval.cli import main
 
-    hub_cache(cache, "acme/speech", converted_snapshot(ws.root / "made"), revision or "main")
+    cached_repo(cache, "acme/speech", converted_snapshot(ws.root / "made"), revision or "main")
     extra = {"revision": revision} if revision else {}
     ws.runspec("asr", "hub", {"ls": {"hf_repo": "hub:acme/speech", "target_column": "text", "id_column": "id", "subset": "other", **extra}})
     ws.config([model("http://127.0.0.1:9/v1")], [["ls", "word_error_rate"]])
@@ -234,7 +220,7 @@ def test_a_hub_id_reads_the_configuration_from_the_hub_cache_offline(ws, cache, 
 def test_a_configuration_the_hub_cache_lacks_is_exit_2_naming_those_it_holds(ws, cache, capsys):
     from lalmeval.cli import main
 
-    hub_cache(cache, "acme/speech", converted_snapshot(ws.root / "made"))
+    cached_repo(cache, "acme/speech", converted_snapshot(ws.root / "made"))
     ws.runspec("asr", "hub", {"ls": {"hf_repo": "hub:acme/speech", "target_column": "text", "id_column": "id", "subset": "noisy"}})
     ws.config([model("http://127.0.0.1:9/v1")], [["ls", "word_error_rate"]])
     assert main(["validate", "--config", str(ws.root / "config.yaml")]) == 2
@@ -263,7 +249,7 @@ def test_which_file_lists_are_laid_out_by_configuration(paths, configs):
 @pytest.mark.parametrize("data_files,split,files", [
     ("a/*.parquet", "train", ["a/0.parquet", "a/1.parquet"]),                       # a pattern alone: split train
     (["a/0.parquet", "b/**/*.parquet"], "train", ["a/0.parquet", "b/0.parquet", "b/x/y/0.parquet"]),
-    ([{"split": "test", "path": ["a/1.parquet", "b/x/*/*"]}], "test", ["a/1.parquet", "b/x/y/0.parquet"]),
+    ([{"split": "test", "path": ["b/x/*/*", "a/*.parquet"]}], "test", ["b/x/y/0.parquet", "a/0.parquet", "a/1.parquet"]),  # pattern order
     ([{"split": "test", "path": "*/0.parquet"}], "test", ["a/0.parquet", "b/0.parquet"]),  # * stays inside one folder
 ])
 def test_readme_data_files_patterns_match_as_the_hub_resolves_them(data_files, split, files):
@@ -272,10 +258,11 @@ def test_readme_data_files_patterns_match_as_the_hub_resolves_them(data_files, s
     assert layout.configs == {"c": {split: files}} and layout.default == "c"
 
 
-def test_readme_reading_options_or_data_dir_leave_the_configuration_to_datasets():
+def test_readme_reading_options_data_dir_or_urls_leave_the_configuration_to_datasets():
     layout = card_layout([{"config_name": "a", "data_files": "a/*.csv", "sep": ";"}, {"config_name": "b", "data_dir": "b"},
-                          {"config_name": "c", "data_files": "c/*.parquet", "default": True}], ["a/0.csv", "b/test.parquet", "c/0.parquet"])
-    assert layout.options == {"a", "b"} and layout.default == "c"
+                          {"config_name": "c", "data_files": "./c/*.parquet", "default": True},
+                          {"config_name": "d", "data_files": "hf://datasets/x/y@main/d/0.parquet"}], ["a/0.csv", "b/test.parquet", "c/0.parquet"])
+    assert layout.options == {"a", "b", "d"} and layout.default == "c" and layout.configs["c"] == {"train": ["c/0.parquet"]}
 
 
 READ_ALL = textwrap.dedent("""

@@ -140,6 +140,15 @@ def _split_patterns(data_files: Any) -> dict[str, list[str]]:
     return splits
 
 
+def _matching(globs: Sequence[str], files: Sequence[str]) -> list[str]:
+    """The files the patterns match: pattern by pattern as the hub resolves them, each one's in name order."""
+    found: dict[str, None] = {}
+    for glob in globs:
+        pattern = _pattern(glob.removeprefix("./").lstrip("/"))
+        found.update(dict.fromkeys(sorted(f for f in files if pattern.match(f))))
+    return list(found)
+
+
 def card_layout(configs: list[dict[str, Any]], files: Sequence[str]) -> Layout:
     """The layout a card's configs give these files (relative paths; hidden ones never match)."""
     visible = [f for f in files if not any(part.startswith(".") for part in f.split("/"))]
@@ -148,12 +157,12 @@ def card_layout(configs: list[dict[str, Any]], files: Sequence[str]) -> Layout:
     for entry in configs:
         name = str(entry["config_name"])
         patterns[name] = _split_patterns(entry.get("data_files"))
-        layout[name] = {split: sorted({f for glob in globs for f in visible if _pattern(glob.lstrip("/")).match(f)})
-                        for split, globs in patterns[name].items()}
+        layout[name] = {split: _matching(globs, visible) for split, globs in patterns[name].items()}
     marked = [str(c["config_name"]) for c in configs if c.get("default")]
     default = marked[0] if marked else ("default" if "default" in layout else next(iter(layout)) if len(layout) == 1 else None)
-    # data_dir without data_files, or options: the files are found and read as `datasets` does it
-    options = frozenset(str(c["config_name"]) for c in configs if set(c) - _PLAIN_KEYS or not c.get("data_files"))
+    # data_dir without data_files, reading options, files named by URL: found and read as `datasets` does it
+    options = frozenset(str(c["config_name"]) for c in configs if set(c) - _PLAIN_KEYS or not c.get("data_files")
+                        or any("://" in glob for globs in _split_patterns(c["data_files"]).values() for glob in globs))
     return Layout(layout, default, options, declared=True, patterns=patterns)
 
 
