@@ -46,7 +46,6 @@ class Layout:
     configs: Configs
     default: Optional[str] = None  # the configuration read when `subset` is left out
     options: frozenset[str] = frozenset()  # configurations whose README entry asks for reading options
-    declared: bool = False  # from the README's `configs:` (else from the files' places)
     patterns: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # the README's data_files, for messages
 
 
@@ -163,7 +162,7 @@ def card_layout(configs: list[dict[str, Any]], files: Sequence[str]) -> Layout:
     # data_dir without data_files, reading options, files named by URL: found and read as `datasets` does it
     options = frozenset(str(c["config_name"]) for c in configs if set(c) - _PLAIN_KEYS or not c.get("data_files")
                         or any("://" in glob for globs in _split_patterns(c["data_files"]).values() for glob in globs))
-    return Layout(layout, default, options, declared=True, patterns=patterns)
+    return Layout(layout, default, options, patterns=patterns)
 
 
 def layout_of(files: Sequence[str], readme: Optional[str]) -> Optional[Layout]:
