@@ -17,7 +17,7 @@ from lalmeval.entry import program, run_command
 from lalmeval.errors import Interrupted, UserError, WriteFailed
 
 if TYPE_CHECKING:
-    from lalmeval.config import Config
+    from lalmeval.plan import Plan
     from lalmeval.runner import RunResult
     from lalmeval.runspecs import Dataset
 
@@ -274,14 +274,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
         try:
             allowed = allowed_dirs(plan.config.allowed_data_dirs, plan.base)
             columns = inspect(dataset, plan.config.streaming, allowed)
-            problems += _validate_rows(dataset, plan.config, len(columns), allowed)
+            problems += _validate_rows(dataset, plan, len(columns), allowed)
         except UserError as exc:
             problems += 1
             print(f"error: {exc}", file=sys.stderr)
     return EXIT_USER_ERROR if problems else 0
 
 
-def _validate_rows(dataset: "Dataset", config: "Config", columns: int, allowed: "Sequence[Path]" = ()) -> int:
+def _audio_limit(dataset: "Dataset", plan: "Plan") -> Optional[float]:
+    """max_audio_seconds as a run applies it to this dataset's clips: not at all when every model truncates them."""
+    truncating = all((dataset.spec.long_audio or g.info.long_audio) == "truncate" and g.info.chunk_size for g in plan.groups)
+    return None if truncating else plan.config.max_audio_seconds
+
+
+def _validate_rows(dataset: "Dataset", plan: "Plan", columns: int, allowed: "Sequence[Path]" = ()) -> int:
     """Read a local dataset's selected rows as a run would; print what would fail (at most 3, then a count). 1 when some would."""
     from lalmeval.data.source import locate, row_problems
 
@@ -289,7 +295,8 @@ def _validate_rows(dataset: "Dataset", config: "Config", columns: int, allowed: 
     if kind == "hub" and not path.is_dir():  # not downloaded by validate: its columns were checked from the metadata
         print(f"  data of {dataset.name}: OK ({columns} columns; a hub dataset's rows are read by the run)")
         return 0
-    count, problems = row_problems(dataset, config.filters, config.seed, config.streaming, allowed)
+    config = plan.config
+    count, problems = row_problems(dataset, config.filters, config.seed, config.streaming, allowed, _audio_limit(dataset, plan))
     for sample_id, problem in problems[:3]:
         print(f"error: dataset '{dataset.name}' ({dataset.source}): sample '{sample_id}' would fail: {problem}", file=sys.stderr)
     if len(problems) > 3:

@@ -22,6 +22,7 @@ from lalmeval.languages import NAMES
 from lalmeval.metrics.base import METRICS
 from lalmeval.preprocess.general import GeneralPreprocessor
 from lalmeval.runspecs import BUILTIN_DIR, Catalog, Dataset
+from tests.support.hubcache import cached_repo, use_cache
 from tests.support.workspace import DEMO, REPO, demo_rows
 
 CATALOG = Catalog.load([BUILTIN_DIR])
@@ -168,15 +169,18 @@ def test_hub_audio_in_splits_named_after_the_test_sets(tmp_path):
     assert [(s.id, s.reference) for s in got] == [("meeting_0", "文本0"), ("meeting_1", "文本1")]
 
 
-def test_fleurs_asks_the_hub_for_its_parquet_export(tmp_path, monkeypatch):
-    import datasets
-
+def test_fleurs_reads_the_hub_parquet_export_at_its_revision(tmp_path, monkeypatch):
+    """The entry names revision refs/convert/parquet (the repository's loading script no longer runs):
+    its configuration's files are read from the export as the hub cache holds it — at main, nothing."""
     rows = [{"id": 1, "audio": clip(0), "transcription": "hello", "raw_transcription": "Hello.", "language": "English"}]
-    asked = []
-    real = datasets.load_dataset
-    monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: asked.append(k["revision"]) or real(*a, **k))
-    got = samples(tmp_path, "fleurs_en_us", hub_folder(tmp_path / "fleurs", {("en_us", "test"): rows}))
-    assert asked == ["refs/convert/parquet"] and [s.reference for s in got] == ["Hello."]
+    cache = use_cache(monkeypatch, tmp_path / "hub-cache")
+    export = hub_folder(tmp_path / "export", {("en_us", "test"): rows, ("fr_fr", "test"): rows})
+    (export / "README.md").unlink()  # the export has no card: its folders are its configurations
+    (export / "en_us" / "test").mkdir()
+    (export / "en_us" / "test-00000-of-00001.parquet").rename(export / "en_us" / "test" / "0000.parquet")
+    cached_repo(cache, "google/fleurs", export, "refs/convert/parquet")
+    got = list(open_source(CATALOG.datasets["fleurs_en_us"], Filters()).samples())
+    assert [s.reference for s in got] == ["Hello."] and got[0].audio[0].source == CLIPS[0].read_bytes()
 
 
 def test_audiobench_context_instruction_answer_from_a_save_to_disk_folder(tmp_path):

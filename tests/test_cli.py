@@ -132,7 +132,7 @@ def test_validate_opens_every_data_file_and_checks_every_mapped_column(ws):
     from tests.support.workspace import demo_rows
 
     ws.runspec("asr", "sets", {
-        "good": {"hf_repo": ws.jsonl(demo_rows(2), "data/good.jsonl"), "id_column": "id"},
+        "good": {"hf_repo": ws.jsonl(ws.copy_demo_audio(demo_rows(2)), "data/good.jsonl"), "id_column": "id"},  # validate opens its clips
         "bad_column": {"hf_repo": ws.jsonl(demo_rows(2), "data/bad.jsonl"), "id_column": "id", "target_column": "transcript"},
         "broken_csv": {"hf_repo": "data/broken.csv"},
         "from_hub": {"hf_repo": "hub:no-such-org/no-such-dataset"},

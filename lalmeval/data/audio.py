@@ -18,6 +18,7 @@ import numpy as np
 import soundfile as sf
 import soxr
 
+from lalmeval.data.containers import AvClip, ContainerError
 from lalmeval.files import system_tree
 
 TARGET_RATE = 16000
@@ -107,9 +108,11 @@ def _too_long(seconds: float, limit: float, measured: bool) -> AudioError:
 
 @contextmanager
 def _read_errors() -> Iterator[None]:
-    """What soundfile raises for a bad clip, as the AudioError recorded for its sample."""
+    """What soundfile or PyAV raises for a bad clip, as the AudioError recorded for its sample."""
     try:
         yield
+    except ContainerError as exc:
+        raise AudioError(f"unreadable audio: {exc}") from None
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
         raise AudioError(f"unreadable audio: {str(exc).strip() or type(exc).__name__}") from None
     except OSError as exc:
@@ -123,7 +126,7 @@ class _Decoder:
     clip's own rate. A clip longer than `max_seconds` fails on opening when its header says so, and
     as soon as decoding passes the limit when the header does not give its length."""
 
-    def __init__(self, handle: sf.SoundFile, span: Optional[Span], max_seconds: Optional[float],
+    def __init__(self, handle: Union[sf.SoundFile, AvClip], span: Optional[Span], max_seconds: Optional[float],
                  first_seconds: Optional[float], pcm16_if_ready: bool):
         self.handle, self.rate, self.max_seconds = handle, handle.samplerate, max_seconds
         if self.rate <= 0:
@@ -140,6 +143,11 @@ class _Decoder:
         self.limit = None if max_seconds is None else math.floor(max_seconds * self.rate)
         if self.limit is not None and self.count is not None and self.count > self.limit:
             raise _too_long(self.count / self.rate, max_seconds, measured=False)
+        # A container's header gives its length roughly: enough to refuse a clip far over the limit
+        # unread, and to size the result; the reading itself goes to the end or the limit.
+        self.hint = self.count if self.count is not None else getattr(handle, "header_frames", None)
+        if self.limit is not None and self.count is None and first_seconds is None and span is None and self.hint and self.hint > self.limit:
+            raise _too_long(self.hint / self.rate, max_seconds, measured=False)
         if first:
             handle.seek(first)
 
@@ -162,6 +170,8 @@ class _Decoder:
 
 
     def _read(self, frames: int) -> np.ndarray:
+        if isinstance(self.handle, AvClip):
+            return self.handle.read(frames)
         dtype = "int16" if self.ready else "float32"
         if self.count is not None:
             return self.handle.read(frames, dtype=dtype, always_2d=not self.ready)
@@ -181,12 +191,32 @@ def _mono(data: np.ndarray) -> np.ndarray:
     return mono
 
 
+# libsndfile's "Format not recognised" and "Unsupported encoding": a clip it cannot read at all, which
+# FFmpeg (PyAV) may. A clip libsndfile recognises but finds damaged is not handed on: it fails as damaged.
+_NOT_ITS_FORMAT = (1, 4)
+
+
+def _open(source: Union[bytes, str]) -> Union[sf.SoundFile, AvClip]:
+    """The clip opened by libsndfile, or by FFmpeg when libsndfile does not read its format."""
+    try:
+        return sf.SoundFile(io.BytesIO(source) if isinstance(source, bytes) else source)
+    except sf.LibsndfileError as exc:
+        if exc.code not in _NOT_ITS_FORMAT:
+            raise
+        first = str(exc.error_string).strip().rstrip(".")
+    try:
+        return AvClip(source, UNKNOWN_FRAMES)
+    except ContainerError as exc:
+        what = f"'{source}'" if isinstance(source, str) else "its bytes"
+        raise ContainerError(f"neither libsndfile ({first}) nor FFmpeg ({exc}) reads {what}") from None
+
+
 @contextmanager
 def _decoder(source: Union[bytes, str], span: Optional[Span], max_seconds: Optional[float], first_seconds: Optional[float],
              pcm16_if_ready: bool) -> Iterator[_Decoder]:
     if isinstance(source, str):
         _check_regular(source)
-    with _read_errors(), sf.SoundFile(io.BytesIO(source) if isinstance(source, bytes) else source) as handle:
+    with _read_errors(), _open(source) as handle:
         yield _Decoder(handle, span, max_seconds, first_seconds, pcm16_if_ready)
 
 
@@ -217,7 +247,7 @@ def _gather(pieces: Iterator[np.ndarray], expected: Optional[int], dtype: type) 
 
 def decode(source: Union[bytes, str], target_rate: int = TARGET_RATE, span: Optional[Span] = None,
            max_seconds: Optional[float] = None) -> np.ndarray:
-    """Decode any soundfile-readable clip (or its `span` in seconds) to float32 mono at `target_rate`."""
+    """Decode a clip soundfile or PyAV reads (or its `span` in seconds) to float32 mono at `target_rate`."""
     with _decoder(source, span, max_seconds, None, False) as decoder:
         return _gather(_resampled(decoder, target_rate), _expected(decoder, target_rate), np.float32)
 
@@ -231,21 +261,37 @@ def pcm16(source: Union[bytes, str], span: Optional[Span] = None, max_seconds: O
         return _gather(pieces, _expected(decoder, TARGET_RATE), np.int16)
 
 
+PROBE_SECONDS = 1.0  # what `probe` decodes of a clip: enough to show its codec works, little enough for every clip of a dataset
+
+
+def probe(source: Union[bytes, str], span: Optional[Span] = None, max_seconds: Optional[float] = None) -> None:
+    """Open a clip as a run would, check its header against `max_seconds`, and decode its first second;
+    AudioError with the reason a run would record when it cannot be used (damage further in is not seen)."""
+    with _decoder(source, span, max_seconds, None, False) as decoder:
+        wanted = max(1, int(PROBE_SECONDS * decoder.rate))
+        decoder.count = wanted if decoder.count is None else min(decoder.count, wanted)
+        decoder.limit = None  # the header was checked on opening; the first second is within any limit
+        for _ in decoder.blocks():
+            pass
+
+
 def _expected(decoder: _Decoder, target_rate: int) -> Optional[int]:
-    return None if decoder.count is None else math.ceil(decoder.count * target_rate / decoder.rate)
+    return None if not decoder.hint else math.ceil(decoder.hint * target_rate / decoder.rate)
 
 
 def duration(source: Union[bytes, str]) -> Optional[float]:
-    """Clip duration in seconds from the header alone; None when the header cannot be read."""
+    """Clip duration in seconds from the header alone (a container's: its estimate); None when the header cannot be read."""
     try:
         if isinstance(source, str):
             _check_regular(source)
-        info = sf.info(io.BytesIO(source) if isinstance(source, bytes) else source)
+        with _open(source) as handle:
+            rate = handle.samplerate
+            frames = handle.frames if 0 <= handle.frames < UNKNOWN_FRAMES else getattr(handle, "header_frames", None)
     except Exception:  # a corrupt or missing clip fails later, at decode, with its reason recorded
         return None
-    if not info.samplerate or not 0 <= info.frames < UNKNOWN_FRAMES:
+    if not rate or frames is None:
         return None  # the header does not say (decoding finds out, and max_audio_seconds bounds it)
-    return info.frames / info.samplerate
+    return frames / rate
 
 
 def to_pcm16(samples: np.ndarray) -> np.ndarray:

@@ -102,27 +102,32 @@ def folder_read(folder: Path, split: str, name: str) -> Optional[FolderRead]:
     if unread:
         raise UserError(f"{where}: {_shown(folder, unread)} hold(s) data lalmeval does not read beside plain data files "
                         f"({_shown(folder, files, 2)}), so they would be left out; decompress them (or save them as .jsonl), or move them out")
-    splits = _by_split(folder, files)
-    if not splits:
-        if split not in ("test", "train"):  # lalmeval's default, and the library's name for files without split names
-            raise UserError(f"{where}: split '{split}' — no file name here names a split, so the folder's {len(files)} file(s) are one "
-                            "dataset read whole; drop split, or name the files by split (test.jsonl, dev.jsonl)")
-        chosen = files
-    else:
-        placed = {f.resolve() for group in splits.values() for f in group}
-        stray = [f for f in files if f.resolve() not in placed]
-        if stray:
-            raise UserError(f"{where}: {_shown(folder, stray)} name(s) no split while other files do ({', '.join(sorted(splits))}), "
-                            "so they would be left out; name them by split (test.jsonl, test-2.jsonl) or move them out")
-        if split not in splits:
-            raise UserError(f"{where}: split '{split}' not found (have: {', '.join(sorted(splits))})")
-        chosen = sorted(splits[split])
+    chosen = split_files(folder, files, split, where)
     readers = {READERS[f.suffix.lower()] for f in chosen}
     if len(readers) > 1:
         raise UserError(f"{where}: the files of split '{split}' are of several types ({_shown(folder, chosen)}); one dataset is read by "
                         "one reader, so convert them to one type (or point hf_repo at one file)")
     builder, delimiter = readers.pop()
     return FolderRead(tuple(chosen), builder, delimiter)
+
+
+def split_files(folder: Path, files: list[Path], split: str, where: str, what: str = "file") -> list[Path]:
+    """The files of `split` by the hub's naming rules: every file when no name names a split (split
+    `test` or `train`); a split that is missing, or a file that names none beside files that do, is an error."""
+    splits = _by_split(folder, files)
+    if not splits:
+        if split not in ("test", "train"):  # lalmeval's default, and the library's name for files without split names
+            raise UserError(f"{where}: split '{split}' — no {what} name here names a split, so the folder's {len(files)} {what}(s) are one "
+                            f"dataset read whole; drop split, or name the {what}s by split (test.jsonl, dev.jsonl)")
+        return files
+    placed = {f.resolve() for group in splits.values() for f in group}
+    stray = [f for f in files if f.resolve() not in placed]
+    if stray:
+        raise UserError(f"{where}: {_shown(folder, stray)} name(s) no split while other {what}s do ({', '.join(sorted(splits))}), "
+                        "so they would be left out; name them by split (test.jsonl, test-2.jsonl) or move them out")
+    if split not in splits:
+        raise UserError(f"{where}: split '{split}' not found (have: {', '.join(sorted(splits))})")
+    return sorted(splits[split])
 
 
 def _shown(folder: Path, files: list[Path], most: int = 4) -> str:

@@ -10,9 +10,10 @@ from urllib.parse import urlsplit
 
 from lalmeval.data.arrow_files import ArrowFiles, ArrowFilesTable
 from lalmeval.data.arrow_memory import use_returning_pool
+from lalmeval.data.configs import choose, hub_layout, located_folder
 from lalmeval.data.folder import folder_read
 from lalmeval.data.saved import saved_files
-from lalmeval.data.tables import BATCH, DATASETS_LOCK, FORMATS, ParquetTable, Table, TableRequest, only_columns
+from lalmeval.data.tables import BATCH, DATASETS_LOCK, FORMATS, ChainTable, ParquetTable, Table, TableRequest, only_columns
 from lalmeval.errors import UserError
 
 PROBE_SECONDS = 3.0
@@ -184,14 +185,42 @@ def _parquet_files(path: Path, request: TableRequest) -> Optional[list[str]]:
     return [str(f) for f in files] if files else None
 
 
+def _unreachable(request: TableRequest) -> None:
+    """Fail in seconds, not after a minute of retries, when the hub cannot be reached."""
+    if not _offline() and (problem := _hub_reachable()):
+        raise UserError(f"dataset '{request.name}': cannot load '{request.hub_id}' from the hub: {problem}. "
+                        f"Run once with network to cache it, then set HF_HUB_OFFLINE=1 to use the cache offline")
+
+
+def _by_config(path: Path, request: TableRequest) -> Optional[Table]:
+    """The split of the chosen configuration, read page by page, when the files are laid out by
+    configuration as parquet (see lalmeval.data.configs); None to read through `datasets`."""
+    local = path.is_dir()
+    if not local:
+        _unreachable(request)
+    located = located_folder(path) if local else hub_layout(str(request.hub_id), request.revision)
+    if located is None:
+        return None
+    where = f"{path}: dataset '{request.name}'" if local else f"dataset '{request.name}': '{request.hub_id}'"
+    choice = choose(located.layout, request.subset, request.split, where, located.seen)
+    if not choice.ours:
+        return None
+    paths = located.paths(choice.files, request.streaming and not _offline(), request.name)
+    if request.streaming:
+        return ParquetStreamTable(paths, request)
+    return ChainTable([ParquetTable(Path(p), request) for p in paths])
+
+
 @FORMATS.register("hub")
 def _open_hub(path: Path, request: TableRequest) -> Table:
     use_returning_pool()
+    configured = _by_config(path, request)
+    if configured is not None:
+        return configured
     with DATASETS_LOCK:
         if request.streaming:
-            if not path.is_dir() and not _offline() and (problem := _hub_reachable()):
-                raise UserError(f"dataset '{request.name}': cannot load '{request.hub_id}' from the hub: {problem}. "
-                                f"Run once with network to cache it, then set HF_HUB_OFFLINE=1 to use the cache offline")
+            if not path.is_dir():
+                _unreachable(request)
             files = _parquet_files(path, request)
             if files:
                 return ParquetStreamTable(files, request)
@@ -228,12 +257,17 @@ def _open_disk(path: Path, request: TableRequest) -> Table:
     return ArrowTable(ds, request)
 
 
-def hub_columns(name: str, repo: str, subset: Optional[str], revision: Optional[str]) -> list[str]:
+def hub_columns(name: str, repo: str, subset: Optional[str], revision: Optional[str], split: str = "test") -> list[str]:
     """A hub dataset's columns from its metadata, without downloading its data."""
     from datasets import load_dataset_builder
 
     if not _offline() and (problem := _hub_reachable()):
         raise UserError(f"dataset '{name}': cannot reach the hub to check '{repo}': {problem}")
+    located = hub_layout(repo, revision)
+    if located is not None:  # laid out by configuration: the chosen split's first file's schema (its footer only)
+        choice = choose(located.layout, subset, split, f"dataset '{name}': '{repo}'", located.seen)
+        if choice.ours:
+            return _parquet_columns(located.paths(choice.files[:1], not _offline(), name)[0], name)
     with DATASETS_LOCK:
         try:
             builder = load_dataset_builder(repo, subset, revision=revision)
@@ -241,3 +275,18 @@ def hub_columns(name: str, repo: str, subset: Optional[str], revision: Optional[
             hint = " (offline: it is not in the local cache)" if _offline() else ""
             raise UserError(f"dataset '{name}': cannot read '{repo}'{hint}: {_first_line(exc)}") from None
     return list(builder.info.features or {})
+
+
+def _parquet_columns(where: str, name: str) -> list[str]:
+    """The columns of a parquet file (a local path or an hf:// address), read from its footer."""
+    import pyarrow.parquet as pq
+
+    try:
+        if "://" not in where:
+            return list(pq.read_schema(where).names)
+        import fsspec
+
+        with fsspec.open(where, "rb") as handle:
+            return list(pq.ParquetFile(handle).schema_arrow.names)
+    except Exception as exc:  # noqa: BLE001 - the library raises many types; the message is what matters
+        raise UserError(f"dataset '{name}': cannot read the schema of {where}: {_first_line(exc)}") from None

@@ -17,13 +17,16 @@ from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
 from lalmeval.config import Filters
-from lalmeval.data import hub  # noqa: F401  (registers the hub and disk formats)
+from lalmeval.data import audiofolder, hub, webdataset  # noqa: F401  (register their formats)
 from lalmeval.choices import gold_index, parse_options
 from lalmeval.data.cells import cell_text, reference_text
+from lalmeval.data.configs import folder_layout
 from lalmeval.data.confine import DataFolders, hub_caches
+from lalmeval.data.fields import FieldPath, heads, paths_of, physical, resolve, with_paths
 from lalmeval.data.filters import RowFilter, Selection, sample_count
 from lalmeval.data.folder import declares_configs
 from lalmeval.data.images import ImageRef, image_ref, is_missing
+from lalmeval.data.layouts import folder_format
 from lalmeval.data.messages import check_placeholders, from_openai_messages
 from lalmeval.data.tables import FORMATS, MemoryTable, Table, TableRequest
 from lalmeval.errors import UserError
@@ -32,8 +35,7 @@ from lalmeval.records import AudioRef, Sample
 from lalmeval.runspecs import Dataset, kimi_file
 from lalmeval.text import mended
 
-_LOCAL_SUFFIXES = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".tsv": "tsv"}
-_SAVED_MARKERS = ("dataset_info.json", "dataset_dict.json", "state.json")
+_LOCAL_SUFFIXES = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".tsv": "tsv", ".tar": "webdataset"}
 
 
 def locate(dataset: Dataset) -> tuple[str, Path]:
@@ -47,9 +49,8 @@ def locate(dataset: Dataset) -> tuple[str, Path]:
     looks_local = repo.startswith((".", "/", "~")) or Path(repo).suffix.lower() in _LOCAL_SUFFIXES
     if local.is_dir() and local.suffix.lower() in _LOCAL_SUFFIXES:
         raise UserError(f"{local}: data file is a directory, expected a file")
-    if local.is_dir():
-        # A save_to_disk folder has its own metadata; any other folder of data files goes through load_dataset.
-        return ("disk", local) if any((local / m).exists() for m in _SAVED_MARKERS) else ("hub", local)
+    if local.is_dir():  # save_to_disk, webdataset shards, an audio folder, or files laid out as on the hub
+        return folder_format(local), local
     if local.is_file():
         kind = _LOCAL_SUFFIXES.get(local.suffix.lower())
         if kind is None:
@@ -71,21 +72,22 @@ def check_local_selectors(dataset: Dataset, kind: str, path: Path) -> None:
     by its reader. A single file or a CallHome folder has none: it is read whole, so `split` must be
     the default `test` or appear in its name (`split: dev` with `dev.jsonl`)."""
     spec, where = dataset.spec, f"{dataset.source}: dataset '{dataset.name}'"
-    if kind == "hub" and path.is_dir() and not declares_configs(path):  # a folder of data files, not a hub snapshot: no revisions, no configurations
+    if kind == "hub" and path.is_dir() and not declares_configs(path):  # a folder of data files, not a hub snapshot: no revisions
         if spec.revision is not None:
             raise UserError(f"{where}: revision '{spec.revision}' names a hub revision, but {path} is a local folder of data files; drop revision")
-        if spec.subset is not None:
-            raise UserError(f"{where}: subset '{spec.subset}' names a hub configuration, but {path} declares none (no configs in its "
-                            "README.md); drop subset, or point hf_repo at the subfolder you mean")
+        if spec.subset is not None and folder_layout(path) is None:  # laid out by configuration, subset names one (lalmeval.data.configs)
+            raise UserError(f"{where}: subset '{spec.subset}' names a hub configuration, but {path} has none (no configs in its "
+                            "README.md, no {config}/{split} folders of parquet files); drop subset, or point hf_repo at the subfolder you mean")
     if kind == "hub":
         return  # a hub id, or a folder read like one: its reader reports a split or configuration it lacks
     if spec.revision is not None:
         raise UserError(f"{where}: revision '{spec.revision}' names a hub revision, but {path} is local data; drop revision")
-    what = {"disk": "a save_to_disk folder", "callhome": "a CallHome folder"}.get(kind, "a single data file")
+    what = {"disk": "a save_to_disk folder", "callhome": "a CallHome folder", "audiofolder": "an audio folder"}.get(kind, "a single data file")
+    what = "a folder of webdataset shards" if kind == "webdataset" and path.is_dir() else what
     if spec.subset is not None:
         raise UserError(f"{where}: subset '{spec.subset}' names a hub configuration, but {path.name} is {what}, which has none; drop subset")
-    if kind == "disk":
-        return  # its reader checks the split against the splits saved
+    if kind in ("disk", "audiofolder") or (kind == "webdataset" and path.is_dir()):
+        return  # its reader checks the split against the splits it has
     if spec.split != DEFAULT_SPLIT and spec.split.lower() not in re.split(r"[^a-z0-9]+", path.name.lower()):
         raise UserError(f"{where}: split '{spec.split}' — {path.name} is {what}, which has no splits and is read whole; "
                         f"drop split, or point hf_repo at the file (or folder of split files) holding '{spec.split}'")
@@ -128,9 +130,9 @@ def mapped_columns(dataset: Dataset) -> list[tuple[str, str]]:
 
 
 def check_columns(dataset: Dataset, columns: list[str], where: str) -> None:
-    """Every column the runspec maps must exist in the data."""
+    """Every column the runspec maps must exist in the data (or be a path into one: `json.text`, see lalmeval.data.fields)."""
     for name, column in mapped_columns(dataset):
-        if columns and column not in columns:
+        if columns and column not in columns and resolve(column, columns) is None:
             raise UserError(f"{where}: dataset '{dataset.name}': {name} '{column}' not found (columns: {', '.join(sorted(columns))})")
 
 
@@ -410,6 +412,7 @@ class Source:
     ids: Optional[list[str]] = None
     keep: Optional[RowFilter] = field(default=None, repr=False)
     folders: Optional[DataFolders] = None    # where rows may name files; None: the data's own folder only
+    paths: dict[str, FieldPath] = field(default_factory=dict)  # mapped names that are paths into an object column
 
     @property
     def total(self) -> Optional[int]:
@@ -422,7 +425,7 @@ class Source:
             yield from self._stream()
             return
         for index, row in zip(self.indices, self.table.rows(self.indices, self.columns)):
-            yield self._confined(to_sample(row, index, self.dataset, self.base, self.where))
+            yield self._confined(to_sample(with_paths(row, self.paths), index, self.dataset, self.base, self.where))
 
     def _confined(self, sample: Sample) -> Sample:
         """The sample with the files it names checked against the folders it may read (a refused one fails it)."""
@@ -431,12 +434,13 @@ class Source:
     @property
     def columns(self) -> list[str]:
         """The columns a sample is made of: only these are read (never a text-only control's audio)."""
-        return list(dict.fromkeys(column for _, column in mapped_columns(self.dataset)))
+        return physical((column for _, column in mapped_columns(self.dataset)), self.paths)
 
     def _stream(self) -> Iterator[Sample]:
         seen: set[str] = set()
         selection = Selection()
         for index, row in enumerate(self.table.rows(None, self.columns)):
+            row = with_paths(row, self.paths)
             rejected = self.keep.reject(row) if self.keep is not None else None
             selection.count(rejected)
             if rejected is not None:
@@ -468,18 +472,19 @@ def open_source(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bo
     """Open, check and select a dataset (blocking: call from a worker thread); its rows may name files
     under its own folder and the `allowed` ones."""
     fields = _light_fields(formatted(dataset, _FORMAT_CANDIDATES), filters)
-    table, base, where = open_table(dataset, fields, streaming, allowed)
+    table, base, where = open_table(dataset, heads(fields), streaming, allowed)
     dataset = formatted(dataset, table.columns)
     check_columns(dataset, table.columns, where)
+    paths = paths_of((column for _, column in mapped_columns(dataset)), table.columns)
     folders = data_folders(dataset, base, allowed)
     keep = RowFilter(dataset, filters, base, folders)
     scan = table.scan()
     if scan is None:
         if filters.shuffle and filters.num_samples:
             raise UserError(f"dataset '{dataset.name}': filters.shuffle needs the whole dataset, which a stream does not give ahead; drop shuffle or streaming")
-        return Source(dataset, table, base, where, filters, keep=keep, folders=folders)
-    indices, ids = _select(scan, dataset, keep, filters, seed, where)
-    return Source(dataset, table, base, where, filters, indices, ids, keep, folders)
+        return Source(dataset, table, base, where, filters, keep=keep, folders=folders, paths=paths)
+    indices, ids = _select((with_paths(row, paths) for row in scan), dataset, keep, filters, seed, where)
+    return Source(dataset, table, base, where, filters, indices, ids, keep, folders, paths)
 
 
 def iter_samples(dataset: Dataset, streaming: bool = False) -> Iterator[Sample]:
@@ -488,18 +493,33 @@ def iter_samples(dataset: Dataset, streaming: bool = False) -> Iterator[Sample]:
 
 
 def row_problems(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bool = False,
-                 allowed: Sequence[Path] = ()) -> tuple[int, list[tuple[str, str]]]:
+                 allowed: Sequence[Path] = (), audio_limit: Optional[float] = None) -> tuple[int, list[tuple[str, str]]]:
     """Select a local dataset as a run would and read every selected row: (samples, [(id, problem)]).
 
     What a run would fail row by row — a reference that is not text, a placeholder without its
-    media, unreadable options or messages — is found before any request (blocking)."""
+    media, unreadable options or messages, a clip that cannot be opened or decoded or whose header
+    is over `audio_limit` (max_audio_seconds; None when every model truncates) — is found before any
+    request (blocking). Each clip is opened and its first second decoded: damage further in is not seen."""
     source = open_source(dataset, filters, seed, streaming, allowed)
     count, problems = 0, []
     for sample in source.samples():
         count += 1
-        if sample.problem:
-            problems.append((sample.id, sample.problem))
+        problem = sample.problem or _audio_problem(sample, audio_limit)
+        if problem:
+            problems.append((sample.id, problem))
     return count, problems
+
+
+def _audio_problem(sample: Sample, limit: Optional[float]) -> Optional[str]:
+    """Why a run could not decode one of the sample's clips, as it would record it; None when all open."""
+    from lalmeval.data.audio import AudioError, probe
+
+    for ref in sample.audio:
+        try:
+            probe(ref.source, ref.span, limit)
+        except AudioError as exc:
+            return f"audio: {exc}"
+    return None
 
 
 def inspect(dataset: Dataset, streaming: bool = False, allowed: Sequence[Path] = ()) -> list[str]:
@@ -509,7 +529,7 @@ def inspect(dataset: Dataset, streaming: bool = False, allowed: Sequence[Path] =
     if kind == "hub" and not path.is_dir():
         from lalmeval.data.hub import hub_columns
 
-        columns, where = hub_columns(dataset.name, spec.hf_repo, spec.subset, spec.revision), f"{spec.hf_repo} ({dataset.source})"
+        columns, where = hub_columns(dataset.name, spec.hf_repo, spec.subset, spec.revision, spec.split), f"{spec.hf_repo} ({dataset.source})"
     else:
         table, _, where = open_table(dataset, [spec.id_column] if spec.id_column else [], streaming, allowed)
         columns = table.columns

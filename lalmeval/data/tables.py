@@ -86,7 +86,7 @@ def _data_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
 
 def _decode(path: Path, number: int, raw: bytes) -> str:
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8-sig" if number == 1 else "utf-8")  # a byte-order mark opens some files
     except UnicodeDecodeError as exc:
         raise encoding_error(path, exc, "data file", line=number) from None
 
@@ -127,7 +127,7 @@ class JsonlTable(Table):
                 handle.seek(self._offsets[index])
                 where = f"{self.path}: byte {self._offsets[index]}"
                 try:
-                    row = parse_json_at(where, handle.readline().decode("utf-8"))
+                    row = parse_json_at(where, handle.readline().decode("utf-8-sig" if not self._offsets[index] else "utf-8"))
                 except UnicodeDecodeError:
                     row = None
                 except UserError as exc:
@@ -138,7 +138,11 @@ class JsonlTable(Table):
 
 
 class DelimitedTable(Table):
-    """Strict CSV/TSV: an unterminated quote or a row with the wrong number of fields names its line."""
+    """Strict CSV/TSV: an unterminated quote or a row with the wrong number of fields names its line.
+
+    The file is read as the csv module asks (newline="": its own line handling, so a quoted cell
+    keeps U+2028, U+2029, NEL and form feeds as text, and CRLF, LF and CR all end rows), streamed
+    rather than held whole, with a leading byte-order mark dropped (Excel's "CSV UTF-8" writes one)."""
 
     def __init__(self, path: Path, request: TableRequest, delimiter: str):
         self.path, self.delimiter = path, delimiter
@@ -146,10 +150,20 @@ class DelimitedTable(Table):
         self._light = [{f: row.get(f) for f in request.fields} for row in self._parse()]
 
     def _parse(self) -> Iterator[dict[str, str]]:
-        text = "".join(_decode(self.path, number, raw) for number, _, raw in _data_lines(self.path))
         if csv.field_size_limit() < CSV_FIELD_LIMIT:  # a process-wide setting: only ever raised
             csv.field_size_limit(CSV_FIELD_LIMIT)
-        reader = csv.reader(text.splitlines(keepends=True), delimiter=self.delimiter, strict=True)
+        try:
+            handle = self.path.open(encoding="utf-8-sig", newline="")
+        except OSError as exc:
+            raise open_error(self.path, exc, "data file") from None
+        with handle:
+            try:
+                yield from self._records(csv.reader(handle, delimiter=self.delimiter, strict=True))
+            except UnicodeDecodeError:
+                _raise_encoding_error(self.path)
+                raise
+
+    def _records(self, reader: Any) -> Iterator[dict[str, str]]:
         start = 1  # the line where the row being read begins: a quoted field may run over many lines
         try:
             header = next(reader, None)
@@ -157,7 +171,9 @@ class DelimitedTable(Table):
                 raise UserError(f"{self.path}: the file is empty (expected a header row)")
             self.columns = _unique_header(self.path, header)
             start = reader.line_num + 1
-            for fields in reader:
+            for number, fields in enumerate(reader):
+                if not number % 1024:
+                    stop_if_abandoned()
                 if fields and len(fields) != len(header):
                     sep = "tab" if self.kind == "TSV" else "comma"
                     raise UserError(f"{self.path}: line {start}: {len(fields)} fields where the header has {len(header)} (a stray quote or {sep}?)")
@@ -181,6 +197,12 @@ class DelimitedTable(Table):
                 target = next(wanted, None)
                 if target is None:
                     return
+
+
+def _raise_encoding_error(path: Path) -> None:
+    """The line of the first bytes that are not UTF-8, as a UserError (the text reader only knows a buffer offset)."""
+    for number, _, raw in _data_lines(path):
+        _decode(path, number, raw)
 
 
 def _unique_header(path: Path, header: list[str]) -> list[str]:
@@ -384,3 +406,44 @@ def _open_json_array(path: Path, request: TableRequest) -> Table:
             raise UserError(f"{path}: item {number} of the array is not a JSON object")
     columns = list(dict.fromkeys(key for row in rows for key in row))
     return MemoryTable(columns, rows, request.fields)
+
+
+class ChainTable(Table):
+    """Several tables read as one, in order: the metadata files of an audio folder's split, the parquet
+    files of a hub configuration's split. Each part keeps its own bounded reading."""
+
+    def __init__(self, parts: Sequence[Table]):
+        self.parts = list(parts)
+        self.columns = list(dict.fromkeys(c for part in self.parts for c in part.columns))
+        self._counts: list[Optional[int]] = [None] * len(self.parts)
+
+    def scan(self) -> Optional[Iterator[dict[str, Any]]]:
+        scans = [part.scan() for part in self.parts]
+        if any(scan is None for scan in scans):
+            return None
+        return self._counted(scans)
+
+    def _counted(self, scans: list[Any]) -> Iterator[dict[str, Any]]:
+        for number, scan in enumerate(scans):
+            count = 0
+            for count, light in enumerate(scan, 1):
+                yield light
+            self._counts[number] = count
+
+    def rows(self, indices: Optional[Sequence[int]], columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
+        if indices is None:
+            for part in self.parts:
+                yield from part.rows(None, columns)
+            return
+        start = 0
+        for number, part in enumerate(self.parts):
+            count = self._count(number)
+            local = [i - start for i in indices if start <= i < start + count]
+            if local:
+                yield from part.rows(local, columns)
+            start += count
+
+    def _count(self, number: int) -> int:
+        if self._counts[number] is None:  # rows asked for before a scan: count this part's rows now
+            self._counts[number] = sum(1 for _ in self.parts[number].scan() or self.parts[number].rows(None, self.parts[number].columns[:1]))
+        return self._counts[number]  # type: ignore[return-value]

@@ -85,7 +85,8 @@ class Workspace:
 
     def records(self, dataset: str, model: str, run_id: str = "t") -> list[dict[str, Any]]:
         path = self.root / "runs" / run_id / "records" / f"{dataset}__{model}.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines()]
+        # Lines end at "\n" only: a record's text may hold U+2028 and the like, which splitlines() would cut at.
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line]
 
 
 def model(url: str, name: str = "m", **settings: Any) -> dict[str, Any]:
