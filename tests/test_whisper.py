@@ -117,7 +117,10 @@ def test_a_transcription_prompt_reaches_whisper_as_its_previous_text(whisper):
     assert prompted.usage.input_token_details.audio_tokens == 1500
 
 
-def test_an_english_only_model_refuses_other_languages_and_translation(whisper):
+def test_an_english_only_model_takes_english_by_its_three_letter_code_and_refuses_other_languages_and_translation(whisper):
+    english = whisper.client.audio.transcriptions.create(model="whisper-tiny.en", file=("c.flac", audio(CLIPS[0])), language="eng",
+                                                         response_format="text")
+    assert english == "What is the weather this weekend?\n"
     with pytest.raises(openai.UnprocessableEntityError, match="transcribes English only, not 'de'"):
         whisper.client.audio.transcriptions.create(model="whisper-tiny.en", file=("c.flac", audio(CLIPS[0])), language="de")
     with pytest.raises(openai.UnprocessableEntityError, match="this model does not translate"):

@@ -91,8 +91,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 async def _audio(request: web.Request, task: str) -> web.Response:
     served = request.app[SERVED]
     form = await read_form(request, served.max_body)
-    _check_model(served, form.get("model"))
-    item, response_format = await asyncio.get_running_loop().run_in_executor(None, transcription_input, form, task, served.model.translates)
+    name = _check_model(served, form.get("model"))
+    item, response_format = await asyncio.get_running_loop().run_in_executor(None, transcription_input, form, task, served.model, name)
     (reply,) = _answered(await served.batcher.submit(TRANSCRIPTION, [item]))
     return render(reply, item, response_format)
 

