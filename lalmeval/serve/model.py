@@ -36,6 +36,7 @@ class ChatInput:
     max_tokens: Optional[int] = None
     images: list[ImageInput] = field(default_factory=list)  # in message order
     parts: list[Part] = field(default_factory=list)  # non-system text, clips and images, interleaved as sent
+    stop: tuple[str, ...] = ()     # the reply ends before the first of these (the server cuts it; a model may stop early)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,100 @@
+"""`lalmeval serve` held to what OpenAI's API does, where a client notices: languages, stop sequences,
+empty audio, the port, shutdown and API keys — against the real server process, real clips, the
+official openai SDK and raw HTTP."""
+
+import base64
+import json
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import openai
+import pytest
+
+from tests.support.served import Served
+from tests.support.workspace import DEMO, demo_rows
+
+CLIP = (DEMO / demo_rows(1)[0]["audio"]).read_bytes()  # "what is the weather this weekend"
+
+MODELS = '''
+import pathlib, time
+from lalmeval.serve import AudioModel
+
+HERE = pathlib.Path(__file__).parent
+
+class Gated(AudioModel):
+    """Holds every batch until the test creates the file `open`."""
+    name = "gated"
+
+    def generate(self, request):
+        while not (HERE / "open").exists():
+            time.sleep(0.02)
+        return "done"
+
+class Marked(AudioModel):
+    """Leaves the file `loaded` behind when its weights load."""
+    name = "marked"
+
+    def load(self):
+        (HERE / "loaded").touch()
+
+    def generate(self, request):
+        return "fine"
+'''
+
+
+@pytest.fixture
+def models_folder(tmp_path):
+    (tmp_path / "review_models.py").write_text(textwrap.dedent(MODELS))
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def echo():
+    with Served("--model", "echo") as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def sphinx():
+    with Served("--model", "pocketsphinx") as served:
+        yield served
+
+
+def error_of(answer: bytes) -> dict:
+    error = json.loads(answer)["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    return error
+
+
+def test_an_english_only_recognizer_takes_english_by_any_name_and_refuses_other_languages(sphinx):
+    for language in ("en", "eng", "English", "en-GB"):
+        said = sphinx.client.audio.transcriptions.create(model="pocketsphinx-commands", file=("c.flac", CLIP), language=language)
+        assert said.text == "what is the weather this weekend", language
+    for language in ("de", "deu", "zz"):
+        with pytest.raises(openai.UnprocessableEntityError) as refused:
+            sphinx.client.audio.transcriptions.create(model="pocketsphinx-commands", file=("c.flac", CLIP), language=language)
+        assert refused.value.body["param"] == "language"
+        assert refused.value.body["message"].startswith("model pocketsphinx-commands transcribes English only, not ")
+
+
+def test_stop_sequences_cut_the_reply_before_them_plain_and_streamed(echo):
+    messages = [{"role": "user", "content": "hello"}]
+    whole = echo.client.chat.completions.create(model="echo-inputs", messages=messages).choices[0].message.content
+    assert whole == '{"system": null, "parts": [{"text": "hello"}]}'
+    cut = echo.client.chat.completions.create(model="echo-inputs", messages=messages, stop=["nothing like it", '"parts"'])
+    assert cut.choices[0].message.content == '{"system": null, ' and cut.choices[0].finish_reason == "stop"
+    assert cut.usage.completion_tokens == 2  # the words kept, not the words the model said
+    streamed = echo.client.chat.completions.create(model="echo-inputs", messages=messages, stop="null", stream=True)
+    assert "".join(c.choices[0].delta.content or "" for c in streamed if c.choices) == '{"system": '
+
+
+@pytest.mark.parametrize("stop", [5, ["a", 1], [""], ["a", "b", "c", "d", "e"]], ids=["number", "number in list", "empty", "five"])
+def test_a_stop_that_openai_would_refuse_is_a_400(echo, stop):
+    body = json.dumps({"model": "echo-inputs", "messages": [{"role": "user", "content": "x"}], "stop": stop}).encode()
+    status, _, answer = echo.raw("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+    assert status == 400 and error_of(answer)["param"] == "stop"
