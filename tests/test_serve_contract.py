@@ -98,3 +98,14 @@ def test_a_stop_that_openai_would_refuse_is_a_400(echo, stop):
     body = json.dumps({"model": "echo-inputs", "messages": [{"role": "user", "content": "x"}], "stop": stop}).encode()
     status, _, answer = echo.raw("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
     assert status == 400 and error_of(answer)["param"] == "stop"
+
+
+def test_empty_or_unreadable_audio_is_a_400_that_says_what_was_wrong(echo):
+    with pytest.raises(openai.BadRequestError, match=r"'file' is empty \(0 bytes\)"):
+        echo.client.audio.transcriptions.create(model="echo-inputs", file=("a.wav", b""))
+    with pytest.raises(openai.BadRequestError) as unreadable:
+        echo.client.audio.transcriptions.create(model="echo-inputs", file=("a.wav", b"RIFF but no audio in here at all"))
+    assert unreadable.value.body["message"] == "unreadable audio: Format not recognised."  # no object address that changes per call
+    content = [{"type": "input_audio", "input_audio": {"data": "", "format": "wav"}}]
+    with pytest.raises(openai.BadRequestError, match=r"messages\[0\]\.content\[0\] \(input_audio\): audio data is empty"):
+        echo.client.chat.completions.create(model="echo-inputs", messages=[{"role": "user", "content": content}])

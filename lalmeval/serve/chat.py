@@ -28,6 +28,8 @@ def _audio_from_data(data: Any) -> np.ndarray:
         raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
         raise BadRequest("audio data is not valid base64") from None
+    if not raw:
+        raise BadRequest("audio data is empty")
     try:
         return decode(raw)
     except AudioError as exc:

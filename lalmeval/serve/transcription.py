@@ -56,6 +56,8 @@ async def read_form(request: web.Request, limit: int) -> Form:
         raise BadRequest(f"malformed multipart body: {exc or type(exc).__name__}") from None
     if audio is None:
         raise BadRequest("multipart field 'file' is required", "file")
+    if not audio:
+        raise BadRequest("'file' is empty (0 bytes)", "file")
     return Form(audio, fields)
 
 
