@@ -109,3 +109,23 @@ def test_empty_or_unreadable_audio_is_a_400_that_says_what_was_wrong(echo):
     content = [{"type": "input_audio", "input_audio": {"data": "", "format": "wav"}}]
     with pytest.raises(openai.BadRequestError, match=r"messages\[0\]\.content\[0\] \(input_audio\): audio data is empty"):
         echo.client.chat.completions.create(model="echo-inputs", messages=[{"role": "user", "content": content}])
+
+
+def serve_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "lalmeval", "serve", *args]
+
+
+def test_a_port_out_of_range_is_one_line_and_exit_2(tmp_path):
+    out = subprocess.run(serve_command("--model", "echo", "--port", "70000"), cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == ["error: --port must be from 0 to 65535, not 70000"]
+
+
+def test_a_port_in_use_is_refused_in_one_line_before_the_model_loads(models_folder):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = subprocess.run(serve_command("--model", "review_models:Marked", "--port", str(port)), cwd=models_folder,
+                             capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [f"error: cannot listen on 127.0.0.1:{port}: Address already in use"]
+    assert not (models_folder / "loaded").exists()

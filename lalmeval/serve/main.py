@@ -30,8 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser, default_model: str | None = N
 def _listen(host: str, port: int) -> socket.socket:
     try:
         sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET, reuse_port=False)
-    except OSError as exc:
-        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    except OSError as exc:  # socket.create_server's strerror repeats the address: the system's reason is enough
+        reason = (exc.strerror or str(exc)).split(" (while attempting to bind")[0]
+        raise UserError(f"cannot listen on {host}:{port}: {reason}") from None
     sock.set_inheritable(False)
     return sock
 
@@ -50,6 +51,10 @@ def serve(args: argparse.Namespace) -> int:
                                ("--max-body-mb", args.max_body_mb, 1), ("--max-wait-ms", args.max_wait_ms, 0)):
         if value < least:
             raise UserError(f"{name} must be at least {least}")
+    if not 0 <= args.port <= 65535:
+        raise UserError(f"--port must be from 0 to 65535, not {args.port}")
+    if args.port:
+        _listen(args.host, args.port).close()  # a port in use is said now, not after minutes of loading weights
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())  # `--model my_model:MyModel` finds my_model.py where the command runs
     model = load_model(args.model)
