@@ -129,3 +129,24 @@ def test_a_port_in_use_is_refused_in_one_line_before_the_model_loads(models_fold
                              capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [f"error: cannot listen on 127.0.0.1:{port}: Address already in use"]
     assert not (models_folder / "loaded").exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_stops_the_server_even_while_the_model_is_busy_and_waiting_requests_get_503(models_folder, sig):
+    served = Served("--model", "review_models:Gated", cwd=models_folder)
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            asked = [pool.submit(served.client.chat.completions.create, model="gated", messages=[{"role": "user", "content": t}]) for t in "ab"]
+            deadline = time.time() + 60
+            while served.health()["waiting"] != 1:  # one request in the model, one waiting behind it
+                assert time.time() < deadline
+                time.sleep(0.02)
+            served.proc.send_signal(sig)
+            assert served.proc.wait(30) == 0  # the model never finishes its batch: the server does not wait for it
+            for future in asked:
+                with pytest.raises(openai.APIStatusError) as refused:
+                    future.result()
+                assert refused.value.status_code == 503 and refused.value.body["message"] == "server is shutting down"
+    finally:
+        served.close()
+    assert "Traceback" not in "".join(served.output)

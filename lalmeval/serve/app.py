@@ -139,10 +139,13 @@ def make_app(runner: Runner, ids: tuple[str, ...], limits: Limits = Limits()) ->
     async def lifecycle(app: web.Application):
         batcher.start()
         yield
-        await batcher.stop()
-        runner.close()
+        runner.close(abandon=await batcher.stop())
+
+    async def stopping(app: web.Application) -> None:  # SIGINT/SIGTERM: the port is closed, open requests are answered
+        batcher.refuse_all(ApiError(503, "server is shutting down"))
 
     app.cleanup_ctx.append(lifecycle)
+    app.on_shutdown.append(stopping)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_post("/v1/audio/transcriptions", transcriptions)
     app.router.add_post("/v1/audio/translations", translations)

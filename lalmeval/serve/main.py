@@ -72,4 +72,8 @@ def serve(args: argparse.Namespace) -> int:
     json_protocol_errors()
     web.run_app(make_app(runner, ids, limits), sock=sock, print=lambda *_: print(ready, flush=True), access_log=None,
                 handler_cancellation=True)  # a client that goes away takes its waiting requests with it
+    if runner.abandoned:  # a model thread still in a batch cannot be stopped, and Python's exit would wait for it
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0

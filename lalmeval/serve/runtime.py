@@ -105,6 +105,7 @@ class Runner:
 
     def __init__(self, spec: str, model: AudioModel):
         self.spec, self.model = spec, model
+        self.abandoned = False
         self.executor: Executor
         if model.processes > 0:
             # spawn, not fork: the server's threads and event loop must not be copied into the workers
@@ -134,5 +135,10 @@ class Runner:
         """The function the Batcher runs in the executor."""
         return _worker_run if self.model.processes > 0 else self.execute
 
-    def close(self) -> None:
+    def close(self, abandon: bool = False) -> None:
+        """Stop the workers; `abandon`: one is still in the model, and the server must not wait for it."""
         self.executor.shutdown(wait=False, cancel_futures=True)
+        self.abandoned = abandon
+        if abandon:  # a worker process would go on decoding (or hang) after the server is gone
+            for process in list((getattr(self.executor, "_processes", None) or {}).values()):
+                process.terminate()
