@@ -150,3 +150,25 @@ def test_a_signal_stops_the_server_even_while_the_model_is_busy_and_waiting_requ
     finally:
         served.close()
     assert "Traceback" not in "".join(served.output)
+
+
+SECRET = "sk-serve-test-7f3a9c"
+
+
+@pytest.mark.parametrize("given", [{"env": {"LALMEVAL_SERVE_API_KEY": SECRET}}, {"args": ("--api-key", SECRET)}], ids=["environment", "option"])
+def test_a_configured_api_key_is_required_in_openais_shape_and_never_echoed(given):
+    with Served("--model", "echo", *given.get("args", ()), env=given.get("env")) as served:
+        for key in (None, "sk-wrong"):
+            headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+            body = json.dumps({"messages": [{"role": "user", "content": "x"}]}).encode()
+            status, _, answer = served.raw("POST", "/v1/chat/completions", body, headers)
+            error = error_of(answer)
+            assert status == 401 and error["type"] == "invalid_request_error" and error["code"] == "invalid_api_key"
+            assert SECRET not in answer.decode() and "sk-wrong" not in answer.decode()
+        with pytest.raises(openai.AuthenticationError):
+            served.client.models.list()  # the helper's client sends the key "unused"
+        keyed = openai.OpenAI(base_url=served.url, api_key=SECRET, max_retries=0)
+        assert [m.id for m in keyed.models.list().data] == ["echo-inputs"]
+        assert keyed.audio.transcriptions.create(model="echo-inputs", file=("c.flac", CLIP)).text.startswith('{"system": null')
+        assert served.raw("GET", "/health")[0] == 200  # liveness probes carry no key
+    assert SECRET not in "".join(served.output)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
 from aiohttp import web
 
+from lalmeval.serve.auth import require_key
 from lalmeval.serve.batcher import Batcher
 from lalmeval.serve.chat import chat_options, chunks, completion, parse_chat
 from lalmeval.serve.errors import ApiError, BadRequest, Unsupported, json_errors
@@ -25,6 +26,7 @@ class Limits:
     max_batch: int = 0          # 0: the model's own max_batch_size
     max_wait_ms: float = 10.0
     max_queue: int = 256
+    api_key: Optional[str] = field(default=None, repr=False)  # required of every request but /health when set
 
 
 @dataclass
@@ -133,7 +135,8 @@ def make_app(runner: Runner, ids: tuple[str, ...], limits: Limits = Limits()) ->
     max_body = limits.max_body_mb * 1024 * 1024
     batcher = Batcher(runner.call(), runner.executor, limits.max_batch or model.max_batch_size, limits.max_wait_ms / 1000,
                       limits.max_queue, runner.workers)
-    app = web.Application(client_max_size=max_body, middlewares=[json_errors])
+    middlewares = [json_errors] + ([require_key(limits.api_key)] if limits.api_key else [])  # a refused key is an error object too
+    app = web.Application(client_max_size=max_body, middlewares=middlewares)
     app[SERVED] = Served(model, ids, batcher, max_body)
 
     async def lifecycle(app: web.Application):
