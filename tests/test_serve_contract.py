@@ -82,6 +82,11 @@ def test_an_english_only_recognizer_takes_english_by_any_name_and_refuses_other_
         assert refused.value.body["message"].startswith("model pocketsphinx-commands transcribes English only, not ")
 
 
+def test_a_recognizer_refuses_a_chat_request_without_audio_instead_of_answering_nothing(sphinx):
+    with pytest.raises(openai.UnprocessableEntityError, match="model pocketsphinx-commands answers audio only: this request has no input_audio"):
+        sphinx.client.chat.completions.create(model="pocketsphinx-commands", messages=[{"role": "user", "content": "turn on the light"}])
+
+
 def test_stop_sequences_cut_the_reply_before_them_plain_and_streamed(echo):
     messages = [{"role": "user", "content": "hello"}]
     whole = echo.client.chat.completions.create(model="echo-inputs", messages=messages).choices[0].message.content

@@ -78,6 +78,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     chat = await asyncio.get_running_loop().run_in_executor(None, parse_chat, body)  # decoding stays off the event loop
     if chat.images and not served.model.takes_images:
         raise Unsupported(f"model {name} does not take images (its class does not set takes_images = True)", "messages")
+    if not chat.audios and served.model.needs_audio:
+        raise Unsupported(f"model {name} answers audio only: this request has no input_audio or audio_url part", "messages")
     replies = _answered(await served.batcher.submit(CHAT, [chat] * options.n))
     if not options.stream:
         return web.json_response(completion(name, replies), dumps=lambda o: json.dumps(o, ensure_ascii=False))

@@ -80,6 +80,7 @@ class FasterWhisper(AudioModel):
     name = "whisper"
     max_batch_size = 8
     concurrency = 1           # one batch at a time already keeps every core busy
+    needs_audio = True        # a chat text is no instruction Whisper follows: without a clip it has nothing to say
     compute_type = "int8"
 
     def model_path(self) -> str:
