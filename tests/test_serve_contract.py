@@ -105,6 +105,13 @@ def test_a_stop_that_openai_would_refuse_is_a_400(echo, stop):
     assert status == 400 and error_of(answer)["param"] == "stop"
 
 
+def test_more_choices_than_the_queue_holds_is_a_400_not_a_503_to_retry_for_ever():
+    with Served("--model", "echo", "--max-queue", "2") as served:
+        with pytest.raises(openai.BadRequestError, match=r"'n' is 3, more than this server queues at once \(--max-queue 2\)"):
+            served.client.chat.completions.create(model="echo-inputs", messages=[{"role": "user", "content": "x"}], n=3)
+        assert len(served.client.chat.completions.create(model="echo-inputs", messages=[{"role": "user", "content": "x"}], n=2).choices) == 2
+
+
 def test_empty_or_unreadable_audio_is_a_400_that_says_what_was_wrong(echo):
     with pytest.raises(openai.BadRequestError, match=r"'file' is empty \(0 bytes\)"):
         echo.client.audio.transcriptions.create(model="echo-inputs", file=("a.wav", b""))

@@ -82,6 +82,8 @@ class Batcher:
         """The model's results for `items` (all admitted or none: n choices are one request)."""
         if self._closed is not None:
             raise self._closed
+        if len(items) > self.max_queue:  # never admitted, however long the client waits: Retry-After would be a lie
+            raise ApiError(400, f"'n' is {len(items)}, more than this server queues at once (--max-queue {self.max_queue})", "n")
         waiting = self.waiting
         if waiting + len(items) > self.max_queue:
             raise Busy(waiting, self._retry_after(waiting))
