@@ -90,10 +90,19 @@ def test_verbose_json_srt_and_vtt_carry_whisper_timestamps(whisper):
     assert verbose.language == "english" and verbose.duration == pytest.approx(seconds, abs=0.01)
     assert verbose.segments and all(0 <= s.start <= s.end <= seconds + 0.01 for s in verbose.segments)
     assert "".join(s.text for s in verbose.segments).strip() == verbose.text
+    # Whisper's own confidence, not placeholders: clients drop segments by these numbers
+    assert all(-1 < s.avg_logprob < 0 and 0 < s.no_speech_prob < 0.6 for s in verbose.segments), verbose.segments
     srt = whisper.client.audio.transcriptions.create(model="whisper-tiny.en", file=("c.flac", audio(row)), response_format="srt")
     vtt = whisper.client.audio.transcriptions.create(model="whisper-tiny.en", file=("c.flac", audio(row)), response_format="vtt")
     assert srt.startswith("1\n00:00:0") and " --> " in srt and verbose.segments[0].text.strip() in srt
     assert vtt.startswith("WEBVTT\n\n00:00:0") and verbose.segments[0].text.strip() in vtt
+
+
+def test_silence_is_an_empty_transcript_not_a_hallucinated_word(whisper, tmp_path):
+    sf.write(tmp_path / "silence.wav", np.zeros(3 * 16000, dtype=np.float32), 16000)
+    result = whisper.client.audio.transcriptions.create(model="whisper-tiny.en", file=("silence.wav", (tmp_path / "silence.wav").read_bytes()),
+                                                        response_format="verbose_json")
+    assert (result.text, result.segments, result.duration) == ("", [], 3.0)
 
 
 def test_a_clip_longer_than_whisper_hears_at_once_is_cut_in_its_silences(whisper, tmp_path):
@@ -117,7 +126,10 @@ def test_a_transcription_prompt_reaches_whisper_as_its_previous_text(whisper):
     assert prompted.usage.input_token_details.audio_tokens == 1500
 
 
-def test_an_english_only_model_refuses_other_languages_and_translation(whisper):
+def test_an_english_only_model_takes_english_by_its_three_letter_code_and_refuses_other_languages_and_translation(whisper):
+    english = whisper.client.audio.transcriptions.create(model="whisper-tiny.en", file=("c.flac", audio(CLIPS[0])), language="eng",
+                                                         response_format="text")
+    assert english == "What is the weather this weekend?\n"
     with pytest.raises(openai.UnprocessableEntityError, match="transcribes English only, not 'de'"):
         whisper.client.audio.transcriptions.create(model="whisper-tiny.en", file=("c.flac", audio(CLIPS[0])), language="de")
     with pytest.raises(openai.UnprocessableEntityError, match="this model does not translate"):

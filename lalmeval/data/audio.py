@@ -7,6 +7,7 @@ import hashlib
 import io
 import math
 import os
+import re
 import stat
 import struct
 import threading
@@ -106,6 +107,9 @@ def _too_long(seconds: float, limit: float, measured: bool) -> AudioError:
                       f"or set the model's chunk_size with long_audio: truncate to send only its start")
 
 
+_IN_MEMORY = re.compile(r"Error opening <_io\.BytesIO object at 0x[0-9a-fA-F]+>: ")
+
+
 @contextmanager
 def _read_errors() -> Iterator[None]:
     """What soundfile or PyAV raises for a bad clip, as the AudioError recorded for its sample."""
@@ -114,7 +118,9 @@ def _read_errors() -> Iterator[None]:
     except ContainerError as exc:
         raise AudioError(f"unreadable audio: {exc}") from None
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
-        raise AudioError(f"unreadable audio: {str(exc).strip() or type(exc).__name__}") from None
+        # "Error opening <_io.BytesIO object at 0x7f..>: " names no file and changes every call: the reason is the rest
+        reason = _IN_MEMORY.sub("", str(exc)).strip()
+        raise AudioError(f"unreadable audio: {reason or type(exc).__name__}") from None
     except OSError as exc:
         raise AudioError(f"audio file not readable: {exc.strerror or exc}") from None
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
 from aiohttp import web
 
+from lalmeval.serve.auth import require_key
 from lalmeval.serve.batcher import Batcher
 from lalmeval.serve.chat import chat_options, chunks, completion, parse_chat
 from lalmeval.serve.errors import ApiError, BadRequest, Unsupported, json_errors
@@ -25,6 +26,7 @@ class Limits:
     max_batch: int = 0          # 0: the model's own max_batch_size
     max_wait_ms: float = 10.0
     max_queue: int = 256
+    api_key: Optional[str] = field(default=None, repr=False)  # required of every request but /health when set
 
 
 @dataclass
@@ -76,6 +78,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     chat = await asyncio.get_running_loop().run_in_executor(None, parse_chat, body)  # decoding stays off the event loop
     if chat.images and not served.model.takes_images:
         raise Unsupported(f"model {name} does not take images (its class does not set takes_images = True)", "messages")
+    if not chat.audios and served.model.needs_audio:
+        raise Unsupported(f"model {name} answers audio only: this request has no input_audio or audio_url part", "messages")
     replies = _answered(await served.batcher.submit(CHAT, [chat] * options.n))
     if not options.stream:
         return web.json_response(completion(name, replies), dumps=lambda o: json.dumps(o, ensure_ascii=False))
@@ -91,8 +95,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 async def _audio(request: web.Request, task: str) -> web.Response:
     served = request.app[SERVED]
     form = await read_form(request, served.max_body)
-    _check_model(served, form.get("model"))
-    item, response_format = await asyncio.get_running_loop().run_in_executor(None, transcription_input, form, task, served.model.translates)
+    name = _check_model(served, form.get("model"))
+    item, response_format = await asyncio.get_running_loop().run_in_executor(None, transcription_input, form, task, served.model, name)
     (reply,) = _answered(await served.batcher.submit(TRANSCRIPTION, [item]))
     return render(reply, item, response_format)
 
@@ -133,16 +137,20 @@ def make_app(runner: Runner, ids: tuple[str, ...], limits: Limits = Limits()) ->
     max_body = limits.max_body_mb * 1024 * 1024
     batcher = Batcher(runner.call(), runner.executor, limits.max_batch or model.max_batch_size, limits.max_wait_ms / 1000,
                       limits.max_queue, runner.workers)
-    app = web.Application(client_max_size=max_body, middlewares=[json_errors])
+    middlewares = [json_errors] + ([require_key(limits.api_key)] if limits.api_key else [])  # a refused key is an error object too
+    app = web.Application(client_max_size=max_body, middlewares=middlewares)
     app[SERVED] = Served(model, ids, batcher, max_body)
 
     async def lifecycle(app: web.Application):
         batcher.start()
         yield
-        await batcher.stop()
-        runner.close()
+        runner.close(abandon=await batcher.stop())
+
+    async def stopping(app: web.Application) -> None:  # SIGINT/SIGTERM: the port is closed, open requests are answered
+        batcher.refuse_all(ApiError(503, "server is shutting down"))
 
     app.cleanup_ctx.append(lifecycle)
+    app.on_shutdown.append(stopping)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_post("/v1/audio/transcriptions", transcriptions)
     app.router.add_post("/v1/audio/translations", translations)

@@ -49,16 +49,30 @@ class Batcher:
         self.batches = 0              # batches run so far, and requests in them (the server's own statistics)
         self.batched = 0
         self.running = 0              # batches in the model right now
+        self._in_model: list[list[_Job]] = []
+        self._closed: Optional[ApiError] = None
 
     def start(self) -> None:
         """Start the workers (inside the server's event loop)."""
         self._arrived = asyncio.Event()
         self._tasks = [asyncio.ensure_future(self._work()) for _ in range(self.workers)]
 
-    async def stop(self) -> None:
+    def refuse_all(self, error: ApiError) -> None:
+        """Answer every request not yet answered, waiting or in the model, with `error`, and every later one too
+        (the server is stopping: a client hears so now, rather than when a batch it cannot get ends)."""
+        self._closed = error
+        for job in [*self._waiting, *(job for batch in self._in_model for job in batch)]:
+            if not job.future.done():
+                job.future.set_exception(error)
+        self._waiting.clear()
+
+    async def stop(self) -> bool:
+        """Stop the workers; True when a batch was still in the model (its thread or process goes on)."""
+        busy = self.running > 0
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        return busy
 
     @property
     def waiting(self) -> int:
@@ -66,6 +80,10 @@ class Batcher:
 
     async def submit(self, kind: str, items: Sequence[Any]) -> list[Any]:
         """The model's results for `items` (all admitted or none: n choices are one request)."""
+        if self._closed is not None:
+            raise self._closed
+        if len(items) > self.max_queue:  # never admitted, however long the client waits: Retry-After would be a lie
+            raise ApiError(400, f"'n' is {len(items)}, more than this server queues at once (--max-queue {self.max_queue})", "n")
         waiting = self.waiting
         if waiting + len(items) > self.max_queue:
             raise Busy(waiting, self._retry_after(waiting))
@@ -126,6 +144,7 @@ class Batcher:
             batch = await self._gather()
             started = time.monotonic()
             self.running += 1
+            self._in_model.append(batch)
             try:
                 results = await loop.run_in_executor(self.executor, self.execute, batch[0].kind, [job.item for job in batch])
             except Exception as exc:  # noqa: BLE001 - the batch's requests fail with it; the worker goes on
@@ -135,6 +154,7 @@ class Batcher:
                 continue
             finally:
                 self.running -= 1
+                self._in_model.remove(batch)
             self._batch_seconds = 0.8 * self._batch_seconds + 0.2 * (time.monotonic() - started)
             self.batches += 1
             self.batched += len(batch)

@@ -18,6 +18,7 @@ from lalmeval.serve.errors import BadRequest
 from lalmeval.serve.model import ChatInput, ImageInput, Part, Reply
 
 MAX_CHOICES = 16
+MAX_STOPS = 4
 
 
 def _audio_from_data(data: Any) -> np.ndarray:
@@ -27,6 +28,8 @@ def _audio_from_data(data: Any) -> np.ndarray:
         raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
         raise BadRequest("audio data is not valid base64") from None
+    if not raw:
+        raise BadRequest("audio data is empty")
     try:
         return decode(raw)
     except AudioError as exc:
@@ -104,6 +107,15 @@ def _count(body: dict[str, Any], *keys: str, high: int) -> Optional[int]:
     return None
 
 
+def _stop(body: dict[str, Any]) -> tuple[str, ...]:
+    """OpenAI's `stop`: a string or a list of up to 4 non-empty strings."""
+    value = body.get("stop")
+    stops = [] if value is None else [value] if isinstance(value, str) else value
+    if not isinstance(stops, list) or len(stops) > MAX_STOPS or not all(isinstance(s, str) and s for s in stops):
+        raise BadRequest(f"'stop' must be a non-empty string or a list of up to {MAX_STOPS} of them", "stop")
+    return tuple(stops)
+
+
 def parse_chat(body: dict[str, Any]) -> ChatInput:
     """The decoded inputs of a chat completion request (CPU work: base64 and audio decoding)."""
     messages = body.get("messages")
@@ -126,7 +138,7 @@ def parse_chat(body: dict[str, Any]) -> ChatInput:
         "\n".join(p for p in parts if isinstance(p, str)), "\n".join(system) or None,
         [p for p in parts if isinstance(p, np.ndarray)], _number(body, "temperature", 0.0, 0.0, 2.0),
         _count(body, "max_completion_tokens", "max_tokens", high=1_000_000),
-        images=[p for p in parts if isinstance(p, ImageInput)], parts=parts,
+        images=[p for p in parts if isinstance(p, ImageInput)], parts=parts, stop=_stop(body),
     )
 
 

@@ -10,19 +10,20 @@ from aiohttp import web
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error", 405: "invalid_request_error",
+_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "not_found_error", 405: "invalid_request_error",
           413: "invalid_request_error", 422: "invalid_request_error", 503: "server_error"}
 
 
 class ApiError(Exception):
     """A request the server refuses: its HTTP status and the message the client reads."""
 
-    def __init__(self, status: int, message: str, param: Optional[str] = None, headers: Optional[dict[str, str]] = None):
+    def __init__(self, status: int, message: str, param: Optional[str] = None, headers: Optional[dict[str, str]] = None,
+                 code: Optional[str] = None):
         super().__init__(message)
-        self.status, self.message, self.param, self.headers = status, message, param, headers or {}
+        self.status, self.message, self.param, self.headers, self.code = status, message, param, headers or {}, code
 
     def __reduce__(self):  # crosses from a worker process to the server intact
-        return ApiError, (self.status, self.message, self.param, self.headers)
+        return ApiError, (self.status, self.message, self.param, self.headers, self.code)
 
 
 class BadRequest(ApiError):
@@ -39,10 +40,11 @@ class Unsupported(ApiError):
         super().__init__(422, message, param)
 
 
-def error_response(status: int, message: str, param: Optional[str] = None, headers: Optional[dict[str, str]] = None) -> web.Response:
-    """The OpenAI error object: {"error": {"message", "type", "param", "code"}}."""
+def error_response(status: int, message: str, param: Optional[str] = None, headers: Optional[dict[str, str]] = None,
+                   code: Optional[str] = None) -> web.Response:
+    """The OpenAI error object: {"error": {"message", "type", "param", "code"}} (code: OpenAI's name when it has one, else the status)."""
     body: dict[str, Any] = {"message": message, "type": _TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error"),
-                            "param": param, "code": status}
+                            "param": param, "code": code or status}
     return web.json_response({"error": body}, status=status, headers=headers)
 
 
@@ -84,7 +86,7 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
     try:
         return await handler(request)
     except ApiError as exc:
-        return error_response(exc.status, exc.message, exc.param, exc.headers)
+        return error_response(exc.status, exc.message, exc.param, exc.headers, exc.code)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise

