@@ -148,7 +148,9 @@ def test_every_refusal_is_an_openai_error_object_with_its_status(echo, case):
     assert got == status, answer
     assert response_headers["Content-Type"].startswith("application/json")
     error = json.loads(answer)["error"]
-    assert message in error["message"] and error["code"] == status and set(error) == {"message", "type", "param", "code"}
+    # As OpenAI answers: an unknown model is code model_not_found; every refusal is an invalid_request_error.
+    assert message in error["message"] and error["code"] == ("model_not_found" if "does not exist here" in message else status)
+    assert error["type"] == "invalid_request_error" and set(error) == {"message", "type", "param", "code"}
     assert b"Traceback" not in answer
 
 

@@ -47,7 +47,7 @@ def _check_model(served: Served, body_model: Any) -> str:
     if body_model is None or body_model == "":
         return served.ids[0]
     if body_model not in served.ids:
-        raise ApiError(404, f"model {body_model!r} does not exist here (served: {', '.join(served.ids)})", "model")
+        raise ApiError(404, f"model {body_model!r} does not exist here (served: {', '.join(served.ids)})", "model", code="model_not_found")
     return body_model
 
 
@@ -121,7 +121,7 @@ async def get_model(request: web.Request) -> web.Response:
     model_id = request.match_info["model_id"]
     served = request.app[SERVED]
     if model_id not in served.ids:
-        raise ApiError(404, f"model {model_id!r} does not exist here (served: {', '.join(served.ids)})", "model")
+        raise ApiError(404, f"model {model_id!r} does not exist here (served: {', '.join(served.ids)})", "model", code="model_not_found")
     return web.json_response(_card(model_id))
 
 

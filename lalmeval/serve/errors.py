@@ -10,7 +10,7 @@ from aiohttp import web
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "not_found_error", 405: "invalid_request_error",
+_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error", 405: "invalid_request_error",
           413: "invalid_request_error", 422: "invalid_request_error", 503: "server_error"}
 
 
