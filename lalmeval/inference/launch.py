@@ -70,6 +70,7 @@ class Launcher:
         self.redact = redactor
         self.processes: dict[str, asyncio.subprocess.Process] = {}
         self._copiers: list[asyncio.Task] = []
+        self._copier_of: dict[str, asyncio.Task] = {}   # launch command → the task copying its output to its log
         self._pipes: list[asyncio.subprocess.Process] = []   # whose stdout pipe we still hold open
         self._late: dict[str, asyncio.Future] = {}   # launch command -> its on-demand start
 
@@ -120,6 +121,7 @@ class Launcher:
         self._pipes.append(process)
         log = log_path(self.logdir, model)
         self._copiers.append(asyncio.ensure_future(self._copy(process, log)))
+        self._copier_of[model.launch] = self._copiers[-1]
 
     async def _copy(self, process: asyncio.subprocess.Process, log: Path) -> None:
         """Drain the server's output into its log, scrubbed (servers print their arguments, an --api-key among them).
@@ -147,6 +149,20 @@ class Launcher:
             if handle is not None:
                 handle.close()
 
+    async def _said_last(self, model: ModelInfo, log: Path) -> str:
+        """': <the last line the exited server wrote>' (its reason, usually), once its output is in the log; '' when it said nothing."""
+        copier = self._copier_of.get(model.launch)
+        if copier is not None:
+            await asyncio.wait([copier], timeout=1.0)
+        try:
+            with log.open("rb") as handle:
+                handle.seek(max(0, handle.seek(0, 2) - 8192))
+                tail = handle.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+        lines = [line.strip() for line in tail.replace("\r", "\n").split("\n") if line.strip()]
+        return f": {lines[-1][:300]}" if lines else ""
+
     @staticmethod
     def _write_log(handle: Optional[BinaryIO], data: bytes) -> None:
         try:
@@ -172,7 +188,7 @@ class Launcher:
                 if process.returncode is not None:
                     # Exit code 0 this early is a command that put its server in the background and returned.
                     hint = (": the command must run the server in the foreground (no trailing &, nohup or daemon mode) so the "
-                            "run can stop it") if process.returncode == 0 else ""
+                            "run can stop it") if process.returncode == 0 else await self._said_last(model, log)
                     raise LaunchFailed(f"model '{model.name}': launch command exited with code {process.returncode} before {model.url} "
                                        f"answered{hint} (log: {log})")
                 if await _answers(session, model):
