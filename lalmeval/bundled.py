@@ -8,6 +8,7 @@ in both.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -16,3 +17,11 @@ ROOT = _WHEEL_COPY if _WHEEL_COPY.is_dir() else _PACKAGE.parent
 RUNSPECS = ROOT / "runspecs"
 DEMO_COMMANDS = ROOT / "private_datasets" / "demo_commands"
 DEMO_CONFIG = ROOT / "config.yaml"
+
+
+def install(extra: str) -> str:
+    """The pip command that installs an optional extra of lalmeval, as this copy was installed: from a checkout
+    (editable, `pip install -e '.[x]'` in the repository) or as a package (`pip install 'lalmeval[x]'`)."""
+    if ROOT == _PACKAGE.parent and (ROOT / "pyproject.toml").is_file():
+        return f"pip install -e {shlex.quote(f'{ROOT}[{extra}]')}"
+    return f"pip install 'lalmeval[{extra}]'"

@@ -63,6 +63,12 @@ def test_the_installed_package_is_the_wheel_s_and_carries_its_data(installed, tm
     assert shipped == sorted(p.relative_to(REPO / "runspecs") for p in (REPO / "runspecs").rglob("*.json"))
     clips = sorted(p.name for p in (Path(out[2]) / "audio").iterdir())
     assert clips == sorted(p.name for p in (REPO / "private_datasets" / "demo_commands" / "audio").iterdir()) and len(clips) == 40
+    # Installed as a package, an optional extra is named as one; the wheel carries the license text.
+    hint = subprocess.run([str(installed / "python"), "-c", "import lalmeval.bundled as b; print(b.install('mlflow'))"], cwd=tmp_path,
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert hint == "pip install 'lalmeval[mlflow]'"
+    licenses = list(package.parent.glob("lalmeval-*.dist-info/**/LICENSE"))
+    assert licenses and "Apache License" in licenses[0].read_text()
 
 
 def test_list_outside_the_checkout_shows_the_whole_catalog(installed, tmp_path):

@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from lalmeval.bundled import install
 from lalmeval.errors import UserError
 from lalmeval.metrics.base import METRICS, Metric, SampleScore, empty_reference, sample_stats, text_pair, unscored
 from lalmeval.records import Record
@@ -94,7 +95,7 @@ class Bleu(_Sacrebleu):
             language, extra = _EXTRAS[tokenizer]
             raise UserError(f"{dataset.source}: dataset '{dataset.name}': metric 'bleu' tokenizes {language} with MeCab "
                             f"(sacrebleu's {tokenizer}), which is not installed: pip install 'sacrebleu[{extra}]' "
-                            f"(or pip install -e '.[{extra}]')") from None
+                            f"(or {install(extra)})") from None
 
     @property
     def tokenizer(self) -> str:

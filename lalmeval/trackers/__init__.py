@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
 
+from lalmeval.bundled import install
 from lalmeval.errors import UserError
 from lalmeval.registry import Registry
 
@@ -31,7 +32,7 @@ class Tracker:
     """One tracker: the package it needs, the extra that installs it, and how it logs a run's models."""
 
     package: str     # the import name
-    extra: str       # pip install -e ".[extra]"
+    extra: str       # lalmeval's extra that installs it (bundled.install)
     log: Callable[[Path, list[ModelRun]], Path]   # writes into the run directory; returns where
 
 
@@ -53,8 +54,8 @@ def chosen(values: Optional[Sequence[str]]) -> tuple[str, ...]:
         try:
             importlib.import_module(tracker.package)
         except ImportError as exc:
-            raise UserError(f"--log {name} needs the {tracker.package} package ({exc}): pip install -e \".[{tracker.extra}]\" "
-                            f"(or pip install -e \".[trackers]\" for all three)") from None
+            raise UserError(f"--log {name} needs the {tracker.package} package ({exc}): {install(tracker.extra)} "
+                            f"(or {install('trackers')} for all three)") from None
     return names
 
 
