@@ -75,7 +75,9 @@ def test_an_english_only_recognizer_takes_english_by_any_name_and_refuses_other_
     for language in ("en", "eng", "English", "en-GB"):
         said = sphinx.client.audio.transcriptions.create(model="pocketsphinx-commands", file=("c.flac", CLIP), language=language)
         assert said.text == "what is the weather this weekend", language
-    for language in ("de", "deu", "zz"):
+    with pytest.raises(openai.BadRequestError, match="'language' must be an ISO-639-1 code such as 'en', not 'zz'"):
+        sphinx.client.audio.transcriptions.create(model="pocketsphinx-commands", file=("c.flac", CLIP), language="zz")  # no language at all
+    for language in ("de", "deu"):
         with pytest.raises(openai.UnprocessableEntityError) as refused:
             sphinx.client.audio.transcriptions.create(model="pocketsphinx-commands", file=("c.flac", CLIP), language=language)
         assert refused.value.body["param"] == "language"
@@ -85,6 +87,21 @@ def test_an_english_only_recognizer_takes_english_by_any_name_and_refuses_other_
 def test_a_recognizer_refuses_a_chat_request_without_audio_instead_of_answering_nothing(sphinx):
     with pytest.raises(openai.UnprocessableEntityError, match="model pocketsphinx-commands answers audio only: this request has no input_audio"):
         sphinx.client.chat.completions.create(model="pocketsphinx-commands", messages=[{"role": "user", "content": "turn on the light"}])
+
+
+def test_simultaneous_requests_to_a_model_of_several_worker_processes_are_all_answered(sphinx):
+    """Two batches in the model at once, each finishing while the other runs: every client gets its transcript
+    (a worker that died comparing two batches' clips left all later requests waiting for ever)."""
+    clips = [(DEMO / row["audio"]).read_bytes() for row in demo_rows(8)]
+
+    def transcribe(clip: bytes) -> str:
+        return sphinx.client.with_options(timeout=60, max_retries=0).audio.transcriptions.create(
+            model="pocketsphinx-commands", file=("c.flac", clip)).text
+
+    alone = [transcribe(clip) for clip in clips]
+    with ThreadPoolExecutor(8) as pool:
+        for _ in range(2):
+            assert list(pool.map(transcribe, clips)) == alone   # every request answered, each with its own clip's transcript
 
 
 def test_stop_sequences_cut_the_reply_before_them_plain_and_streamed(echo):

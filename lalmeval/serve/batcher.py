@@ -29,7 +29,7 @@ class Busy(ApiError):
         super().__init__(503, f"server busy: {waiting} requests are waiting; retry after {retry_after}s", headers={"Retry-After": str(retry_after)})
 
 
-@dataclass
+@dataclass(eq=False)   # a job is itself: comparing two would compare their items (numpy arrays have no truth value)
 class _Job:
     kind: str
     item: Any
@@ -154,7 +154,7 @@ class Batcher:
                 continue
             finally:
                 self.running -= 1
-                self._in_model.remove(batch)
+                self._in_model = [b for b in self._in_model if b is not batch]
             self._batch_seconds = 0.8 * self._batch_seconds + 0.2 * (time.monotonic() - started)
             self.batches += 1
             self.batched += len(batch)
