@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shlex
@@ -310,7 +311,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     from lalmeval.check import run_check
 
     plan = _plan(args.config)
-    lines, ok = run_check(plan, Path(plan.config.output_dir) / ".check")
+    output_dir = Path(plan.config.output_dir)
+    made = not output_dir.exists()
+    lines, ok = run_check(plan, output_dir / ".check")
+    for folder in (output_dir / ".check", output_dir if made else None):  # launch logs are kept only where a launch wrote one
+        with contextlib.suppress(OSError):
+            if folder is not None and folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
     for text in lines:
         print(text)
     if not ok:

@@ -341,4 +341,7 @@ def parse_config(raw: Any, source: str = "config", missing: Optional[dict[str, A
 
 def load_config(path: str | Path, missing: Optional[dict[str, Any]] = None) -> Config:
     """Read, interpolate and validate a config file (`missing`: keys it may leave out, see parse_config)."""
+    if not Path(path).exists():
+        raise UserError(f"{path}: config file not found (lalmeval init writes a starter config.yaml into the current folder, lalmeval init --demo the demo's; "
+                        "or name one with --config)")
     return parse_config(load_yaml(Path(path), "config file"), str(path), missing)

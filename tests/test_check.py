@@ -37,6 +37,7 @@ def test_every_replica_transcription_endpoint_and_judge_answers_one_request_of_i
     assert [line.split()[0] for line in lines] == ["OK"] * 4
     assert lines[0].startswith(f"OK    chat ({one.url})  {one.url}  ") and lines[0].endswith(' s  "Hello there, I heard a short command"')
     assert lines[2].startswith(f"OK    asr  {asr.url}") and lines[3].startswith(f"OK    judge j  {judge.url}")
+    assert not list(ws.root.rglob(".check"))   # nothing launched, no log kept: no folder left behind
 
 
 def test_a_failing_endpoint_is_one_line_with_its_reason_and_likely_fix_and_exit_2(ws, capsys):
