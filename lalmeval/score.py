@@ -72,7 +72,11 @@ def _plan(args: argparse.Namespace, predictions: Predictions, model: str):
     else:
         overrides = stand_in
     path = Path(args.config) if args.config else Path(COMMAND_LINE)
-    plan = build_plan(apply(config, overrides, path), path)
+    try:
+        plan = build_plan(apply(config, overrides, path), path)
+    except UserError as exc:  # the flag here is --dataset, one name (run's --datasets takes a list)
+        text = str(exc)
+        raise (UserError("--dataset:" + text[len("--datasets:"):]) if text.startswith("--datasets:") else exc) from None
     if len(plan.datasets) != 1:
         names = ", ".join(d.name for d in plan.datasets[:5]) + (", …" if len(plan.datasets) > 5 else "")
         raise UserError(f"--dataset '{args.dataset}' holds {len(plan.datasets)} datasets ({names}): a prediction file answers one; name it")

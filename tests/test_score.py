@@ -186,7 +186,7 @@ def test_flags_that_cannot_go_together_or_a_reused_run_id_are_refused(lab):
     assert_one_line_error(cli("score", "--predictions", "p.jsonl", cwd=lab.root), "without --dataset the prediction file is its own dataset: give --metric")
     assert_one_line_error(cli("score", "--predictions", "p.jsonl", "--metric", "bleu", cwd=lab.root), "p.jsonl: no reference column")
     assert_one_line_error(cli("score", "--predictions", "p.jsonl", "--config", "config.yaml", "--dataset", "questions@x", cwd=lab.root),
-                          "--datasets: unknown dataset, task type or category 'questions@x'")
+                          "--dataset: unknown dataset, task type or category 'questions@x'")
     assert cli("score", "--predictions", "p.jsonl", "--config", "config.yaml", "--dataset", "qs", "--run-id", "s", cwd=lab.root).returncode == 3
     assert_one_line_error(cli("score", "--predictions", "p.jsonl", "--config", "config.yaml", "--dataset", "qs", "--run-id", "s", cwd=lab.root),
                           "runs/s already exists: lalmeval score writes a new run directory")
