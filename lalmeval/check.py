@@ -18,6 +18,7 @@ import numpy as np
 from lalmeval import bundled
 from lalmeval.config import ModelInfo
 from lalmeval.data.audio import TARGET_RATE, PreparedAudio, prepare
+from lalmeval.errors import LaunchFailed
 from lalmeval.files import check_writable_dir
 from lalmeval.inference.client import Endpoint, RequestFailed
 from lalmeval.inference.diagnose import fix_for
@@ -114,8 +115,24 @@ async def check_all(plan: Plan, logdir: Path, redact: Redactor) -> list[Outcome]
     checks = probes(plan)
     loop = asyncio.get_running_loop()
     clip = await loop.run_in_executor(None, check_clip) if any(p.prompt.with_audio for p in checks) else None
-    async with Launcher(launch_list(plan.groups), plan.base, logdir, redact):
-        return list(await asyncio.gather(*(_probe(p, clip, redact) for p in checks)))
+    launches = {m.url: m for m in launch_list(plan.groups)}
+
+    async def checked(url: str, group: list[Probe]) -> list[Outcome]:
+        """The probes of one URL, its server launched first when the config launches it; a failed launch fails them alone."""
+        if url not in launches:
+            return list(await asyncio.gather(*(_probe(p, clip, redact) for p in group)))
+        try:
+            async with Launcher([launches[url]], plan.base, logdir, redact):
+                return list(await asyncio.gather(*(_probe(p, clip, redact) for p in group)))
+        except LaunchFailed as exc:
+            return [Outcome(p, Endpoint(p.info, redact).shown_url, False, redact(str(exc))) for p in group]
+
+    by_url: dict[str, list[Probe]] = {}
+    for probe in checks:
+        by_url.setdefault(probe.info.url, []).append(probe)
+    done = await asyncio.gather(*(checked(url, group) for url, group in by_url.items()))
+    outcome = {id(o.probe): o for group in done for o in group}
+    return [outcome[id(p)] for p in checks]
 
 
 def line(outcome: Outcome) -> str:

@@ -81,3 +81,15 @@ def test_a_launched_model_is_started_checked_and_stopped(ws, capsys):
     with socket.socket() as sock:
         assert sock.connect_ex(("127.0.0.1", port)) != 0   # stopped again
     assert (ws.root / "runs" / ".check" / "launch_m.log").is_file()
+
+
+def test_a_launch_that_fails_is_the_line_of_its_model_and_the_others_are_still_checked(ws, capsys):
+    ws.text_questions(2)
+    port = free_port()
+    with ScriptedEndpoint(lambda seen, n: "hi") as good:
+        ws.config([model(f"http://127.0.0.1:{port}/v1", "broken", launch="echo 'error: no such weights' >&2; exit 3", launch_timeout=30),
+                   model(good.url, "good")], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        code, lines, err = check(ws, capsys)
+    assert code == 2 and "error: 1 of 2 endpoint(s) did not answer" in err and len(lines) == 2
+    assert lines[0].startswith(f"FAIL  broken  http://127.0.0.1:{port}/v1  model 'broken': launch command exited with code 3")
+    assert "error: no such weights" in lines[0] and lines[1].startswith("OK    good")
