@@ -6,9 +6,6 @@ split, never merged across configurations: from a local snapshot folder and from
 import hashlib
 import json
 import os
-import subprocess
-import sys
-import textwrap
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -20,7 +17,8 @@ from lalmeval.data.source import iter_samples
 from lalmeval.errors import UserError
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.hubcache import cached_repo, use_cache
-from tests.support.workspace import DEMO, REPO, demo_rows, model
+from tests.support.read_all import read_all
+from tests.support.workspace import DEMO, demo_rows, model
 
 AUDIO = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
 
@@ -265,28 +263,6 @@ def test_readme_reading_options_data_dir_or_urls_leave_the_configuration_to_data
     assert layout.options == {"a", "b", "d"} and layout.default == "c" and layout.configs["c"] == {"train": ["c/0.parquet"]}
 
 
-READ_ALL = textwrap.dedent("""
-    import hashlib, json, sys
-    sys.path.insert(0, {repo!r})
-    from pathlib import Path
-    from lalmeval.config import Filters
-    from lalmeval.data.source import open_source
-    from lalmeval.runspecs import Dataset, DatasetSpec
-
-    def peak_mb():
-        return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")) / 1024
-
-    path = {path!r}
-    spec = DatasetSpec(hf_repo=path, language="en", id_column="id", audio_column="audio", target_column="text", subset="big")
-    source = open_source(Dataset("big", "c", "t", spec, Path(path).parent / "x.json"), Filters())
-    before, digest, count = peak_mb(), hashlib.sha1(), 0
-    for sample in source.samples():
-        digest.update(sample.audio[0].source)
-        count += 1
-    print(json.dumps({{"count": count, "sha1": digest.hexdigest(), "grew_mb": peak_mb() - before}}))
-""")
-
-
 def test_reading_a_64_mb_configuration_holds_a_page_not_the_files_and_converts_nothing(tmp_path):
     """8192 clips of 8 KB in two files of one configuration, each written in one row group: every
     clip is read, peak memory grows by far less than the data, and `datasets` caches no copy."""
@@ -299,11 +275,7 @@ def test_reading_a_64_mb_configuration_holds_a_page_not_the_files_and_converts_n
         pq.write_table(table, tmp_path / "repo" / "big" / "test" / f"{half:04d}.parquet", row_group_size=4096)
     (tmp_path / "repo" / "small").mkdir()
     pq.write_table(table.slice(0, 10), tmp_path / "repo" / "small" / "test.parquet")  # another configuration, never read
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_DATASETS_CACHE": str(tmp_path / "datasets-cache")}
-    out = subprocess.run([sys.executable, "-c", READ_ALL.format(repo=str(REPO), path=str(tmp_path / "repo"))],
-                         capture_output=True, text=True, timeout=300, env=env)
-    assert out.returncode == 0, out.stderr
-    got = json.loads(out.stdout)
+    got = read_all(tmp_path / "repo", {"id_column": "id", "audio_column": "audio", "target_column": "text", "subset": "big"}, env={"HF_DATASETS_CACHE": str(tmp_path / "datasets-cache")})
     assert got["count"] == 8192 and got["sha1"] == hashlib.sha1(b"".join(blobs)).hexdigest()
     assert got["grew_mb"] < 24, f"reading a 64 MB configuration grew peak memory by {got['grew_mb']:.0f} MB"
     assert not any((tmp_path / "datasets-cache").rglob("*.arrow"))

@@ -6,10 +6,7 @@ import hashlib
 import io
 import json
 import os
-import subprocess
-import sys
 import tarfile
-import textwrap
 
 import pytest
 
@@ -19,7 +16,8 @@ from lalmeval.data.source import iter_samples, open_source
 from lalmeval.errors import UserError
 from tests.support.encode import speech_clip
 from tests.support.endpoint import ScriptedEndpoint
-from tests.support.workspace import DEMO, REPO, demo_rows, model
+from tests.support.read_all import read_all
+from tests.support.workspace import DEMO, demo_rows, model
 
 
 def add(archive, name, data):
@@ -138,28 +136,6 @@ def test_a_run_over_shards_validates_answers_and_scores_every_sample(ws, shards,
     assert result.complete and result.scores[0].num_samples == 5 and result.scores[0].num_failed == 0
 
 
-READ_ALL = textwrap.dedent("""
-    import hashlib, json, sys
-    sys.path.insert(0, {repo!r})
-    from pathlib import Path
-    from lalmeval.config import Filters
-    from lalmeval.data.source import open_source
-    from lalmeval.runspecs import Dataset, DatasetSpec
-
-    def peak_mb():
-        return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")) / 1024
-
-    path = {path!r}
-    spec = DatasetSpec(hf_repo=path, language="en", id_column="__key__", audio_column="wav", target_column="json.text")
-    source = open_source(Dataset("big", "c", "t", spec, Path(path).parent / "x.json"), Filters())
-    before, digest, count = peak_mb(), hashlib.sha1(), 0
-    for sample in source.samples():
-        digest.update(sample.audio[0].source)
-        count += 1
-    print(json.dumps({{"count": count, "sha1": digest.hexdigest(), "grew_mb": peak_mb() - before}}))
-""")
-
-
 def test_reading_64_mb_of_shards_holds_the_rows_in_hand_not_the_shards(tmp_path):
     """8192 samples of 8 KB in two shards: every sample is read, and peak memory grows by far less than the data."""
     blobs = [os.urandom(8192) for _ in range(8192)]
@@ -167,10 +143,6 @@ def test_reading_64_mb_of_shards_holds_the_rows_in_hand_not_the_shards(tmp_path)
         part = range(half * 4096, (half + 1) * 4096)
         write_shard(tmp_path / "wds" / f"test-{half:06d}.tar",
                     [(f"s{i:05d}", {"wav": blobs[i], "json": json.dumps({"text": "x"}).encode()}) for i in part])
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    out = subprocess.run([sys.executable, "-c", READ_ALL.format(repo=str(REPO), path=str(tmp_path / "wds"))],
-                         capture_output=True, text=True, timeout=300, env=env)
-    assert out.returncode == 0, out.stderr
-    got = json.loads(out.stdout)
+    got = read_all(tmp_path / "wds", {"id_column": "__key__", "audio_column": "wav", "target_column": "json.text"})
     assert got["count"] == 8192 and got["sha1"] == hashlib.sha1(b"".join(blobs)).hexdigest()
     assert got["grew_mb"] < 24, f"reading 64 MB of shards grew peak memory by {got['grew_mb']:.0f} MB"
