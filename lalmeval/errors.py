@@ -38,5 +38,7 @@ class Interrupted(KeyboardInterrupt):
 
 def closest(name: str, choices: Iterable[str]) -> str:
     """Return ' (did you mean 'x'?)' for the nearest choice, or ''."""
-    match = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.5)
+    # Half the letters in common is a typo of a short name ('qz' for 'qs'), and chance for a long one
+    # ('nosuchthing' and 'instruction_following'): longer names must share more.
+    match = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.5 if len(name) <= 4 else 0.6)
     return f" (did you mean '{match[0]}'?)" if match else ""
