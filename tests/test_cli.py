@@ -336,3 +336,11 @@ def test_validate_and_plan_errors_leave_a_token_in_the_url_out(tmp_path):
     out = cli("validate", "--config", str(path))
     assert_one_line_error(out, "http://127.0.0.1:9/gw/<redacted>/v1 is listed twice as one of its replicas")
     assert URL_TOKEN not in out.stdout + out.stderr
+
+
+def test_did_you_mean_suggests_a_typo_not_a_long_name_sharing_half_its_letters():
+    from lalmeval.errors import closest
+
+    assert closest("qz", ["qs", "other"]) == " (did you mean 'qs'?)"
+    assert closest("acuracy", ["accuracy", "bleu"]) == " (did you mean 'accuracy'?)"
+    assert closest("nosuchthing", ["instruction_following", "speech_recognition"]) == ""
