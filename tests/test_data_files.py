@@ -121,13 +121,17 @@ def test_an_image_part_of_a_message_list_outside_the_data_folder_fails_its_sampl
     assert "outside the data's folder" in errors["out"] and "outside the data's folder" in errors["file-url"]
 
 
+def link_out(path: Path, elsewhere: Path) -> Path:
+    """Move a file to `elsewhere` and leave a symlink to it in its place; returns the link."""
+    elsewhere.mkdir(exist_ok=True)
+    shutil.move(path, elsewhere / path.name)
+    path.symlink_to(elsewhere / path.name)
+    return path
+
+
 def test_a_callhome_call_whose_audio_links_out_of_its_folder_fails_its_samples(ws):
     folder = Path(shutil.copytree(CALLHOME, ws.root / "private" / "callhome" / "eng", ignore=shutil.ignore_patterns("*.py", "*.json")))
-    call = sorted((folder / "audio").iterdir())[0]
-    moved = ws.root / "elsewhere" / call.name
-    moved.parent.mkdir()
-    shutil.move(call, moved)
-    call.symlink_to(moved)
+    call = link_out(sorted((folder / "audio").iterdir())[0], ws.root / "elsewhere")
     ws.runspec("callhome", "callhome", {"ch": {"hf_repo": str(folder), "format": "callhome", "language": "english", "id_column": "id"}})
     with ScriptedEndpoint(lambda seen, n: "hello") as ep:
         ws.config([model(ep.url)], [["ch", "word_error_rate"]], output_dir=str(ws.root / "runs"))
@@ -141,16 +145,13 @@ def test_a_callhome_call_whose_audio_links_out_of_its_folder_fails_its_samples(w
 
 def test_a_callhome_transcript_that_links_out_of_its_folder_is_one_line_and_exit_2(ws):
     folder = Path(shutil.copytree(CALLHOME, ws.root / "private" / "callhome" / "eng", ignore=shutil.ignore_patterns("*.py", "*.json")))
-    transcript = sorted((folder / "transcripts").iterdir())[0]
-    moved = ws.root / "elsewhere" / transcript.name
-    moved.parent.mkdir()
-    shutil.move(transcript, moved)
-    transcript.symlink_to(moved)
+    transcript = link_out(sorted((folder / "transcripts").iterdir())[0], ws.root / "elsewhere")
     ws.runspec("callhome", "callhome", {"ch": {"hf_repo": str(folder), "format": "callhome", "language": "english", "id_column": "id"}})
     ws.config([model("http://127.0.0.1:9/v1")], [["ch", "word_error_rate"]], output_dir=str(ws.root / "runs"))
     out = subprocess.run([sys.executable, "-m", "lalmeval", "validate", "--config", str(ws.root / "config.yaml")],
                          cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2
+    moved = ws.root / "elsewhere" / transcript.name
     assert f"error: CallHome transcript {transcript} (a link to {moved}) is outside the data's folder {folder}" in out.stderr
     assert "Traceback" not in out.stderr
 

@@ -48,6 +48,18 @@ class _Signal:
         event.set()
 
 
+def drop_taken(buffer: list, offset: int, positions: dict[int, int], chunk: int) -> int:
+    """Drop from the head of a buffer shared by readers what every reader has taken; returns the index of its new
+    head. `offset` is the index of buffer[0], `positions` each reader's next index. Done `chunk` items at a time
+    (deleting a list's head costs its length), or whole when every item was taken."""
+    low = min(positions.values(), default=offset + len(buffer))
+    taken = low - offset
+    if taken >= chunk or taken == len(buffer):
+        del buffer[:taken]
+        return low
+    return offset
+
+
 def _take(samples: Iterator[Sample]) -> tuple[list[Sample], Optional[Exception]]:
     """Up to READ_AHEAD samples, and the error that ended the read after them, if one did (in a thread)."""
     batch: list[Sample] = []
@@ -142,12 +154,7 @@ class SampleFeed:
         return sample
 
     def _trim(self) -> None:
-        """Drop what every reader has taken (in chunks: deleting a list's head costs its length)."""
-        low = min(self._positions.values(), default=self._offset + len(self._buffer))
-        taken = low - self._offset
-        if taken >= 64 or taken == len(self._buffer):
-            del self._buffer[:taken]
-            self._offset = low
+        self._offset = drop_taken(self._buffer, self._offset, self._positions, 64)
         self._taken.fire()
 
     def _drop(self, key: int) -> None:

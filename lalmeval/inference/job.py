@@ -21,7 +21,7 @@ from lalmeval.data.messages import Conversation, Text, Turn, image_parts
 from lalmeval.data.source import Source
 from lalmeval.errors import UserError
 from lalmeval.inference.client import Endpoint, RequestFailed
-from lalmeval.inference.feed import AudioCache, FeedReader, SampleFeed, width
+from lalmeval.inference.feed import AudioCache, FeedReader, SampleFeed, drop_taken, width
 from lalmeval.inference.protocols import Answer, Protocol, ReplyError, RequestError
 from lalmeval.ledger import INTERRUPTED, Ledger
 from lalmeval.options import RunOptions
@@ -86,12 +86,7 @@ class RecordStream:
         event.set()
 
     def _trim(self) -> None:
-        """Drop what every reader has taken (in chunks: deleting a list's head costs its length)."""
-        low = min(self._positions.values(), default=self._offset + len(self._buffer))
-        taken = low - self._offset
-        if taken >= 256 or taken == len(self._buffer):
-            del self._buffer[:taken]
-            self._offset = low
+        self._offset = drop_taken(self._buffer, self._offset, self._positions, 256)
 
     def lag(self) -> int:
         """Records pushed that the slowest reader has not taken yet."""
