@@ -327,12 +327,16 @@ def interrupted_run(ws, monkeypatch, capsys, where):
     ws.text_questions(3)
     monkeypatch.setattr(*where)
     previous = signal.getsignal(signal.SIGTERM)
+    # Ctrl-C as a terminal sends it, whatever this process inherited: started in the background of a
+    # shell without job control, Python begins with SIGINT ignored and no KeyboardInterrupt would come.
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with ScriptedEndpoint(answer) as ep:
             ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
             code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, inherited)
     return code, capsys.readouterr().err
 
 
