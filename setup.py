@@ -3,7 +3,7 @@
 A wheel carries what lalmeval reads beside its code: the built-in runspecs/, the demo data
 (private_datasets/demo_commands: its clips and jsonl) and the demo's config.yaml. In a checkout
 they stay top-level folders (runspecs/ is where users drop their own); at build time they are
-copied into the package as lalmeval/_data/ with the same layout (lalmeval/bundled.py finds them).
+copied into the package as lalmeval/_data/ with the same layout (lalmeval/catalog/bundled.py finds them).
 An editable install reads the checkout's own folders, so nothing is copied for it.
 """
 

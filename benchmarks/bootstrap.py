@@ -24,8 +24,8 @@ from lalmeval.metrics.base import MetricContext  # noqa: E402
 from lalmeval.metrics.bleu import Bleu, Chrf  # noqa: E402
 from lalmeval.metrics.wer import WordErrorRate  # noqa: E402
 from lalmeval.postprocess.general import GeneralPostprocessor  # noqa: E402
-from lalmeval.records import Record  # noqa: E402
-from lalmeval.runspecs import Dataset, DatasetSpec  # noqa: E402
+from lalmeval.results.records import Record  # noqa: E402
+from lalmeval.catalog.runspecs import Dataset, DatasetSpec  # noqa: E402
 from lalmeval.stats import bootstrap, paired_bootstrap  # noqa: E402
 
 WORDS = "the a cat dog sat ran on under mat house big small red green quickly slowly today we they saw".split()

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lalmeval.reports import write_reports  # noqa: E402
-from lalmeval.store import RunStore  # noqa: E402
+from lalmeval.results.store import RunStore  # noqa: E402
 
 WORDS = "the a cat dog sat ran on under mat house big small red green quickly slowly today we they saw".split()
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from lalmeval.errors import UserError, WriteFailed
+from lalmeval.version import __version__
 
 if TYPE_CHECKING:
     from lalmeval.api import Evaluation, evaluate
 
-__version__ = "0.1.0"
 __all__ = ["Evaluation", "UserError", "WriteFailed", "evaluate", "__version__"]
 _LAZY = {"evaluate", "Evaluation"}
 

@@ -1,3 +1,3 @@
-from lalmeval.cli import main
+from lalmeval.cli.commands import main
 
 raise SystemExit(main())

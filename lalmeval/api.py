@@ -30,9 +30,9 @@ class Evaluation:
 def _load(config: Union[str, Path, Mapping[str, Any]], overrides: Any = None):
     """A Plan from a YAML path or a mapping (with the command line's overrides, as `lalmeval run` applies them);
     a mapping's relative paths are taken from the current directory."""
-    from lalmeval.config import load_config, parse_config
-    from lalmeval.overrides import Overrides, apply
-    from lalmeval.plan import build_plan
+    from lalmeval.cli.overrides import Overrides, apply
+    from lalmeval.config.schema import load_config, parse_config
+    from lalmeval.run.plan import build_plan
 
     overrides = overrides or Overrides()
     if isinstance(config, Mapping):
@@ -108,10 +108,10 @@ def evaluate(config: Union[str, Path, Mapping[str, Any]], *, output_dir: Union[s
 
     `limit`, `models`, `datasets`, `metrics` and `log` do what `lalmeval run`'s --limit, --models, --datasets,
     --metrics and --log do."""
-    from lalmeval.cli import check_run_id
-    from lalmeval.options import RunOptions
-    from lalmeval.overrides import Overrides
-    from lalmeval.runner import default_run_id, run
+    from lalmeval.cli.overrides import Overrides
+    from lalmeval.config.options import RunOptions
+    from lalmeval.results.store import check_run_id
+    from lalmeval.run.runner import default_run_id, run
     from lalmeval.trackers import chosen, log_run
 
     if limit is not None and not (isinstance(limit, int) and 0 < limit <= 10**9):

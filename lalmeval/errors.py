@@ -7,6 +7,13 @@ import errno
 from pathlib import Path
 from typing import Iterable
 
+# The exit codes of every command (README, "Exit codes").
+EXIT_INTERNAL_ERROR = 1
+EXIT_USER_ERROR = 2
+EXIT_FAILED_SAMPLES = 3
+EXIT_WRITE_FAILED = 4
+EXIT_INTERRUPTED = 130
+
 # What a full disk looks like to a writer: no space, over quota, a file past the size limit.
 DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 

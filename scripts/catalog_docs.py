@@ -24,7 +24,7 @@ def _hub(spec: dict) -> str:
 
 
 def _parity_section(files: dict[str, OrderedDict]) -> str:
-    from lalmeval.runspecs import Catalog
+    from lalmeval.catalog.runspecs import Catalog
     from scripts.check_parity import HEADER, parity, summary
 
     with tempfile.TemporaryDirectory() as folder:  # the catalog as generated, read through lalmeval's own loader

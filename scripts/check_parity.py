@@ -20,7 +20,7 @@ from typing import Any, Optional
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lalmeval.runspecs import BUILTIN_DIR, JUDGE_METRICS, Catalog, Dataset  # noqa: E402
+from lalmeval.catalog.runspecs import BUILTIN_DIR, JUDGE_METRICS, Catalog, Dataset  # noqa: E402
 from scripts.generate_catalog import kimi_rules, lmms_rules, load_inputs  # noqa: E402
 
 # What AU-Harness's preprocessors read when a task names no column.

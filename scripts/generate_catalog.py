@@ -33,10 +33,10 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lalmeval import judge_templates  # noqa: E402
-from lalmeval.languages import NAMES  # noqa: E402
+from lalmeval.judging import templates as judge_templates  # noqa: E402
+from lalmeval.config.languages import NAMES  # noqa: E402
 from lalmeval.metrics import METRICS, NORMALIZERS  # noqa: E402
-from lalmeval.runspecs import JUDGE_METRICS, DatasetSpec  # noqa: E402
+from lalmeval.catalog.runspecs import JUDGE_METRICS, DatasetSpec  # noqa: E402
 
 ORDER = ("au_harness", "lmms", "lmms_v0.3", "kimi")  # who takes a free plain name first
 LANGUAGE_NAMES = {code: name.capitalize() for name, code in NAMES.items() if name not in ("mandarin", "myanmar", "filipino", "multilingual")}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import sacrebleu
 
-from lalmeval.report import score_table
+from lalmeval.reports.scores import score_table
 from lalmeval.stats import SampleStats, pooled, ratio
 from tests.support.browser import dump_dom, parse
 from tests.support.endpoint import ScriptedEndpoint

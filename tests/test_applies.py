@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from lalmeval.cli import main
+from lalmeval.cli.commands import main
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.workspace import demo_rows, model
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from lalmeval.data.audio import AudioError, prepare
+from lalmeval.media.audio import AudioError, prepare
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.workspace import demo_rows, model
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from lalmeval.data.audio import AudioError, decode, prepare
+from lalmeval.media.audio import AudioError, decode, prepare
 
 
 def _ramp_16k(path: Path, seconds: float = 3.0) -> np.ndarray:

@@ -10,9 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lalmeval.data.audio import decode
+from lalmeval.media.audio import decode
 from lalmeval.data.source import iter_samples, open_source
-from lalmeval.config import Filters
+from lalmeval.config.schema import Filters
 from lalmeval.errors import UserError
 from tests.support.encode import speech_clip
 from tests.support.endpoint import ScriptedEndpoint
@@ -113,7 +113,7 @@ def test_length_filter_reads_the_named_clips_headers(ws):
 
 
 def test_a_run_over_an_audio_folder_validates_answers_and_scores_every_row(ws, capsys):
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     split_folders(ws.root / "data" / "af")
     dataset(ws, id_column="file_name")

@@ -14,7 +14,7 @@ import pytest
 import soundfile as sf
 import yaml
 
-from lalmeval.cli import main
+from lalmeval.cli.commands import main
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.workspace import REPO, demo_rows, model
 
@@ -407,7 +407,7 @@ def test_reading_or_appending_to_a_named_pipe_is_refused_before_it_is_opened(tmp
     """The store's readers and writers refuse a named pipe instead of blocking on it (reports read
     records and scores after the run; a pipe may appear after the run's start-up check)."""
     from lalmeval.errors import UserError
-    from lalmeval.store import JsonlWriter, WriteFailed, read_jsonl
+    from lalmeval.results.store import JsonlWriter, WriteFailed, read_jsonl
 
     pipe = tmp_path / "scores.jsonl"
     os.mkfifo(pipe)

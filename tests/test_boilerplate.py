@@ -11,8 +11,8 @@ import numpy as np
 import openai
 import pytest
 
-from lalmeval.data.images import ImageRef
 from lalmeval.data.messages import image_parts, interleave, to_openai_content
+from lalmeval.media.images import ImageRef
 from lalmeval.serve.chat import parse_chat
 from lalmeval.serve.errors import BadRequest
 from models.inference_boilerplate.model import AudioModel, ChatInput

@@ -3,10 +3,10 @@ and when it answers, the score table, final_scores.json and report.html say how 
 
 import json
 
-from lalmeval.cli import main
-from lalmeval.options import RunOptions
-from lalmeval.report import score_table
-from lalmeval.runner import run
+from lalmeval.cli.commands import main
+from lalmeval.config.options import RunOptions
+from lalmeval.reports.scores import score_table
+from lalmeval.run.runner import run
 from tests.support.endpoint import Reply, ScriptedEndpoint, answer_by_number
 from tests.support.workspace import model
 

@@ -10,13 +10,13 @@ import pytest
 import soundfile as sf
 from whisper_normalizer.english import EnglishTextNormalizer
 
-from lalmeval.data.audio import prepare
+from lalmeval.catalog.runspecs import Dataset, DatasetSpec
 from lalmeval.data.callhome import Turn, find_calls, read_callhome, windows
 from lalmeval.errors import UserError
+from lalmeval.media.audio import prepare
 from lalmeval.metrics.wer import WordErrorRate
 from lalmeval.postprocess.general import GeneralPostprocessor
-from lalmeval.records import Record
-from lalmeval.runspecs import Dataset, DatasetSpec
+from lalmeval.results.records import Record
 
 normalize_english = EnglishTextNormalizer()
 

@@ -72,7 +72,7 @@ def test_missing_private_callhome_data_says_where_to_put_it_and_the_rest_runs(ws
     ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text", "textual_input_column": "question", "audio_column": None}})
     with ScriptedEndpoint(lambda seen, n: "answer") as ep:
         config = ws.config([model(ep.url)], [["ch", "word_error_rate"], ["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
-        from lalmeval.cli import main
+        from lalmeval.cli.commands import main
 
         code = main(["run", "--config", str(config), "--run-id", "t"])
         assert len(ep.requests) == 1

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from lalmeval.choices import normalize_text
-from lalmeval.config import Filters
+from lalmeval.catalog.runspecs import BUILTIN_DIR, Catalog, Dataset
+from lalmeval.config.languages import NAMES
+from lalmeval.config.schema import Filters
+from lalmeval.data.choices import normalize_text
 from lalmeval.data.messages import Audio, Text
 from lalmeval.data.source import open_source
-from lalmeval.languages import NAMES
 from lalmeval.metrics.base import METRICS
 from lalmeval.preprocess.general import GeneralPreprocessor
-from lalmeval.runspecs import BUILTIN_DIR, Catalog, Dataset
 from tests.support.hubcache import cached_repo, use_cache
 from tests.support.workspace import DEMO, REPO, demo_rows
 

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from lalmeval.runspecs import BUILTIN_DIR, Catalog
+from lalmeval.catalog.runspecs import BUILTIN_DIR, Catalog
 from scripts import extract_peers
 from scripts.check_parity import parity, summary
 from scripts.generate_catalog import load_inputs, outputs

@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from lalmeval import judge_templates
-from lalmeval.runspecs import BUILTIN_DIR, Catalog
+from lalmeval.catalog.runspecs import BUILTIN_DIR, Catalog
+from lalmeval.judging import templates as judge_templates
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.workspace import DEMO, demo_rows, model
 from tests.test_catalog import clip, hub_folder

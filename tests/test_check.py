@@ -5,7 +5,7 @@ the likely fix — exit 0 only when all answer; launched servers are started, ch
 import socket
 import sys
 
-from lalmeval.cli import main
+from lalmeval.cli.commands import main
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.workspace import REPO, demo_rows, model
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lalmeval import choices
-from lalmeval.choices import apply, format_prompt, gold_index, labels, original_index, parse_options, permutation, remap_gold
+from lalmeval.data import choices
+from lalmeval.data.choices import apply, format_prompt, gold_index, labels, original_index, parse_options, permutation, remap_gold
 from lalmeval.errors import UserError
-from lalmeval.prompts import load_prompts
+from lalmeval.config.prompts import load_prompts
 
 REPO = Path(__file__).resolve().parents[1]
 ANIMALS = ["cat", "dog", "cow", "horse"]
@@ -155,7 +155,7 @@ def test_permutation_values_are_pinned():
 
 
 def test_permutation_does_not_depend_on_the_process_hash_seed():
-    code = "from lalmeval.choices import permutation; print(permutation(3, 2, 'id-9', 6))"
+    code = "from lalmeval.data.choices import permutation; print(permutation(3, 2, 'id-9', 6))"
     outputs = {
         subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True,
                        env={**os.environ, "PYTHONHASHSEED": seed}).stdout

@@ -175,7 +175,7 @@ def test_a_hub_dataset_unavailable_offline_fails_in_one_line_and_the_rest_of_the
 
 
 def test_without_network_a_hub_dataset_fails_at_once_saying_how_to_use_the_cache(ws, monkeypatch):
-    from lalmeval.config import Filters
+    from lalmeval.config.schema import Filters
     from lalmeval.data.source import open_source
     from lalmeval.errors import UserError
 
@@ -195,7 +195,7 @@ def test_without_network_a_hub_dataset_fails_at_once_saying_how_to_use_the_cache
 
 
 def test_failure_reasons_are_printed_whole_with_the_file_they_name(ws, capsys):
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
     from tests.support.endpoint import ScriptedEndpoint
     from tests.support.workspace import demo_rows, model
 

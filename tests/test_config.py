@@ -3,8 +3,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lalmeval.config import load_config, parse_config
-from lalmeval.secrets import redacted_config as redacted
+from lalmeval.config.schema import load_config, parse_config
+from lalmeval.config.secrets import redacted_config as redacted
 from lalmeval.errors import UserError
 
 BASE = {"dataset_metric": [["demo_commands", "word_error_rate"]], "models": [{"info": {"name": "m", "url": "http://x/v1", "model": "m"}}]}
@@ -98,8 +98,8 @@ def test_sample_config_is_valid_and_documents_every_key(monkeypatch):
         monkeypatch.setenv(var, value)
     text = (repo / "sample_config.yaml").read_text()
     load_config(repo / "sample_config.yaml")
-    from lalmeval.config import Config, Filters, GenerationOverride, JudgeProperties, ModelInfo, PromptRule, TemperatureOverride
-    from lalmeval.generation import Generation
+    from lalmeval.config.schema import Config, Filters, GenerationOverride, JudgeProperties, ModelInfo, PromptRule, TemperatureOverride
+    from lalmeval.config.generation import Generation
 
     for schema in (Config, Filters, ModelInfo, TemperatureOverride, JudgeProperties, GenerationOverride, PromptRule, Generation):
         for key in schema.model_fields:
@@ -124,7 +124,7 @@ def test_a_generation_setting_that_cannot_be_sent_is_refused_at_start(ws, capsys
     """`generation_kwargs.extra_body: {until: 2024-01-01}` — YAML reads an unquoted date as a date,
     which no request body can carry: refused before any work, one line naming the key (exit 2),
     instead of every sample failing with `internal error: TypeError: ... not JSON serializable`."""
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
     from tests.support.endpoint import ScriptedEndpoint
     from tests.support.workspace import model
 
@@ -166,7 +166,7 @@ def test_integer_keys_of_extra_body_are_sent_as_json_would_send_them():
 
 
 def test_a_runspec_extra_body_value_json_cannot_carry_is_refused_naming_the_dataset(tmp_path):
-    from lalmeval.runspecs import Catalog
+    from lalmeval.catalog.runspecs import Catalog
 
     (tmp_path / "qa").mkdir()
     (tmp_path / "qa" / "questions.json").write_text('{"qs": {"hf_repo": "x.jsonl", "language": "en", "generation_kwargs": {"extra_body": {"bias": NaN}}}}')
@@ -177,7 +177,7 @@ def test_a_runspec_extra_body_value_json_cannot_carry_is_refused_naming_the_data
 def test_secrets_are_blanked_by_field_and_scrubbed_elsewhere_only_when_long_enough():
     """A one-letter token cannot be told from the letters of a model id or a command: it is blanked in its
     own field only, and the run warns that the config repeats it. Credential fields of extra_body are secrets."""
-    from lalmeval.secrets import short_secret_warnings
+    from lalmeval.config.secrets import short_secret_warnings
 
     extra = {"api_key": "key-in-body-12345", "skip_special_tokens": False, "return_tokens_as_token_ids": True}
     model = {"name": "m", "url": "http://127.0.0.1:8000/v1", "model": "mistralai/Voxtral-Mini-3B", "auth_token": "x",

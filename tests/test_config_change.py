@@ -5,7 +5,7 @@ import sys
 import pytest
 import yaml
 
-from lalmeval.cli import main
+from lalmeval.cli.commands import main
 from tests.support.endpoint import AnyPathEndpoint, ScriptedEndpoint, answer_by_number
 from tests.support.workspace import REPO, demo_rows, model
 

@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 import soundfile as sf
 
-from lalmeval.config import Filters
-from lalmeval.data.audio import AudioError, decode, duration, prepare
+from lalmeval.config.schema import Filters
 from lalmeval.data.source import iter_samples, open_source
+from lalmeval.media.audio import AudioError, decode, duration, prepare
 from tests.support.encode import encode, silence, speech, speech_clip
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.workspace import model
@@ -188,7 +188,7 @@ def test_embedded_m4a_bytes_in_a_parquet_are_decoded(ws):
 
 
 def validate(ws):
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     return main(["validate", "--config", str(ws.root / "config.yaml")])
 

@@ -75,7 +75,7 @@ def test_a_jsonl_file_opening_with_a_bom_is_read(ws):
 
 def test_a_run_over_an_excel_csv_scores_every_row_against_its_separator_holding_reference(ws, capsys):
     """End to end: validate passes, and every row is answered and scored with its reference intact."""
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     rows = rows_with_separators(ws)
     ws.runspec("asr", "sheet", {"sheet": {"hf_repo": excel_csv(ws, rows), "id_column": "id"}})

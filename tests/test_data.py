@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 import soundfile as sf
 
-from lalmeval.config import Filters
-from lalmeval.data.audio import AudioError, decode, prepare
+from lalmeval.config.schema import Filters
 from lalmeval.data.source import iter_samples, open_source
 from lalmeval.errors import UserError
+from lalmeval.media.audio import AudioError, decode, prepare
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.workspace import DEMO, demo_rows, model
 
@@ -190,7 +190,7 @@ def test_language_and_accent_filters_skip_whole_datasets(ws):
 
 
 def _run_cli(ws, *argv):
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     return main(["run", "--config", str(ws.root / "config.yaml"), "--output-dir", str(ws.root / "runs"), "--run-id", "t", *argv])
 

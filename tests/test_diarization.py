@@ -6,14 +6,14 @@ from pathlib import Path
 import pytest
 from whisper_normalizer.english import EnglishTextNormalizer
 
+from lalmeval.catalog.runspecs import Dataset, DatasetSpec
 from lalmeval.data.callhome import read_callhome
 from lalmeval.metrics import METRICS
 from lalmeval.metrics.cpwer import cp_word_errors
 from lalmeval.metrics.diarization import SpeakerDiarization, align, parse_speakers
 from lalmeval.metrics.wer import WordErrorRate
 from lalmeval.postprocess.general import GeneralPostprocessor
-from lalmeval.records import Record
-from lalmeval.runspecs import Dataset, DatasetSpec
+from lalmeval.results.records import Record
 
 normalize_english = EnglishTextNormalizer()
 

@@ -1,8 +1,8 @@
 """Every key has an effect or is refused: a table from each config key and runspec field to a test
 that changes only that key and observes a different request, record, score or file — or a refusal.
 
-`test_the_table_covers_every_key` walks the config schema (lalmeval/config.py, recursively) and
-the runspec fields (lalmeval/runspecs.py): a key without an entry fails it, so a key added later
+`test_the_table_covers_every_key` walks the config schema (lalmeval/config/schema.py, recursively) and
+the runspec fields (lalmeval/catalog/runspecs.py): a key without an entry fails it, so a key added later
 comes with the test of its effect. Runs are real: in-process against scripted endpoints on
 127.0.0.1, on small text, speech and multiple-choice sets.
 """
@@ -25,10 +25,10 @@ from typing import Any, Callable, Optional
 import pytest
 from pydantic import BaseModel
 
-from lalmeval.config import Config
+from lalmeval.catalog.runspecs import DatasetSpec
+from lalmeval.config.options import RunOptions
+from lalmeval.config.schema import Config
 from lalmeval.errors import UserError
-from lalmeval.options import RunOptions
-from lalmeval.runspecs import DatasetSpec
 from tests.support.endpoint import Reply, ScriptedEndpoint, Seen
 from tests.support.ports import free_port_pair
 from tests.support.workspace import DEMO, REPO, Workspace, demo_rows
@@ -129,7 +129,7 @@ class Lab:
     def run(self, pairs: Optional[list[list[str]]] = None, spec: Optional[dict[str, dict]] = None, model: Optional[dict] = None,
             models: Optional[list[dict]] = None, options: RunOptions = RunOptions(use_cache=False), runspecs: bool = True,
             **config: Any) -> Obs:
-        from lalmeval.runner import run
+        from lalmeval.run.runner import run
 
         self.ws.runspec("lab", "sets", {name: {**base, **(spec or {}).get(name, {})} for name, base in BASE.items()})
         entries = models if models is not None else [self.model(**(model or {}))]
@@ -847,7 +847,7 @@ def _shouting() -> None:
     from lalmeval.postprocess.general import GeneralPostprocessor
     from lalmeval.preprocess import PREPROCESSORS
     from lalmeval.preprocess.general import GeneralPreprocessor
-    from lalmeval.records import Prompt
+    from lalmeval.results.records import Prompt
 
     if "ShoutingPreprocessor" in getattr(PREPROCESSORS, "_items", {}):
         return
@@ -954,7 +954,7 @@ def r_repeat_runs(lab: Lab) -> None:
 
 
 def r_origin(lab: Lab) -> None:
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     lab.run(spec={"qs": {"origin": "written for this test"}})
     out = io.StringIO()
@@ -1002,7 +1002,7 @@ def r_prompt_template(lab: Lab) -> None:
 
 
 def r_reproduces(lab: Lab) -> None:
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     assert "reproduces must be '<peer>:<task>'" in (lab.run(spec={"qs": {"reproduces": "not-a-peer"}}).error or "")
     lab.run(spec={"qs": {"reproduces": "kimi:qs"}})

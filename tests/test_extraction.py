@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lalmeval.choices import labels
+from lalmeval.data.choices import labels
 from lalmeval.errors import UserError
 from lalmeval.postprocess.extraction import EXTRACTORS, compile_pattern, extract_choice
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from lalmeval.cli import main
+from lalmeval.cli.commands import main
 from tests.support.endpoint import Reply, ScriptedEndpoint, answer_by_number
 from tests.support.workspace import model
 

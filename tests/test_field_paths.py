@@ -5,7 +5,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lalmeval.config import Filters
+from lalmeval.config.schema import Filters
 from lalmeval.data.source import iter_samples, open_source
 from lalmeval.errors import UserError
 from tests.support.endpoint import ScriptedEndpoint

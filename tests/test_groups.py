@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from lalmeval.catalog.runspecs import Catalog
 from lalmeval.errors import UserError
-from lalmeval.runspecs import Catalog
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.workspace import demo_rows, model
 
@@ -72,8 +72,8 @@ def test_a_group_score_says_which_members_have_no_score(ws, labelled):
         ws.config([model(ep.url)], [["both", "accuracy"]])
         plan = ws.plan()
     assert plan.aggregates == [("accuracy", ["both"])]
-    from lalmeval.records import Score
-    from lalmeval.report import aggregates
+    from lalmeval.reports.scores import aggregates
+    from lalmeval.results.records import Score
 
     only_small = [Score("m", "small", "accuracy", 100.0, 1, 0, {})]
     row = aggregates(plan.aggregates, only_small, plan.catalog)[0]

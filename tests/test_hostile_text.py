@@ -6,7 +6,12 @@ import subprocess
 import sys
 import textwrap
 
-from lalmeval.store import INTERNAL_WRITE_ERROR, JsonlWriter, watch_writes, write_error
+from lalmeval.results.store import (
+    INTERNAL_WRITE_ERROR,
+    JsonlWriter,
+    watch_writes,
+    write_error,
+)
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.workspace import REPO, model
 
@@ -126,7 +131,7 @@ ADVERSARIAL = {  # shapes that each made some step quadratic or worse
 
 SCRIPT = textwrap.dedent("""
     import sys
-    from lalmeval.choices import gold_index, normalize_text, parse_options
+    from lalmeval.data.choices import gold_index, normalize_text, parse_options
     from lalmeval.postprocess.extraction import extract_choice
     from lalmeval.postprocess.general import GeneralPostprocessor
     from lalmeval.postprocess.labels import normalize_label

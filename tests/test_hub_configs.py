@@ -96,7 +96,7 @@ def test_a_missing_or_unknown_configuration_or_split_is_an_error_naming_what_the
 
 
 def test_a_run_without_subset_over_several_configurations_is_exit_2_naming_them(ws, capsys):
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     converted_snapshot(ws.root / "data" / "snap")
     ws.runspec("asr", "hub", {"ls": {"hf_repo": "data/snap", "target_column": "text", "id_column": "id"}})
@@ -167,7 +167,7 @@ def test_a_readme_configuration_of_jsonl_files_is_read_by_datasets_as_the_card_s
 
 
 def test_validate_checks_the_chosen_configuration(ws, capsys):
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     converted_snapshot(ws.root / "data" / "snap")
     ws.runspec("asr", "hub", {"ls": {"hf_repo": "data/snap", "target_column": "text", "id_column": "id", "subset": "clean"}})
@@ -203,7 +203,7 @@ def cache(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("revision", [None, "refs/convert/parquet"])
 def test_a_hub_id_reads_the_configuration_from_the_hub_cache_offline(ws, cache, capsys, revision):
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     cached_repo(cache, "acme/speech", converted_snapshot(ws.root / "made"), revision or "main")
     extra = {"revision": revision} if revision else {}
@@ -216,7 +216,7 @@ def test_a_hub_id_reads_the_configuration_from_the_hub_cache_offline(ws, cache, 
 
 
 def test_a_configuration_the_hub_cache_lacks_is_exit_2_naming_those_it_holds(ws, cache, capsys):
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     cached_repo(cache, "acme/speech", converted_snapshot(ws.root / "made"))
     ws.runspec("asr", "hub", {"ls": {"hf_repo": "hub:acme/speech", "target_column": "text", "id_column": "id", "subset": "noisy"}})

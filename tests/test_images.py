@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lalmeval.data.images import ImageError, ImagePart, ImageRef, decode_data_uri, image_ref, image_url, sniff
+from lalmeval.media.images import ImageError, ImagePart, ImageRef, decode_data_uri, image_ref, image_url, sniff
 from tests.fixtures.images import make_images
 
 IMAGES = Path(__file__).parent / "fixtures" / "images"

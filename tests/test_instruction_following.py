@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from lalmeval.catalog.runspecs import BUILTIN_DIR, Catalog
 from lalmeval.metrics.ifeval_rules import RULES, count_sentences, follows
-from lalmeval.runspecs import BUILTIN_DIR, Catalog
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.workspace import model
 from tests.test_catalog import hub_folder

@@ -11,12 +11,12 @@ import time
 import pytest
 
 import lalmeval.reports as reports
-import lalmeval.runner as runner
-from lalmeval.cli import main
+import lalmeval.run.runner as runner
+from lalmeval.cli.commands import main
+from lalmeval.config.options import RunOptions
 from lalmeval.inference.launch import Launcher
-from lalmeval.options import RunOptions
-from lalmeval.runner import run
-from lalmeval.store import RunStore
+from lalmeval.results.store import RunStore
+from lalmeval.run.runner import run
 from tests.support.endpoint import Reply, ScriptedEndpoint, chat_payload
 from tests.support.workspace import REPO, demo_rows, model
 

@@ -5,14 +5,14 @@ import json
 
 import pytest
 
-from lalmeval.cli import main
+from lalmeval.cli.commands import main
 from lalmeval.inference.client import retry_after
-from lalmeval.ledger import InvariantError, Ledger
 from lalmeval.metrics import METRICS
 from lalmeval.metrics.accuracy import Accuracy
 from lalmeval.postprocess import POSTPROCESSORS
 from lalmeval.postprocess.general import GeneralPostprocessor
-from lalmeval.records import Record
+from lalmeval.results.ledger import InvariantError, Ledger
+from lalmeval.results.records import Record
 from tests.support.endpoint import Reply, ScriptedEndpoint, chat_payload
 from tests.support.workspace import model
 

@@ -8,10 +8,10 @@ import re
 import pytest
 from pathlib import Path
 
-from lalmeval.cli import main
+from lalmeval.cli.commands import main
 from lalmeval.errors import UserError
-from lalmeval.judge_templates import resolve, shipped
-from lalmeval.prompts import load_prompts
+from lalmeval.judging.templates import resolve, shipped
+from lalmeval.config.prompts import load_prompts
 from tests.support.endpoint import ScriptedEndpoint, answer_by_number
 from tests.support.workspace import demo_rows, model
 

@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from lalmeval.cli import main
+from lalmeval.cli.commands import main
 from lalmeval.errors import UserError
-from lalmeval.options import RunOptions
-from lalmeval.runner import run
+from lalmeval.config.options import RunOptions
+from lalmeval.run.runner import run
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.workspace import demo_rows, model
 

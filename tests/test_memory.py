@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lalmeval.inference.feed import READ_AHEAD, AudioCache, SampleFeed
-from lalmeval.records import AudioRef, Sample
+from lalmeval.results.records import AudioRef, Sample
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.workspace import DEMO, REPO, demo_rows, model
 
@@ -29,9 +29,9 @@ READ_ALL = textwrap.dedent("""
     sys.path.insert(0, {repo!r})
     from pathlib import Path
     import pyarrow as pa
-    from lalmeval.config import Filters
+    from lalmeval.config.schema import Filters
     from lalmeval.data.source import open_source
-    from lalmeval.runspecs import Dataset, DatasetSpec
+    from lalmeval.catalog.runspecs import Dataset, DatasetSpec
 
     def peak_mb():
         return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")) / 1024

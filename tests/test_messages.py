@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lalmeval.data import messages as messages_module
-from lalmeval.data.images import ImageError, ImageRef
+from lalmeval.media.images import ImageError, ImageRef
 from lalmeval.data.messages import (
     Audio, Conversation, Image, Text, Turn, from_openai_messages, image_parts, interleave, to_openai_content,
     to_openai_messages, vmcq_images,

@@ -1,11 +1,11 @@
 import pytest
 
+from lalmeval.catalog.runspecs import Dataset, DatasetSpec
 from lalmeval.metrics.accuracy import Accuracy
 from lalmeval.metrics.normalize import normalize_basic, normalizer
 from lalmeval.metrics.wer import WordErrorRate
 from lalmeval.postprocess.general import GeneralPostprocessor
-from lalmeval.records import Record
-from lalmeval.runspecs import Dataset, DatasetSpec
+from lalmeval.results.records import Record
 
 
 def dataset(language="en"):

@@ -197,7 +197,7 @@ MC_ROWS = [{"id": "a", "question": "Which animal barks?", "options": ["cat", "do
 
 def mc_run(ws, capsys, template: str):
     """A prompts file whose `terse` template a multiple-choice runspec uses; (exit code, stderr lines, requests sent)."""
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     (ws.root / "prompts.yaml").write_text(json.dumps({"mc_templates": {"terse": template}}))
     ws.runspec("knowledge", "mc", {"mc": {"hf_repo": ws.jsonl(MC_ROWS), "id_column": "id", "modality": "text", "audio_column": None,
@@ -300,7 +300,7 @@ KEYED = [
 def test_rescoring_uses_the_current_answer_key(ws, how):
     """A wrong answer key is corrected in the data (questions and options unchanged, so every request
     is the same): resumed or re-evaluated, the stored answers are scored against the current key."""
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     ws.runspec("knowledge", "mc", {"mc": {"hf_repo": ws.jsonl(KEYED), "id_column": "id", "modality": "text", "audio_column": None,
                                           "textual_input_column": "question", "choices_column": "options", "target_column": "answer"}})
@@ -321,7 +321,7 @@ def test_rescoring_uses_the_current_answer_key(ws, how):
 def test_rescoring_a_gold_option_the_model_never_saw_fails_that_sample(ws):
     """--reeval after the options themselves changed: the new gold option is not among those the
     stored answer chose from, so that sample cannot be scored (exit 3), rather than scored wrong."""
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     ws.runspec("knowledge", "mc", {"mc": {"hf_repo": ws.jsonl(KEYED), "id_column": "id", "modality": "text", "audio_column": None,
                                           "textual_input_column": "question", "choices_column": "options", "target_column": "answer"}})
@@ -338,7 +338,7 @@ def test_rescoring_a_gold_option_the_model_never_saw_fails_that_sample(ws):
 def test_rescoring_keeps_the_gold_among_options_with_the_same_text(ws, shuffle):
     """Two options read the same: a resume or --reeval of unchanged data scores the stored answer as
     the first run did (the gold follows the options as shown, not the first option with its text)."""
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     rows = [{"id": "d", "question": "Pick the third.", "options": ["same", "other", "same"], "answer": "C"}]
     ws.runspec("knowledge", "mc", {"mc": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text", "audio_column": None,

@@ -10,10 +10,10 @@ import time
 
 import pytest
 
+from lalmeval.config.interpolate import interpolate
 from lalmeval.errors import UserError
-from lalmeval.interpolate import interpolate
-from lalmeval.runner import default_run_id
-from lalmeval.store import NAME_MAX, file_name, safe_name
+from lalmeval.results.store import NAME_MAX, file_name, safe_name
+from lalmeval.run.runner import default_run_id
 from tests.support.endpoint import ScriptedEndpoint, answer_by_number
 from tests.support.workspace import REPO, model
 
@@ -121,7 +121,7 @@ def test_runs_started_in_the_same_second_get_distinct_run_ids(tmp_path, monkeypa
 
 
 def test_a_second_run_in_the_same_second_is_a_new_run_not_a_resume_of_the_first(ws, monkeypatch, capsys):
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     ws.text_questions(2)
     monkeypatch.setattr(time, "strftime", lambda fmt, *a: "20250101-120000")

@@ -9,8 +9,8 @@ import pytest
 from lalmeval.metrics.normalize import NORMALIZERS, normalizer, split_units
 from lalmeval.metrics.wer import WordErrorRate
 from lalmeval.postprocess.general import GeneralPostprocessor
-from lalmeval.records import Record
-from lalmeval.runspecs import Dataset, DatasetSpec
+from lalmeval.results.records import Record
+from lalmeval.catalog.runspecs import Dataset, DatasetSpec
 
 
 def wer_metric(language="en", **spec):
@@ -162,7 +162,7 @@ def test_a_missing_normalizer_package_stops_the_run_at_start(monkeypatch):
                                            ("deu", "de"), ("yue", "yue"), ("fil", "fil")])
 def test_three_letter_language_codes_are_the_languages_of_their_two_letter_codes(code, expected):
     """A runspec declaring `language: jpn` used to get English word units for Japanese."""
-    from lalmeval.languages import default_error_unit, iso_code
+    from lalmeval.config.languages import default_error_unit, iso_code
 
     assert iso_code(code) == expected
     if expected == "ja":
@@ -174,7 +174,7 @@ def test_three_letter_language_codes_are_the_languages_of_their_two_letter_codes
 def test_two_letters_that_are_no_language_are_refused_not_scored_with_another_normalizer(code, fragment):
     """'cn' taken as a code gave Chinese text the basic normalizer and word units: WER 100 instead of 12.5."""
     from lalmeval.errors import UserError
-    from lalmeval.languages import iso_code
+    from lalmeval.config.languages import iso_code
 
     with pytest.raises(UserError, match=re.escape(f"x.json: language: unknown language '{code}' ({fragment}")):
         iso_code(code, where="x.json: language")
@@ -182,7 +182,7 @@ def test_two_letters_that_are_no_language_are_refused_not_scored_with_another_no
 
 @pytest.mark.parametrize("code,expected", [("kr", "kr"), ("se", "se"), ("jw", "jv"), ("iw", "he"), ("nn-NO", "nn"), ("tok", "tok")])
 def test_every_iso_639_1_code_withdrawn_code_and_three_letter_code_is_a_language(code, expected):
-    from lalmeval.languages import iso_code
+    from lalmeval.config.languages import iso_code
 
     assert iso_code(code) == expected
 

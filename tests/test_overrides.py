@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lalmeval.config import parse_config
+from lalmeval.cli.overrides import Overrides, apply
+from lalmeval.config.schema import parse_config
 from lalmeval.errors import UserError
-from lalmeval.overrides import Overrides, apply
 from tests.support.endpoint import Reply, ScriptedEndpoint, answer_by_number
 from tests.support.workspace import Workspace, model
 from tests.test_cli import assert_one_line_error

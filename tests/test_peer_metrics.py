@@ -6,12 +6,12 @@ import re
 
 import pytest
 
-from lalmeval.config import parse_config
+from lalmeval.config.schema import parse_config
 from lalmeval.errors import UserError
 from lalmeval.metrics import METRICS
 from lalmeval.metrics.air_bench import ratings
 from lalmeval.metrics.gsm8k import reference_answer, reply_answer
-from lalmeval.runner import run
+from lalmeval.run.runner import run
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.workspace import demo_rows, model
 
@@ -101,7 +101,7 @@ def test_comet_refuses_to_start_without_its_package_or_a_source_column(monkeypat
         METRICS.get("comet").check(config)
     rows = ws.copy_demo_audio(demo_rows(1))
     ws.runspec("st", "translation", {"st": {"hf_repo": ws.jsonl(rows), "metrics": ["comet"]}})
-    from lalmeval.runspecs import Catalog
+    from lalmeval.catalog.runspecs import Catalog
 
     dataset = Catalog.load([ws.root / "runspecs"]).datasets["st"]
     with pytest.raises(UserError, match="dataset 'st': metric 'comet' scores against the source sentence: set transcript_column"):

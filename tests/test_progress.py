@@ -17,13 +17,13 @@ from fcntl import ioctl
 import pytest
 from rich.console import Console
 
-from lalmeval.config import ModelInfo
+from lalmeval.config.schema import ModelInfo
 from lalmeval.inference.client import Endpoint
 from lalmeval.inference.job import RecordStream
-from lalmeval.ledger import INTERRUPTED
-from lalmeval.progress import PassView, Progress
-from lalmeval.records import Record
-from lalmeval.throughput import RateMeter, finish_times, shared_groups
+from lalmeval.results.ledger import INTERRUPTED
+from lalmeval.results.records import Record
+from lalmeval.run.progress import PassView, Progress
+from lalmeval.run.throughput import RateMeter, finish_times, shared_groups
 from tests.support.browser import parse
 from tests.support.endpoint import ScriptedEndpoint, answer_by_number
 from tests.support.workspace import REPO, model

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from lalmeval.catalog.protocols import SCORING_PROTOCOLS
+from lalmeval.catalog.runspecs import Catalog
 from lalmeval.errors import UserError
 from lalmeval.metrics.wer import WordErrorRate
 from lalmeval.postprocess.general import GeneralPostprocessor
-from lalmeval.records import Record
-from lalmeval.runspecs import Catalog
-from lalmeval.scoring_protocols import SCORING_PROTOCOLS
+from lalmeval.results.records import Record
 from tests.support.browser import dump_dom, parse
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.workspace import model

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lalmeval.choices import parse_options
 from lalmeval.data.cells import cell_text, reference_text
+from lalmeval.data.choices import parse_options
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.workspace import model
 

@@ -60,7 +60,7 @@ def test_two_checkpoints_served_under_one_model_id_are_two_models_with_their_own
     with ScriptedEndpoint(checkpoint(lambda w: f"answer {w}")) as good, ScriptedEndpoint(checkpoint(lambda w: "no idea")) as bad:
         ws.config([{**model(good.url, "step-1000"), "model": "model"}, {**model(bad.url, "step-2000"), "model": "model"}],
                   [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
-        from lalmeval.cli import main
+        from lalmeval.cli.commands import main
 
         code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t", "--no-cache"])
         served = len(good.requests), len(bad.requests)
@@ -134,7 +134,7 @@ def test_a_merged_model_says_so_in_the_score_table_and_report(ws):
     questions(ws, 8)
     with ScriptedEndpoint(answer) as one, ScriptedEndpoint(answer) as two:
         ws.config([replica([one.url, two.url])], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
-        from lalmeval.report import score_table
+        from lalmeval.reports.scores import score_table
 
         result = ws.run()
     table = score_table(result.scores, [])
@@ -156,7 +156,7 @@ def test_a_replica_that_dies_mid_run_leaves_its_work_to_the_others_and_no_sample
         with ScriptedEndpoint(dying) as doomed:
             ws.config([replica(alive.url, batch_size=4, retry_attempts=1), replica(doomed.url, batch_size=4, retry_attempts=1)],
                       [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
-            from lalmeval.cli import main
+            from lalmeval.cli.commands import main
 
             code = main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "t"])
     score = json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())["scores"][0]

@@ -11,12 +11,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import soundfile as sf
 
-from lalmeval.clips import ClipKeeper
 from lalmeval.reports import load_run, render_run
 from lalmeval.reports.html import run_report
 from lalmeval.reports.order import natural_key
 from lalmeval.reports.samples import collect
-from lalmeval.store import write_atomic
+from lalmeval.results.clips import ClipKeeper
+from lalmeval.results.store import write_atomic
 from tests.support.browser import dump_dom, parse
 from tests.support.endpoint import Reply, ScriptedEndpoint, answer_by_number
 from tests.support.workspace import DEMO, REPO, Workspace, demo_rows, model

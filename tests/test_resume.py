@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from lalmeval.options import RunOptions
-from lalmeval.runner import run
+from lalmeval.config.options import RunOptions
+from lalmeval.run.runner import run
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.workspace import demo_rows, model
 

@@ -5,9 +5,9 @@ import sys
 
 import pytest
 
+from lalmeval.catalog.runspecs import Catalog
 from lalmeval.errors import UserError
 from lalmeval.metrics import METRICS
-from lalmeval.runspecs import Catalog
 from tests.support.workspace import REPO
 
 
@@ -74,7 +74,7 @@ def test_a_multiple_choice_setting_on_a_dataset_without_options_is_refused(tmp_p
 
 
 def test_builtin_runspecs_load_and_use_known_processors_and_metrics():
-    from lalmeval.plan import _check_processors
+    from lalmeval.run.plan import _check_processors
 
     catalog = Catalog.load([REPO / "runspecs"])
     assert "demo_commands" in catalog.datasets and "librispeech_test_clean" in catalog.datasets
@@ -95,8 +95,8 @@ def test_list_command_prints_families_and_expands_every_dataset_on_request():
 
 
 def test_every_builtin_dataset_plans_with_all_its_metrics(tmp_path):
-    from lalmeval.config import parse_config
-    from lalmeval.plan import build_plan
+    from lalmeval.config.schema import parse_config
+    from lalmeval.run.plan import build_plan
 
     catalog = Catalog.load([REPO / "runspecs"])
     categories = sorted({d.category for d in catalog.datasets.values()})

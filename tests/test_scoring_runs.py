@@ -7,7 +7,7 @@ import pytest
 import soundfile as sf
 from whisper_normalizer.english import EnglishTextNormalizer
 
-from lalmeval.runner import run
+from lalmeval.run.runner import run
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.workspace import DEMO, demo_rows, model
 
@@ -144,7 +144,7 @@ def text_set(ws, rows, **spec):
 
 
 def run_cli(ws, metric):
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
     from tests.support.endpoint import answer_by_number
 
     with ScriptedEndpoint(answer_by_number) as ep:
@@ -189,7 +189,7 @@ def test_samples_left_unscored_for_want_of_a_reference_are_failed_and_never_exit
 
 
 def test_multiple_choice_without_a_gold_answer_is_refused_at_start(ws, capsys):
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     text_set(ws, [{"id": f"q{i}", "question": f"is {i} even?"} for i in range(4)], choices=["yes", "no"], target_column=None)
     with ScriptedEndpoint(lambda seen, n: "A") as ep:
@@ -206,7 +206,7 @@ def test_multiple_choice_rows_without_a_gold_answer_are_failed_with_their_reason
     rows = [{"id": f"q{i}", "question": f"is {i} even?", "answer": "A" if i % 2 == 0 else "B"} for i in range(4)]
     rows[3]["answer"] = None
     text_set(ws, rows, choices=["yes", "no"], target_column="answer")
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     with ScriptedEndpoint(lambda seen, n: "A") as ep:
         ws.config([model(ep.url)], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from lalmeval.secrets import REDACTED, Redactor, clip, is_credential
+from lalmeval.config.secrets import REDACTED, Redactor, clip, is_credential
 from tests.support.endpoint import AnyPathEndpoint, Reply, ScriptedEndpoint, answer_by_number
 from tests.support.workspace import REPO, model
 

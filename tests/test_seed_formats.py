@@ -121,7 +121,7 @@ def test_a_placeholder_without_its_media_fails_the_row_instead_of_sending_the_wo
 
 
 def test_validate_reads_every_selected_row_and_refuses_those_a_run_would_fail(ws):
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     rows = [{"id": "q1", "question": "Hear <audio 1>", "options": ["a", "b"], "answer": "A"},
             {"id": "q2", "question": "Plain", "options": ["a", "b"], "answer": {"letter": "A"}},
@@ -218,7 +218,7 @@ def test_one_file_of_a_twinkle_folder_can_be_named_alone(ws):
 
 def test_a_compressed_file_in_a_twinkle_folder_is_refused_not_left_out(ws, capsys):
     """Twinkle scores every file of the folder; one it cannot read (x.jsonl.gz) would be a subset missing from the average."""
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     TWINKLE["zoology_test.jsonl.gz"] = [("Which animal barks?", "cat", "dog", "cow", "owl", "B")]
     try:
@@ -284,7 +284,7 @@ def test_split_files_of_a_folder_are_read_by_their_split_every_one(ws):
 def test_a_folder_whose_files_cannot_all_be_read_is_refused_not_read_in_part(ws, capsys, files, problem):
     """`datasets` would read one type and drop the other, or drop files that name no split:
     the run stops with one line naming the folder and the files instead of evaluating a part."""
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     text_folder(ws, files)
     with ScriptedEndpoint(lambda seen, n: "x") as ep:
@@ -297,7 +297,7 @@ def test_a_folder_whose_files_cannot_all_be_read_is_refused_not_read_in_part(ws,
 
 def test_a_revision_on_a_local_folder_is_refused_it_would_be_ignored(ws):
     from lalmeval.data.source import open_source
-    from lalmeval.config import Filters
+    from lalmeval.config.schema import Filters
     from lalmeval.errors import UserError
 
     text_folder(ws, {"a.jsonl": [q(0)]}, revision="v2")
@@ -360,7 +360,7 @@ def test_dataset_paths_put_a_dataset_where_the_config_says_and_unknown_names_are
 
 
 def test_a_kimi_dataset_missing_under_dataset_root_names_where_it_was_looked_for(ws, capsys):
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     kimi_rows(ws, "kimi_data", "VoiceBench", "sd-qa", count=1)
     ws.runspec("kimi", "sets", {
@@ -385,7 +385,7 @@ def test_an_au_harness_config_runs_with_one_note_per_key_read_under_lalmevals_na
     max_gen_tokens reaches the request as max_tokens, the judge is asked — with one note line each."""
     import yaml
 
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
     from tests.support.endpoint import answer_by_number
 
     ws.text_questions(3)
@@ -421,7 +421,7 @@ def test_an_au_harness_config_runs_with_one_note_per_key_read_under_lalmevals_na
     ({"task_metric": [["qs", "accuracy"]]}, "both 'dataset_metric' and 'task_metric' (AU-Harness's name for it) are given; keep 'dataset_metric'"),
 ])
 def test_au_harness_keys_without_a_same_meaning_here_are_refused_naming_what_to_write(ws, extra, message):
-    from lalmeval.config import parse_config
+    from lalmeval.config.schema import parse_config
     from lalmeval.errors import UserError
 
     raw = {"dataset_metric": [["qs", "accuracy"]], "models": [model("http://127.0.0.1:9/v1")], **extra}

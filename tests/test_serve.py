@@ -231,7 +231,7 @@ def test_an_unknown_model_module_is_one_line_and_exit_2(tmp_path):
 
 
 def test_the_core_and_the_server_import_no_model_library(tmp_path):
-    code = ("import sys, lalmeval.cli, lalmeval.runner, lalmeval.serve.app\n"
+    code = ("import sys, lalmeval.cli.commands, lalmeval.run.runner, lalmeval.serve.app\n"
             "from lalmeval.serve.runtime import load_model\nload_model('echo').load()\n"
             "print(sorted(m for m in ('faster_whisper', 'ctranslate2', 'pocketsphinx', 'torch') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from lalmeval.errors import WriteFailed
-from lalmeval.store import write_atomic
+from lalmeval.results.store import write_atomic
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.workspace import REPO, model
 

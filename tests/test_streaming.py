@@ -19,9 +19,9 @@ PEAK_RSS = textwrap.dedent("""
     sys.path.insert(0, {repo!r})
     path = {path!r}
     import pyarrow.parquet
-    from lalmeval.config import Filters
+    from lalmeval.config.schema import Filters
     from lalmeval.data.source import open_source
-    from lalmeval.runspecs import Dataset, DatasetSpec
+    from lalmeval.catalog.runspecs import Dataset, DatasetSpec
     from pathlib import Path
     def peak_kb():
         return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
@@ -111,7 +111,7 @@ def test_a_short_run_still_shows_its_progress(ws):
 
 
 def record(i, error=None):
-    from lalmeval.records import Record
+    from lalmeval.results.records import Record
 
     return Record(id=f"s{i}", prompt="p", system=None, params={}, reference="r", prediction=None if error else "x" * 1000, error=error)
 
@@ -215,7 +215,7 @@ def test_a_streamed_dataset_that_breaks_off_is_never_exit_0(ws, fault, capsys):
     (How many rows a broken shard lets through depends on the reader's batch: the count is said.)"""
     import re
 
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
     from tests.support.endpoint import answer_by_number
 
     rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(40)]

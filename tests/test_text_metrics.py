@@ -8,15 +8,15 @@ import pytest
 import sacrebleu
 from rouge_score import rouge_scorer
 
-from lalmeval.config import parse_config
+from lalmeval.catalog.runspecs import Dataset, DatasetSpec
+from lalmeval.config.schema import parse_config
 from lalmeval.errors import UserError
 from lalmeval.metrics import METRICS, MetricContext
 from lalmeval.metrics.bleu import Bleu, Chrf
 from lalmeval.metrics.meteor import DEBIAN_WORDNET, Meteor
 from lalmeval.metrics.rouge import Rouge
 from lalmeval.postprocess.general import GeneralPostprocessor
-from lalmeval.records import Record
-from lalmeval.runspecs import Dataset, DatasetSpec
+from lalmeval.results.records import Record
 from lalmeval.stats import resampled_sums
 
 EN = [("The cat sat on the mat.", "The cat is sitting on the mat."), ("It is raining today", "Today it rains"),

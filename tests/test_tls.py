@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from lalmeval.cli import main
+from lalmeval.cli.commands import main
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.workspace import demo_rows, model
 from tests.test_judges import answering, binary_judge, dataset, go

@@ -21,7 +21,7 @@ SECRET = "tok-tracker-secret-77"
 
 def cli(*args: str, cwd: Path, code: str = "", home: Path | None = None) -> subprocess.CompletedProcess:
     """The CLI as a user runs it; `code` runs first in the same interpreter (to hide a package); `home` is its HOME."""
-    start = f"{code}\nimport sys\nfrom lalmeval.cli import main\nsys.argv[0] = 'lalmeval'\nsys.exit(main(sys.argv[1:]))"
+    start = f"{code}\nimport sys\nfrom lalmeval.cli.commands import main\nsys.argv[0] = 'lalmeval'\nsys.exit(main(sys.argv[1:]))"
     env = {**os.environ, **({"HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"), "XDG_DATA_HOME": str(home / ".local")} if home else {})}
     return subprocess.run([sys.executable, "-c", start, *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
 

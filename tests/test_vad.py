@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lalmeval.data.audio import decode, to_pcm16
+from lalmeval.media.audio import decode, to_pcm16
 from lalmeval.data.vad import split_at_silences, speech_frames
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "vad"

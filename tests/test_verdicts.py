@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from lalmeval.config.prompts import load_prompts
 from lalmeval.errors import UserError
-from lalmeval.judge_templates import BINARY_METRIC, GRADED_METRIC, resolve, shipped
-from lalmeval.prompts import load_prompts
-from lalmeval.verdicts import Labels, Scale, read_verdict
+from lalmeval.judging.templates import BINARY_METRIC, GRADED_METRIC, resolve, shipped
+from lalmeval.judging.verdicts import Labels, Scale, read_verdict
 
 DATA = Path(__file__).parent / "data" / "judge_replies.jsonl"
 CASES = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines()]

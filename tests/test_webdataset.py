@@ -10,10 +10,10 @@ import tarfile
 
 import pytest
 
-from lalmeval.config import Filters
-from lalmeval.data.audio import decode, duration
+from lalmeval.config.schema import Filters
 from lalmeval.data.source import iter_samples, open_source
 from lalmeval.errors import UserError
+from lalmeval.media.audio import decode, duration
 from tests.support.encode import speech_clip
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.read_all import read_all
@@ -122,7 +122,7 @@ def test_length_filter_and_compressed_clips_in_shards(ws):
 
 
 def test_a_run_over_shards_validates_answers_and_scores_every_sample(ws, shards, capsys):
-    from lalmeval.cli import main
+    from lalmeval.cli.commands import main
 
     dataset(ws)
     with ScriptedEndpoint(lambda seen, n: "what is the weather this weekend") as ep:

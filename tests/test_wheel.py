@@ -54,7 +54,7 @@ def outside(bin_dir: Path, *args: str, cwd: Path, timeout: int = 300) -> subproc
 
 
 def test_the_installed_package_is_the_wheel_s_and_carries_its_data(installed, tmp_path):
-    probe = "import lalmeval, lalmeval.bundled as b; print(lalmeval.__file__); print(b.RUNSPECS); print(b.DEMO_COMMANDS)"
+    probe = "import lalmeval, lalmeval.catalog.bundled as b; print(lalmeval.__file__); print(b.RUNSPECS); print(b.DEMO_COMMANDS)"
     out = subprocess.run([str(installed / "python"), "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
     package = Path(out[0]).parent
     assert package.is_relative_to(installed.parent) and not package.is_relative_to(REPO)
@@ -64,7 +64,7 @@ def test_the_installed_package_is_the_wheel_s_and_carries_its_data(installed, tm
     clips = sorted(p.name for p in (Path(out[2]) / "audio").iterdir())
     assert clips == sorted(p.name for p in (REPO / "private_datasets" / "demo_commands" / "audio").iterdir()) and len(clips) == 40
     # Installed as a package, an optional extra is named as one; the wheel carries the license text.
-    hint = subprocess.run([str(installed / "python"), "-c", "import lalmeval.bundled as b; print(b.install('mlflow'))"], cwd=tmp_path,
+    hint = subprocess.run([str(installed / "python"), "-c", "import lalmeval.catalog.bundled as b; print(b.install('mlflow'))"], cwd=tmp_path,
                           capture_output=True, text=True, check=True).stdout.strip()
     assert hint == "pip install 'lalmeval[mlflow]'"
     licenses = list(package.parent.glob("lalmeval-*.dist-info/**/LICENSE"))

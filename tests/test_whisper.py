@@ -12,7 +12,7 @@ import openai
 import pytest
 import soundfile as sf
 
-from lalmeval.data.audio import decode
+from lalmeval.media.audio import decode
 from lalmeval.metrics.normalize import normalizer
 from tests.support.served import Served
 from tests.support.workspace import DEMO, REPO, demo_rows

@@ -19,9 +19,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
-from lalmeval.data.images import ImageError, ImageRef, local_file
+from lalmeval.media.images import ImageError, ImageRef, local_file
 from lalmeval.files import system_tree
-from lalmeval.records import AudioRef, Sample
+from lalmeval.results.records import AudioRef, Sample
 
 ALLOW_KEY = "allowed_data_dirs"
 

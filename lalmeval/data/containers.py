@@ -1,7 +1,7 @@
 """Audio libsndfile does not read — AAC in m4a/mp4, Opus in WebM, anything else in a container FFmpeg
 knows — opened with PyAV and read like a soundfile.SoundFile: float32 frames, a block at a time.
 
-lalmeval.data.audio tries libsndfile first (WAV, FLAC, MP3, Ogg Vorbis/Opus, ...) and comes here only
+lalmeval.media.audio tries libsndfile first (WAV, FLAC, MP3, Ogg Vorbis/Opus, ...) and comes here only
 when libsndfile does not recognise the format, so the same clip always decodes the same way. A
 container's header gives its length only roughly (an MP3's from its bitrate, a WebM written live not
 at all): it is a hint for the length limit and for `length_filter`, never a bound on what is read.

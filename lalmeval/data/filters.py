@@ -6,14 +6,15 @@ import random
 from pathlib import Path
 from typing import Any, Optional
 
-from lalmeval.config import Filters
-from lalmeval.data.audio import duration
+from lalmeval.catalog.runspecs import Dataset
+from lalmeval.config.languages import iso_code
+from lalmeval.config.schema import Filters
+from lalmeval.data.audio_cells import audio_refs
 from lalmeval.data.cells import cell_text
 from lalmeval.data.confine import DataFolders
 from lalmeval.errors import UserError
-from lalmeval.languages import iso_code
-from lalmeval.records import AudioRef
-from lalmeval.runspecs import Dataset
+from lalmeval.media.audio import duration
+from lalmeval.results.records import AudioRef
 
 
 def skip_reason(dataset: Dataset, filters: Filters) -> Optional[str]:
@@ -45,8 +46,6 @@ def _subset_of(value: Any, column: str) -> Optional[str]:
 def clip_seconds(value: Any, base: Path, folders: Optional[DataFolders] = None) -> Optional[float]:
     """Total seconds of a row's audio from headers (or spans) alone; None when a header cannot be read
     (or may not be: a file outside the data's `folders` is kept, so that its row fails with the reason)."""
-    from lalmeval.data.source import audio_refs
-
     total = 0.0
     try:
         refs = audio_refs(value, base)

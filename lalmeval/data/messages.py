@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
-from lalmeval.data.images import ImageError, ImagePart, ImageRef, image_ref, image_url, is_missing
-from lalmeval.records import AudioRef
+from lalmeval.media.images import ImageError, ImagePart, ImageRef, image_ref, image_url, is_missing
+from lalmeval.results.records import AudioRef
 from lalmeval.text import mended
 
 MAX_IMAGES = 100  # EvalScope's image_1..image_100

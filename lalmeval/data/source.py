@@ -9,30 +9,30 @@ a fresh iterator (a run makes one, and hands each sample to every model: inferen
 from __future__ import annotations
 
 import json
-import math
 import random
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
-from lalmeval.config import Filters
+from lalmeval.config.schema import Filters
 from lalmeval.data import audiofolder, hub, webdataset  # noqa: F401  (register their formats)
-from lalmeval.choices import gold_index, parse_options
+from lalmeval.data.choices import gold_index, parse_options
+from lalmeval.data.audio_cells import audio_refs
 from lalmeval.data.cells import cell_text, reference_text
 from lalmeval.data.configs import folder_layout
 from lalmeval.data.confine import DataFolders, hub_caches
 from lalmeval.data.fields import FieldPath, heads, paths_of, physical, resolve, with_paths
 from lalmeval.data.filters import RowFilter, Selection, sample_count
 from lalmeval.data.folder import declares_configs
-from lalmeval.data.images import ImageRef, image_ref, is_missing
+from lalmeval.media.images import ImageRef, image_ref, is_missing
 from lalmeval.data.layouts import folder_format
 from lalmeval.data.messages import check_placeholders, from_openai_messages
 from lalmeval.data.tables import FORMATS, MemoryTable, Table, TableRequest
 from lalmeval.errors import UserError
-from lalmeval.languages import iso_code
-from lalmeval.records import AudioRef, Sample
-from lalmeval.runspecs import Dataset, kimi_file
+from lalmeval.config.languages import iso_code
+from lalmeval.results.records import AudioRef, Sample
+from lalmeval.catalog.runspecs import Dataset, kimi_file
 from lalmeval.text import mended
 
 _LOCAL_SUFFIXES = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".tsv": "tsv", ".tar": "webdataset"}
@@ -206,60 +206,6 @@ def _text(value: Any) -> Optional[str]:
         return value
     # default=str: a struct cell may hold dates or bytes, which are still worth showing as text
     return json.dumps(value, ensure_ascii=False, default=str) if isinstance(value, (dict, list)) else str(value)
-
-
-def _seconds(clip: dict, key: str) -> float:
-    value = clip[key]
-    try:
-        seconds = float(value) if not isinstance(value, bool) else math.nan
-    except (TypeError, ValueError):
-        seconds = math.nan
-    if not math.isfinite(seconds):
-        raise ValueError(f"span {key} {value!r} is not a number of seconds")
-    return seconds
-
-
-def _span(clip: dict) -> Optional[tuple[float, float]]:
-    """The {start, end} of a clip struct in seconds, checked; None when it has neither."""
-    if clip.get("start") is None and clip.get("end") is None:
-        return None
-    if clip.get("start") is None or clip.get("end") is None:
-        raise ValueError(f"a span needs both start and end (got start {clip.get('start')!r}, end {clip.get('end')!r})")
-    start, end = _seconds(clip, "start"), _seconds(clip, "end")
-    if not 0 <= start < end:
-        raise ValueError(f"invalid span {start:.3f}-{end:.3f} s (expected 0 <= start < end)")
-    return start, end
-
-
-def _one_audio(value: Any, base: Path) -> Optional[AudioRef]:
-    """One clip: a path, raw bytes, an HF struct {bytes, path}, or a {path, start, end} span; ValueError when malformed."""
-    span = None
-    if isinstance(value, dict):
-        if "bytes" not in value and "path" not in value:
-            raise ValueError(f"a clip struct holds 'bytes' or 'path' (keys: {', '.join(map(str, value)) or 'none'})")
-        span = _span(value)
-        data = value.get("bytes")
-        if data:
-            if not isinstance(data, (bytes, bytearray, memoryview)):
-                raise ValueError(f"'bytes' holds {type(data).__name__}, not bytes")
-            return AudioRef(bytes(data), span)
-        value = value.get("path")
-    if isinstance(value, (bytes, bytearray, memoryview)) and value:
-        return AudioRef(bytes(value), span)
-    if isinstance(value, str) and value:
-        path = Path(value).expanduser()
-        return AudioRef(str(path if path.is_absolute() else base / path), span)
-    if is_missing(value) or value == b"":
-        return None
-    raise ValueError(f"expected a path, bytes, {{bytes, path}} or {{path, start, end}}, got {type(value).__name__} {_text(value)[:80]!r}")
-
-
-def audio_refs(value: Any, base: Path) -> tuple[AudioRef, ...]:
-    """A row's audio: an HF struct {bytes, path}, a path, a {path, start, end} span, or a list of those.
-
-    A malformed value raises ValueError (the row then fails alone, with the reason)."""
-    values = value if isinstance(value, (list, tuple)) else [value]
-    return tuple(ref for ref in (_one_audio(v, base) for v in values) if ref is not None)
 
 
 def row_id(row: dict[str, Any], index: int, dataset: Dataset, where: str) -> str:
@@ -512,7 +458,7 @@ def row_problems(dataset: Dataset, filters: Filters, seed: int = 0, streaming: b
 
 def _audio_problem(sample: Sample, limit: Optional[float]) -> Optional[str]:
     """Why a run could not decode one of the sample's clips, as it would record it; None when all open."""
-    from lalmeval.data.audio import AudioError, probe
+    from lalmeval.media.audio import AudioError, probe
 
     for ref in sample.audio:
         try:

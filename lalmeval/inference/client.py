@@ -13,15 +13,15 @@ from urllib.parse import urljoin
 
 import aiohttp
 
-from lalmeval.config import ModelInfo
+from lalmeval.config.schema import ModelInfo
+from lalmeval.config.secrets import NO_SECRETS, Redactor, clip, scrub
 from lalmeval.inference.azure import deployment_url
 from lalmeval.inference.diagnose import REFUSALS, refusal_line, refuses_every_request
 from lalmeval.inference.limit import AdaptiveLimit
 from lalmeval.inference.protocols import ReplyError
 from lalmeval.inference.urls import endpoint_url, host_of, same_host
 from lalmeval.inference.waits import Wait, asked_wait, seconds_or_date
-from lalmeval.ledger import INTERRUPTED
-from lalmeval.secrets import NO_SECRETS, Redactor, clip, scrub
+from lalmeval.results.ledger import INTERRUPTED
 from lalmeval.text import mended
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504}) | frozenset(range(520, 530))

@@ -6,7 +6,7 @@ import re
 from typing import Optional
 from urllib.parse import urlsplit
 
-from lalmeval.config import ModelInfo
+from lalmeval.config.schema import ModelInfo
 
 # Answers that no retry can change and that say the endpoint (key, URL, model id), not one sample, is wrong:
 # 405 (the url is a web page or another API, which takes no POST there), 407 (a gateway's own credentials)

@@ -14,11 +14,11 @@ import itertools
 from collections import Counter, OrderedDict
 from typing import Any, Callable, Hashable, Iterator, Optional
 
-from lalmeval.data.audio import PreparedAudio, prepare
 from lalmeval.data.source import EmptySelection
 from lalmeval.errors import UserError
-from lalmeval.ledger import InvariantError
-from lalmeval.records import Sample
+from lalmeval.media.audio import PreparedAudio, prepare
+from lalmeval.results.ledger import InvariantError
+from lalmeval.results.records import Sample
 
 READ_AHEAD = 16   # samples read per trip to the reader thread
 # Samples a feed reads ahead of its slowest pass. Small on purpose: the models of a dataset then

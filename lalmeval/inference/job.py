@@ -11,25 +11,25 @@ from dataclasses import replace
 from typing import Any, AsyncIterator, Awaitable, Callable, Optional
 
 from lalmeval.background import abandonable
-from lalmeval.cache import EARLIER_RUN, InferenceCache, deterministic, request_key
-from lalmeval.config import ModelInfo
-from lalmeval.choices import LETTERS
-from lalmeval.clips import notes as clip_notes
-from lalmeval.data.audio import AudioError, PreparedAudio, audio_identity
-from lalmeval.data.images import ImageError, ImagePart
+from lalmeval.results.cache import EARLIER_RUN, InferenceCache, deterministic, request_key
+from lalmeval.config.schema import ModelInfo
+from lalmeval.data.choices import LETTERS
+from lalmeval.results.clips import notes as clip_notes
+from lalmeval.media.audio import AudioError, PreparedAudio, audio_identity
+from lalmeval.media.images import ImageError, ImagePart
 from lalmeval.data.messages import Conversation, Text, Turn, image_parts
 from lalmeval.data.source import Source
 from lalmeval.errors import UserError
 from lalmeval.inference.client import Endpoint, RequestFailed
 from lalmeval.inference.feed import AudioCache, FeedReader, SampleFeed, drop_taken, width
 from lalmeval.inference.protocols import Answer, Protocol, ReplyError, RequestError
-from lalmeval.ledger import INTERRUPTED, Ledger
-from lalmeval.options import RunOptions
+from lalmeval.results.ledger import INTERRUPTED, Ledger
+from lalmeval.config.options import RunOptions
 from lalmeval.postprocess.base import Postprocessor
 from lalmeval.preprocess.base import Preprocessor
-from lalmeval.records import Prompt, Record, Sample, failure_kind
-from lalmeval.secrets import NO_SECRETS, Redactor, redacted_params, scrub
-from lalmeval.store import JsonlWriter, RunStore, WriteFailed
+from lalmeval.results.records import Prompt, Record, Sample, failure_kind
+from lalmeval.config.secrets import NO_SECRETS, Redactor, redacted_params, scrub
+from lalmeval.results.store import JsonlWriter, RunStore, WriteFailed
 
 NOT_INFERRED = "not inferred: no stored prediction to re-evaluate"
 STREAM_LAG = 4096  # records the slowest reader may fall behind before inference waits for it

@@ -13,13 +13,13 @@ import aiohttp
 
 from urllib.parse import urlsplit
 
-from lalmeval.config import ModelInfo
+from lalmeval.config.schema import ModelInfo
 from lalmeval.errors import LaunchFailed
 from lalmeval.files import check_regular
 from lalmeval.inference.replicas import ModelGroup
 from lalmeval.inference.urls import endpoint_url
-from lalmeval.secrets import NO_SECRETS, USERINFO_HOLD, Redactor
-from lalmeval.store import file_name
+from lalmeval.config.secrets import NO_SECRETS, USERINFO_HOLD, Redactor
+from lalmeval.results.store import file_name
 
 
 def launch_list(groups: list[ModelGroup]) -> list[ModelInfo]:

@@ -8,13 +8,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
-from lalmeval.config import ModelInfo
-from lalmeval.data.audio import PreparedAudio
-from lalmeval.data.images import ImagePart
+from lalmeval.config.generation import request_fields
+from lalmeval.config.schema import ModelInfo
 from lalmeval.data.messages import Audio, Conversation, Text, to_openai_messages
-from lalmeval.generation import request_fields
-from lalmeval.records import Prompt
+from lalmeval.media.audio import PreparedAudio
+from lalmeval.media.images import ImagePart
 from lalmeval.registry import Registry
+from lalmeval.results.records import Prompt
 
 _AUDIO_SLOT = "@@lalmeval-audio-{}@@"
 

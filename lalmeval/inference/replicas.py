@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from lalmeval.config import Config, ModelInfo
+from lalmeval.config.schema import Config, ModelInfo
 from lalmeval.errors import UserError
 from lalmeval.inference.ports import PORT, fill_ports
 

@@ -13,16 +13,16 @@ import re
 from collections import Counter
 from typing import Any, Optional
 
-from lalmeval.choices import LETTERS, format_options, labels
+from lalmeval.catalog.runspecs import Dataset
+from lalmeval.data.choices import LETTERS, format_options, labels
 from lalmeval.errors import UserError
 from lalmeval.inference.client import RequestFailed
-from lalmeval.judge import judge_failure
+from lalmeval.judging.judge import judge_failure
 from lalmeval.metrics.base import METRICS, SampleScore, empty_reference, unscored
 from lalmeval.metrics.percent import PercentCorrect
 from lalmeval.postprocess.extraction import extract_choice
 from lalmeval.postprocess.labels import as_number, option_letter
-from lalmeval.records import Record
-from lalmeval.runspecs import Dataset
+from lalmeval.results.records import Record
 
 JUDGE_EXTRACTION = """A model answered a multiple-choice question. Which option does its answer choose?
 

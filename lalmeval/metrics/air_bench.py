@@ -15,14 +15,14 @@ import re
 from collections import Counter
 from typing import Any, Optional
 
-from lalmeval.config import Config
+from lalmeval.catalog.runspecs import Dataset
+from lalmeval.config.schema import Config
 from lalmeval.errors import UserError
 from lalmeval.inference.client import RequestFailed
 from lalmeval.inference.protocols import ReplyError
-from lalmeval.judge import judge_failure
+from lalmeval.judging.judge import judge_failure
 from lalmeval.metrics.base import METRICS, MeanMetric, SampleScore
-from lalmeval.records import Record
-from lalmeval.runspecs import Dataset
+from lalmeval.results.records import Record
 
 # The evaluation prompt of the AIR-Bench repository, as lmms-eval's air_bench/utils.py sends it.
 PROMPT = (

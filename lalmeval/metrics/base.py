@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from lalmeval.config import Config
+from lalmeval.config.schema import Config
 from lalmeval.postprocess.base import Postprocessor
-from lalmeval.records import Record
+from lalmeval.results.records import Record
 from lalmeval.registry import Registry
-from lalmeval.runspecs import Dataset
+from lalmeval.catalog.runspecs import Dataset
 from lalmeval.stats import SampleStats, Statistic, Uncertainty, bootstrap, ratio, t_interval
 
 if TYPE_CHECKING:
-    from lalmeval.judge import Judge
+    from lalmeval.judging.judge import Judge
 
 SampleScore = dict[str, Any]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 
-from lalmeval.config import Config
+from lalmeval.config.schema import Config
 from lalmeval.errors import UserError
 from lalmeval.metrics.base import EMPTY_REFERENCE, METRICS, MeanMetric, SampleScore, text_pair, unscored
-from lalmeval.records import Record
+from lalmeval.results.records import Record
 
 
 @METRICS.register("bertscore")

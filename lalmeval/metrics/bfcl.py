@@ -17,12 +17,12 @@ import json
 import re
 from typing import Any, Optional
 
+from lalmeval.catalog.runspecs import Dataset
 from lalmeval.errors import UserError
 from lalmeval.metrics.base import METRICS, SampleScore
 from lalmeval.metrics.percent import PercentCorrect
 from lalmeval.preprocess.bfcl import decode, tool_names
-from lalmeval.records import Record
-from lalmeval.runspecs import Dataset
+from lalmeval.results.records import Record
 
 _TYPES = {"array": list, "tuple": list, "dict": dict}  # the others ("string", "integer", ...) are scalars
 

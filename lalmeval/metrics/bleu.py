@@ -12,11 +12,11 @@ from typing import Any, Optional
 
 import numpy as np
 
-from lalmeval.bundled import install
+from lalmeval.catalog.bundled import install
 from lalmeval.errors import UserError
 from lalmeval.metrics.base import METRICS, Metric, SampleScore, empty_reference, sample_stats, text_pair, unscored
-from lalmeval.records import Record
-from lalmeval.runspecs import Dataset
+from lalmeval.results.records import Record
+from lalmeval.catalog.runspecs import Dataset
 from lalmeval.stats import SampleStats
 
 # sacrebleu's own default per target language, plus char for scripts without spaces that it has

@@ -11,11 +11,11 @@ import asyncio
 import importlib.util
 from typing import Any
 
-from lalmeval.config import Config
+from lalmeval.catalog.runspecs import Dataset
+from lalmeval.config.schema import Config
 from lalmeval.errors import UserError
 from lalmeval.metrics.base import METRICS, MeanMetric, SampleScore, text_pair
-from lalmeval.records import Record
-from lalmeval.runspecs import Dataset
+from lalmeval.results.records import Record
 
 MODEL = "Unbabel/wmt22-comet-da"
 

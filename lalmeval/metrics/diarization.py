@@ -48,7 +48,7 @@ import numpy as np
 from lalmeval.metrics.base import METRICS, SampleScore, empty_reference, sample_stats, unscored
 from lalmeval.metrics.wer import UnitMetric
 from lalmeval.metrics.cpwer import CpErrors, cp_word_errors
-from lalmeval.records import Record
+from lalmeval.results.records import Record
 from lalmeval.stats import SampleStats, ratio
 
 Tokens = Callable[[str], list[str]]

@@ -13,7 +13,7 @@ from typing import Optional
 
 from lalmeval.metrics.base import METRICS, SampleScore
 from lalmeval.metrics.percent import PercentCorrect
-from lalmeval.records import Record
+from lalmeval.results.records import Record
 
 _BOXED = re.compile(r"\\boxed\{([^}]+)\}")
 _CLEAN = re.compile(r"[,$\\]")

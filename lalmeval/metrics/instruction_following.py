@@ -15,12 +15,12 @@ from typing import Any, Optional
 
 import numpy as np
 
-from lalmeval.config import Config
+from lalmeval.catalog.runspecs import Dataset
+from lalmeval.config.schema import Config
 from lalmeval.errors import UserError
 from lalmeval.metrics.base import METRICS, Metric, SampleScore, sample_stats
 from lalmeval.metrics.ifeval_rules import RULES, follows
-from lalmeval.records import Record
-from lalmeval.runspecs import Dataset
+from lalmeval.results.records import Record
 from lalmeval.stats import SampleStats
 
 # Per-sample statistics: strict prompt, strict instructions followed, loose prompt, loose instructions, instructions, 1.

@@ -11,16 +11,16 @@ import json
 from collections import Counter
 from typing import Any, ClassVar, Optional
 
-from lalmeval.config import Config
+from lalmeval.config.schema import Config
 from lalmeval.errors import UserError
 from lalmeval.inference.client import RequestFailed
 from lalmeval.inference.protocols import ReplyError
-from lalmeval.judge import fields_for, judge_failure, judge_fields
-from lalmeval.judge_templates import JudgeTemplate
+from lalmeval.judging.judge import fields_for, judge_failure, judge_fields
+from lalmeval.judging.templates import JudgeTemplate
 from lalmeval.metrics.base import EMPTY_REFERENCE, METRICS, Metric, SampleScore, sample_stats, unscored
-from lalmeval.records import Record
+from lalmeval.results.records import Record
 from lalmeval.stats import SampleStats, Uncertainty, ratio, t_interval, wilson
-from lalmeval.verdicts import read_verdict
+from lalmeval.judging.verdicts import read_verdict
 
 
 class LLMJudge(Metric):

@@ -10,11 +10,11 @@ import warnings
 from pathlib import Path
 from typing import Any, Optional
 
-from lalmeval.bundled import install
-from lalmeval.config import Config
+from lalmeval.catalog.bundled import install
+from lalmeval.config.schema import Config
 from lalmeval.errors import UserError
 from lalmeval.metrics.base import METRICS, MeanMetric, SampleScore, empty_reference, text_pair, unscored
-from lalmeval.records import Record
+from lalmeval.results.records import Record
 
 DEBIAN_WORDNET = Path("/usr/share/wordnet")
 INSTALL_HINT = f"{install('meteor')} (nltk) and apt-get install wordnet-base (WordNet 3.0 in /usr/share/wordnet), or set LALMEVAL_WORDNET_DIR"

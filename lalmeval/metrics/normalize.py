@@ -1,6 +1,6 @@
 """Text normalizers for error rates, by name, and the units error rates count.
 
-A runspec picks one with `normalizer:` (default by language, see `lalmeval.languages`); adding one
+A runspec picks one with `normalizer:` (default by language, see `lalmeval.config.languages`); adding one
 is a `Normalizer` subclass with `@NORMALIZERS.register("name")`. A normalizer is built for the
 dataset's language (a convention such as Kimi-Audio-Evalkit's scores each language its own way)
 and turns a text into the tokens an error rate counts: by default its normalized text split into

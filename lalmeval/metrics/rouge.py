@@ -5,10 +5,10 @@ from __future__ import annotations
 import functools
 from typing import Any, Optional
 
-from lalmeval.languages import default_error_unit, default_normalizer
+from lalmeval.config.languages import default_error_unit, default_normalizer
 from lalmeval.metrics.base import METRICS, MeanMetric, SampleScore, empty_reference, text_pair, unscored
 from lalmeval.metrics.normalize import normalizer, units_of
-from lalmeval.records import Record
+from lalmeval.results.records import Record
 
 
 class _Tokens:

@@ -7,12 +7,12 @@ from typing import Any, Optional
 
 import jiwer
 
-from lalmeval.languages import default_error_unit, default_normalizer
+from lalmeval.config.languages import default_error_unit, default_normalizer
 from lalmeval.metrics.base import METRICS, Metric, SampleScore, empty_reference, sample_stats, unscored
 from lalmeval.metrics.compounds import compound_edit_counts
 from lalmeval.metrics.normalize import normalizer, require, units_of
-from lalmeval.records import Record
-from lalmeval.runspecs import Dataset
+from lalmeval.results.records import Record
+from lalmeval.catalog.runspecs import Dataset
 from lalmeval.stats import SampleStats, ratio
 
 

@@ -55,7 +55,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Callable, Iterator, Optional, Union
 
-from lalmeval.choices import LETTERS, labels as make_labels, normalize_text
+from lalmeval.data.choices import LETTERS, labels as make_labels, normalize_text
 from lalmeval.errors import UserError
 from lalmeval.registry import Registry
 

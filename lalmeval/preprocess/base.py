@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from lalmeval.records import Prompt, Sample
+from lalmeval.catalog.runspecs import Dataset
 from lalmeval.registry import Registry
-from lalmeval.runspecs import Dataset
+from lalmeval.results.records import Prompt, Sample
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from lalmeval.preprocess.base import PREPROCESSORS
 from lalmeval.preprocess.general import GeneralPreprocessor
-from lalmeval.records import Prompt, Sample
+from lalmeval.results.records import Prompt, Sample
 
 
 def decode(text: Optional[str]) -> Any:

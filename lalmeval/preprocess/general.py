@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from lalmeval.choices import apply, format_prompt, permutation, remap_gold
+from lalmeval.data.choices import apply, format_prompt, permutation, remap_gold
 from lalmeval.data.messages import Audio, Conversation, Text, Turn, has_placeholder, interleave
 from lalmeval.preprocess.base import PREPROCESSORS, Preprocessor
-from lalmeval.records import Prompt, Sample
+from lalmeval.results.records import Prompt, Sample
 
 
 def _join(*texts: Optional[str], sep: str = "\n") -> str:

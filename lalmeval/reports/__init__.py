@@ -13,7 +13,7 @@ from lalmeval.reports.leaderboard import build, console_table, leaderboard_html
 from lalmeval.reports.rundir import RunDir, load_run
 from lalmeval.reports.samples import collect
 from lalmeval.reports.tables import results_csv, results_md
-from lalmeval.store import write_atomic
+from lalmeval.results.store import write_atomic
 
 __all__ = ["RunDir", "load_run", "render_run", "write_leaderboard", "write_reports"]
 

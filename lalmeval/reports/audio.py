@@ -1,4 +1,4 @@
-"""The audio players of report.html: each clip a record notes (lalmeval/clips.py) as a source the page can play.
+"""The audio players of report.html: each clip a record notes (lalmeval/results/clips.py) as a source the page can play.
 
 A run is small when the distinct clips its page shows add up to EMBED_BYTES at most: then every clip
 is embedded as a data: URI and the page stays whole when mailed or archived. Past that, each clip
@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any, Optional
 from urllib.parse import quote
 
-from lalmeval.clips import KEEP_BYTES, extension
 from lalmeval.errors import UserError
 from lalmeval.files import check_regular
+from lalmeval.results.clips import KEEP_BYTES, extension
 
 EMBED_BYTES = KEEP_BYTES   # "small": the audio a page embeds whole
 _TYPES = {".wav": "audio/wav", ".flac": "audio/flac", ".ogg": "audio/ogg", ".mp3": "audio/mpeg", ".m4a": "audio/mp4"}

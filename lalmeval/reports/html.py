@@ -6,8 +6,8 @@ import json
 from html import escape
 from typing import Any, Iterable, Optional, Sequence
 
-from lalmeval.ledger import NOT_RUN
-from lalmeval.provenance import cached_answers, provenance_notes
+from lalmeval.results.ledger import NOT_RUN
+from lalmeval.results.provenance import cached_answers, provenance_notes
 from lalmeval.reports.assets import BROWSER_JS, CSS
 from lalmeval.reports.rundir import RunDir, ci95, subsets
 from lalmeval.reports.samples import MAX_FIELD_CHARS, MAX_SAMPLE_BYTES, GroupStats, SampleTable, audio_note

@@ -11,7 +11,7 @@ from typing import Any, Optional, Sequence
 from lalmeval.reports.html import esc, page, partial_badge, table
 from lalmeval.reports.plots import Scored, legend, score_charts
 from lalmeval.reports.rundir import RunDir
-from lalmeval.console import text_table
+from lalmeval.reports.console import text_table
 from lalmeval.reports.tables import fmt, fmt_ci
 
 Column = tuple[str, str]  # (dataset, metric)

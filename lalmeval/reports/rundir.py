@@ -9,8 +9,8 @@ from typing import Any, Iterable, Iterator, NamedTuple, Optional
 
 from lalmeval.errors import UserError
 from lalmeval.files import check_regular
-from lalmeval.ledger import Unit
-from lalmeval.store import RunStore, read_jsonl
+from lalmeval.results.ledger import Unit
+from lalmeval.results.store import RunStore, read_jsonl
 
 
 @dataclass(frozen=True)

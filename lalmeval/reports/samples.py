@@ -9,7 +9,7 @@ from typing import Any, Optional
 from lalmeval.reports.audio import EMBED_BYTES, clip_key, players
 from lalmeval.reports.order import natural_key
 from lalmeval.reports.rundir import RunDir
-from lalmeval.store import RunStore
+from lalmeval.results.store import RunStore
 
 # report.html must open in a browser for any run size: the per-sample rows it embeds are capped
 # (README, "Reports"). The plots always use every sample.

@@ -12,7 +12,7 @@ from typing import Any, Optional
 import yaml
 
 from lalmeval.reports.rundir import RunDir
-from lalmeval.store import RunStore
+from lalmeval.results.store import RunStore
 
 # A model entry's keys shown, in this order, when set (the rest only deliver requests or keep files).
 MODEL_KEYS = ("url", "model", "inference_type", "api_version", "temperature", "max_tokens", "generation_kwargs", "audio_format",

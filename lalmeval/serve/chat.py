@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from lalmeval.data.audio import AudioError, decode
-from lalmeval.data.images import ImageError, decode_data_uri, describe, sniff
+from lalmeval.media.audio import AudioError, decode
+from lalmeval.media.images import ImageError, decode_data_uri, describe, sniff
 from lalmeval.serve.errors import BadRequest
 from lalmeval.serve.model import ChatInput, ImageInput, Part, Reply
 

@@ -8,9 +8,9 @@ from typing import Any, Optional
 
 from aiohttp import BodyPartReader, web
 
-from lalmeval.data.audio import AudioError, decode
+from lalmeval.config.languages import NAMES, iso_code
 from lalmeval.errors import UserError
-from lalmeval.languages import NAMES, iso_code
+from lalmeval.media.audio import AudioError, decode
 from lalmeval.serve.errors import BadRequest, Unsupported
 from lalmeval.serve.model import AudioModel, Reply, Segment, TranscriptionInput
 

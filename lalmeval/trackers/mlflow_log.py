@@ -6,9 +6,9 @@ import re
 import time
 from pathlib import Path
 
-from lalmeval.trackers import TRACKERS, Tracker, environment
+from lalmeval.trackers.base import TRACKERS, Tracker, environment
 from lalmeval.trackers.content import ModelRun
-from lalmeval.store import safe_name
+from lalmeval.results.store import safe_name
 
 EXPERIMENT = "lalmeval"
 _NOT_IN_KEYS = re.compile(r"[^A-Za-z0-9_\-. /:]")   # MLflow's metric and parameter names allow these only

@@ -7,8 +7,8 @@ from typing import Any
 
 import yaml
 
-from lalmeval.store import safe_name
-from lalmeval.trackers import TRACKERS, Tracker
+from lalmeval.results.store import safe_name
+from lalmeval.trackers.base import TRACKERS, Tracker
 from lalmeval.trackers.content import ModelRun, Table
 
 CELL = 1000   # characters of a text kept per cell of a markdown table (the run directory has them whole)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lalmeval.trackers import TRACKERS, Tracker, environment
+from lalmeval.trackers.base import TRACKERS, Tracker, environment
 from lalmeval.trackers.content import ModelRun
 
 PROJECT = "lalmeval"

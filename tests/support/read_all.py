@@ -17,9 +17,9 @@ _PROBE = textwrap.dedent("""
     import hashlib, json, sys
     sys.path.insert(0, {repo!r})
     from pathlib import Path
-    from lalmeval.config import Filters
+    from lalmeval.config.schema import Filters
     from lalmeval.data.source import open_source
-    from lalmeval.runspecs import Dataset, DatasetSpec
+    from lalmeval.catalog.runspecs import Dataset, DatasetSpec
 
     def peak_mb():
         return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")) / 1024

@@ -9,9 +9,9 @@ from typing import Any, Optional
 
 import yaml
 
-from lalmeval.config import load_config
-from lalmeval.plan import Plan, build_plan
-from lalmeval.runner import RunResult, run
+from lalmeval.config.schema import load_config
+from lalmeval.run.plan import Plan, build_plan
+from lalmeval.run.runner import RunResult, run
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "private_datasets" / "demo_commands"

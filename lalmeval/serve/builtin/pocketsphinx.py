@@ -11,7 +11,7 @@ from typing import Optional
 import numpy as np
 from pocketsphinx import Decoder
 
-from lalmeval.data.audio import to_pcm16
+from lalmeval.media.audio import to_pcm16
 from lalmeval.serve.model import AudioModel, ChatInput
 
 GRAMMAR = Path(__file__).with_name("commands.jsgf")

@@ -1,0 +1,1 @@
+"""Audio and image decoding, shared by the data readers and the model server."""

@@ -1,0 +1,3 @@
+"""The version of lalmeval, in one place that imports nothing."""
+
+__version__ = "0.1.0"
