@@ -8,6 +8,7 @@ product: counts (B × n) @ statistics (n × k). That keeps 1000 resamples of 100
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
@@ -142,16 +143,63 @@ def wilson(successes: float, n: int, scale: float = 100.0) -> Uncertainty:
     return Uncertainty((scale * min(low, p), scale * max(high, p)), scale * math.sqrt(p * (1 - p) / n), "Wilson score interval")
 
 
+def _incomplete_beta(x: float, a: float, b: float) -> float:
+    """The regularized incomplete beta function I_x(a, b), by its continued fraction (modified Lentz)."""
+    if x <= 0.0 or x >= 1.0:
+        return 0.0 if x <= 0.0 else 1.0
+    if x > (a + 1.0) / (a + b + 2.0):  # the fraction converges fast below the mean only
+        return 1.0 - _incomplete_beta(1.0 - x, b, a)
+    tiny = 1e-300
+    guard = lambda value: value if abs(value) > tiny else tiny  # noqa: E731
+    c, d = 1.0, 1.0 / guard(1.0 - (a + b) * x / (a + 1.0))
+    fraction = d
+    for m in range(1, 100_000):  # near the mean of a wide beta it takes about sqrt(a + b) terms
+        for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 / guard(1.0 + numerator * d)
+            c = guard(1.0 + numerator / c)
+            fraction *= c * d
+        if abs(c * d - 1.0) < 1e-16:
+            break
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    return front * fraction / a
+
+
+def _t_tail(t: float, df: int) -> float:
+    """P(|T| > t) for Student's t with df degrees of freedom, each side computed where it is precise."""
+    if t * t > df:
+        return _incomplete_beta(df / (df + t * t), df / 2.0, 0.5)
+    return 1.0 - _incomplete_beta(t * t / (df + t * t), 0.5, df / 2.0)
+
+
+@functools.lru_cache(maxsize=4096)
+def student_t_quantile(p: float, df: int) -> float:
+    """The p-quantile (0.5 < p < 1) of Student's t with df degrees of freedom, to about 1e-8 (far below the two decimals a score prints)."""
+    if not 0.5 < p < 1 or df < 1:
+        raise ValueError(f"student_t_quantile needs 0.5 < p < 1 and df >= 1, got p={p}, df={df}")
+    tail = 2.0 * (1.0 - p)
+    low, high = 0.0, 1.0
+    while _t_tail(high, df) > tail:
+        low, high = high, high * 2.0
+    for _ in range(200):  # bisection: the tail falls as t grows
+        middle = (low + high) / 2
+        if middle in (low, high):
+            break
+        if _t_tail(middle, df) > tail:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
 def t_interval(values: Sequence[float]) -> Uncertainty:
     """Student-t interval of a mean: mean ± t(0.975, n-1) × s/√n (needs two or more values)."""
     if len(values) < 2:
         return Uncertainty()
-    from scipy.stats import t
-
     array = np.asarray(values, dtype=np.float64)
     mean = float(array.mean())
     stderr = float(array.std(ddof=1) / math.sqrt(len(array)))
-    half = float(t.ppf(0.975, len(array) - 1)) * stderr
+    half = student_t_quantile(0.975, len(array) - 1) * stderr
     return Uncertainty((mean - half, mean + half), stderr, "Student-t interval of the mean")
 
 

@@ -4,7 +4,7 @@ Watanabe et al., "CHiME-6 Challenge" (arXiv:2004.09249); the counts follow MeetE
 `meeteval.wer.cp_word_error_rate` (von Neumann et al., arXiv:2307.11394) exactly: each speaker's
 words are one stream; the speaker lists are padded with empty streams to one length; the
 assignment of hypothesis to reference streams with the fewest word errors is found by the
-Hungarian algorithm (`scipy.optimize.linear_sum_assignment` over the same cost matrix, so ties
+Hungarian algorithm (lalmeval.metrics.assignment, which breaks ties as SciPy's `linear_sum_assignment`, so ties
 fall the same way); insertions, deletions and substitutions are kaldialign's edit counts of each
 assigned pair. tests/test_cpwer.py holds MeetEval 0.4.3's results on generated cases.
 """
@@ -17,6 +17,8 @@ from typing import Optional
 
 import kaldialign
 import numpy as np
+
+from lalmeval.metrics.assignment import linear_sum_assignment
 
 Streams = dict[str, list[str]]  # speaker → that speaker's words, concatenated in order
 
@@ -43,8 +45,6 @@ def _edits(ref: list[str], hyp: list[str]) -> dict[str, int]:
 
 def cp_word_errors(reference: Streams, hypothesis: Streams) -> CpErrors:
     """Word errors under the best assignment of hypothesis speakers to reference speakers."""
-    from scipy.optimize import linear_sum_assignment
-
     refs = list(zip_longest(reference, hypothesis))  # (reference speaker or None, ignored) rows
     hyps = list(zip_longest(hypothesis, reference))
     words = lambda streams, name: streams[name] if name is not None else []  # noqa: E731

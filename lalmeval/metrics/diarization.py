@@ -45,6 +45,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from lalmeval.metrics.assignment import linear_sum_assignment
 from lalmeval.metrics.base import METRICS, SampleScore, empty_reference, sample_stats, unscored
 from lalmeval.metrics.wer import UnitMetric
 from lalmeval.metrics.cpwer import CpErrors, cp_word_errors
@@ -190,8 +191,6 @@ def align(ref: list[str], hyp: list[str]) -> list[tuple[int, int]]:
 
 def wder_counts(ref: tuple[list[str], list[str]], hyp: tuple[list[str], list[str]]) -> tuple[int, int]:
     """(aligned words whose speakers disagree under the best speaker mapping, aligned words)."""
-    from scipy.optimize import linear_sum_assignment
-
     pairs = [(i, j) for i, j in align(ref[0], hyp[0]) if i >= 0 and j >= 0]
     if not pairs:
         return 0, 0

