@@ -5,6 +5,7 @@
 #   bash scripts/setup-venv.sh          set up (or bring up to date) and stop
 #   bash scripts/setup-venv.sh --check  exit 0 when .venv/ is up to date (and of LALMEVAL_PYTHON's version), 1 when a set-up is due
 #   source scripts/setup-venv.sh        set up, then the calling shell runs inside .venv/
+#   lalmeval_setup_tests                (after sourcing; test.sh) add requirements-test.txt, when it changed
 #
 # evaluate.sh and test.sh source it, so either works first on a fresh clone. The set-up runs
 # again only when requirements.txt, constraints.txt or pyproject.toml changed since the last one
@@ -97,6 +98,29 @@ lalmeval_setup() {
   fi
   # shellcheck disable=SC1091
   source "$root/.venv/bin/activate"
+}
+
+_lalmeval_test_manifest() {
+  cat "$1/requirements-test.txt" "$1/requirements.txt" "$1/constraints.txt" "$1/pyproject.toml"
+}
+
+lalmeval_setup_tests() {  # test.sh: what only the tests need (requirements-test.txt), on top of the set-up
+  local root venv
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  venv="$root/.venv"
+  _lalmeval_test_manifest "$root" | cmp -s - "$venv/.lalmeval-test-setup" && return 0
+  exec 9<"$venv"
+  command -v flock >/dev/null 2>&1 && flock 9
+  if ! _lalmeval_test_manifest "$root" | cmp -s - "$venv/.lalmeval-test-setup"; then
+    echo "Adding what the tests need to $venv: requirements-test.txt (pytest, the trackers, METEOR's nltk, mkdocs), pinned by constraints.txt" >&2
+    "$venv/bin/python" -m pip install --disable-pip-version-check -c "$root/constraints.txt" -r "$root/requirements-test.txt" >&2 || {
+      echo "error: pip could not install requirements-test.txt into $venv (see pip's message above)" >&2
+      exec 9<&-
+      return 1
+    }
+    _lalmeval_test_manifest "$root" > "$venv/.lalmeval-test-setup"
+  fi
+  exec 9<&-
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ] && [ "${1:-}" = "--check" ]; then

@@ -162,10 +162,11 @@ def test_constraints_pin_one_exact_version_of_each_package_for_every_supported_p
 
 
 def pulled_in() -> set[str]:
-    """Every distribution requirements.txt installs here: its lines, their dependencies, and theirs."""
+    """Every distribution requirements.txt and requirements-test.txt install here: their lines, their dependencies, and theirs."""
     from packaging.requirements import Requirement
 
-    lines = [line for line in (REPO / "requirements.txt").read_text().splitlines() if line.strip() and not line.startswith("#")]
+    lines = [line for name in ("requirements.txt", "requirements-test.txt")
+             for line in (REPO / name).read_text().splitlines() if line.strip() and not line.startswith("#")]
     todo, seen = [(Requirement(line), {""}) for line in lines], set()
     while todo:
         req, wanted_by = todo.pop()
