@@ -89,7 +89,7 @@ def docs_text(root: Path, files: dict[str, OrderedDict], entries: list, mapping:
         "the entry ships the intended one, marked *corrected* in its origin.", "",
         _parity_section(files), "", "## Groups", "",
         "A group entry (`members`, `aggregation`) runs its datasets and adds a group score to `final_scores.json`, results.md, "
-        "report.html and the console (see the README, Datasets and runspecs).", "",
+        "report.html and the console (see [Datasets](datasets.md)).", "",
         _groups(files), "", "## Peer entries by family", "",
         "Each entry's `origin` names the peer's file and commit and says how it departs from the declaration.", "",
         _family_tables(files, mapping), END])
