@@ -23,6 +23,7 @@ def port_is_free(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) != 0
 
 
+@pytest.mark.slow
 def test_evaluate_sh_runs_the_shipped_demo_end_to_end(tmp_path):
     """Whisper tiny.en and pocketsphinx, each launched by the config on a free port, side by side."""
     out = subprocess.run(["bash", "evaluate.sh", "--output-dir", str(tmp_path), "--run-id", "demo"], cwd=REPO, capture_output=True, text=True, timeout=600)

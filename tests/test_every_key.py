@@ -1080,5 +1080,6 @@ def test_by_default_no_optional_generation_setting_is_sent(lab):
 
 
 @pytest.mark.parametrize("key", sorted(EFFECTS))
+@pytest.mark.slow
 def test_key_has_an_effect(lab, key):
     EFFECTS[key](lab)

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from lalmeval.results.store import (
     INTERNAL_WRITE_ERROR,
     JsonlWriter,
@@ -159,6 +161,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_answer_extraction_is_linear_in_the_reply_on_adversarial_shapes():
     """1 MB and 10 MB replies of each shape. Quadratic work would take hours on them, so a generous time
     limit on the whole separates linear from not without asserting any duration."""
@@ -189,6 +192,7 @@ NORMALIZING = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_normalizing_a_degenerate_reply_for_an_error_rate_is_linear():
     """A reply of brackets (or GSM8K boxes, IFEval placeholders and titles) that never close, or of one long run
     of spaces or of abbreviations: the normalizers' bracket and apostrophe rules, the last-box reading and

@@ -67,6 +67,7 @@ def scores(run_dir, run_id):
 
 
 @pytest.mark.parametrize("kill_after", [1, 9, 20])
+@pytest.mark.slow
 def test_sigkill_then_resume_matches_an_uninterrupted_run(ws, kill_after):
     run_dir = ws.root / "runs"
     with ScriptedEndpoint(by_clip) as ep:
@@ -93,6 +94,7 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(ws, kill_after):
     assert before_resume - len(finished) <= 2 * BATCH        # at most the requests in flight were lost
 
 
+@pytest.mark.slow
 def test_first_ctrl_c_finishes_in_flight_writes_and_says_how_to_resume(ws):
     run_dir = ws.root / "runs"
     with ScriptedEndpoint(by_clip) as ep:
@@ -118,6 +120,7 @@ def test_first_ctrl_c_finishes_in_flight_writes_and_says_how_to_resume(ws):
     assert final["interrupted"] is False and final["scores"][0]["num_samples"] == COUNT
 
 
+@pytest.mark.slow
 def test_second_ctrl_c_exits_at_once(ws):
     run_dir = ws.root / "runs"
     with ScriptedEndpoint(lambda s, n: Reply(payload=chat_payload("slow"), delay=30)) as ep:
@@ -153,6 +156,7 @@ def judged_run(ws, ep, judge_ep, metric, concurrency=1):
 
 
 @pytest.mark.parametrize("metric,verdict", [("llm_judge_binary", "Rating: 1"), ("accuracy", "Answer: B")])
+@pytest.mark.slow
 def test_ctrl_c_stops_judge_requests_too(ws, metric, verdict):
     """Inference is quick; a slow judge (one judgment at a time) is grading 30 answers when the run
     gets SIGINT. No judge request starts after it; the unjudged samples are failed with an
@@ -181,6 +185,7 @@ def test_ctrl_c_stops_judge_requests_too(ws, metric, verdict):
     assert json.loads((ws.root / "runs" / "j" / "final_scores.json").read_text())["scores"][0]["score"] == 100.0
 
 
+@pytest.mark.slow
 def test_ctrl_c_abandons_a_judge_request_still_in_flight_after_the_grace_period(ws):
     """A judge that takes minutes per reply: the run does not wait for it beyond the grace period."""
     with ScriptedEndpoint(lambda seen, n: "It is hard to say.") as ep, \
@@ -253,6 +258,7 @@ def ctrl_c_while_opening(ws, presses):
     return proc.returncode, err, time.time() - last
 
 
+@pytest.mark.slow
 def test_a_second_ctrl_c_while_the_data_is_opened_exits_at_once_without_a_traceback(ws):
     """Ctrl-C twice while a large dataset is being opened: the run's handlers are in place from the
     first step, so the second Ctrl-C ends the process at once (it used to wait for the scan, then print
@@ -262,6 +268,7 @@ def test_a_second_ctrl_c_while_the_data_is_opened_exits_at_once_without_a_traceb
     assert "Traceback" not in err and took < 2, f"{took:.1f}s after the second Ctrl-C; stderr:\n{err[-600:]}"
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_data_is_opened_ends_the_run_without_waiting_for_the_scan(ws):
     """One Ctrl-C while the rows are scanned: nothing was requested, so there is nothing to wait for."""
     code, err, took = ctrl_c_while_opening(ws, presses=1)

@@ -29,6 +29,7 @@ def echo_entry(**settings):
             "launch_timeout": 120, "batch_size": 4, **settings}
 
 
+@pytest.mark.slow
 def test_port_placeholder_gives_every_replica_its_own_free_port_and_a_resumed_run_reuses_its_answers(ws):
     """Run from a folder outside the repository with the venv's bin folder off PATH: the launch
     command still finds this environment's lalmeval."""
@@ -62,6 +63,7 @@ def test_port_placeholder_settings_that_cannot_work_are_refused(ws, settings, me
     assert message in str(caught.value)
 
 
+@pytest.mark.slow
 def test_a_launch_that_fails_leaves_a_run_directory_that_reports_list_as_failed(ws):
     ws.text_questions(2)
     config = ws.config([echo_entry(launch="echo starting on {port}; exit 3")], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))

@@ -13,6 +13,7 @@ import textwrap
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from lalmeval.inference.feed import READ_AHEAD, AudioCache, SampleFeed
 from lalmeval.results.records import AudioRef, Sample
@@ -80,6 +81,7 @@ def test_a_parquet_in_one_row_group_is_read_a_page_at_a_time(tmp_path):
     assert got["arrow_pool_mb"] < 16, f"Arrow held {got['arrow_pool_mb']:.0f} MB at once"
 
 
+@pytest.mark.slow
 def test_a_streamed_folder_of_parquet_is_read_a_page_at_a_time(tmp_path):
     """`streaming: true` over parquet data files (a hub dataset, or a folder laid out like one): read
     by the page reader, not by `datasets`, whose parquet streaming decodes a whole row group at once."""
@@ -93,6 +95,7 @@ def test_a_streamed_folder_of_parquet_is_read_a_page_at_a_time(tmp_path):
     assert got["grew_mb"] < 32, f"streaming 64 MB of audio grew peak memory by {got['grew_mb']:.0f} MB"
 
 
+@pytest.mark.slow
 def test_a_save_to_disk_folder_is_read_without_keeping_its_pages(tmp_path):
     """`datasets` memory-maps the Arrow files, and every page read stays resident; read directly and
     released after each batch, 64 MB of audio grows peak memory by far less than 64 MB."""

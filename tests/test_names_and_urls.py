@@ -137,6 +137,7 @@ def test_a_second_run_in_the_same_second_is_a_new_run_not_a_resume_of_the_first(
 # --- --debug shows the traceback and keeps the exit code ----------------------------------------------
 
 
+@pytest.mark.slow
 def test_debug_keeps_exit_2_for_bad_input(tmp_path):
     (tmp_path / "config.yaml").write_text("dataset_metric: [[x, accuracy]]\nmodels: []\nbogus: 1\n")
     for command in ("run", "validate"):

@@ -119,6 +119,7 @@ def test_limit_must_be_a_positive_number(lab):
     assert out.returncode == 2 and "argument --limit: expected 1 to 1000000000 samples, got 0" in out.stderr
 
 
+@pytest.mark.slow
 def test_a_printed_retry_command_keeps_the_overrides_and_continues_the_same_evaluation(lab):
     ws, ep = lab
     ep.handler = lambda seen, n: Reply(status=500, payload={"error": "down"}) if seen.text == "question 1" else answer_by_number(seen, n)
@@ -141,6 +142,7 @@ def test_a_printed_retry_command_keeps_the_overrides_and_continues_the_same_eval
     assert final["scores"][0]["score"] == 100.0 and final["scores"][0]["num_failed"] == 0
 
 
+@pytest.mark.slow
 def test_model_url_needs_no_config_file_and_resumes_from_its_printed_command(tmp_path):
     ws = Workspace(tmp_path)
     questions(ws, "qs", "questions", 3, ["accuracy"])

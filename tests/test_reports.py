@@ -144,6 +144,7 @@ def test_chromium_shows_scores_plots_and_every_sample(run_dir, tmp_path):
     assert dom.by_id("sample-count").text == f"{COUNT} of {COUNT} samples match"
 
 
+@pytest.mark.slow
 def test_sample_browser_filters_from_the_url(run_dir):
     dom = rendered(run_dir, "#failed=1")
     failed = dom.by_id("sample-rows").all("tr")

@@ -262,6 +262,7 @@ def test_a_server_not_launched_up_front_is_launched_when_a_stored_answer_no_long
     assert (final["num_samples"], final["num_failed"], final["score"]) == (4, 0, 100.0)
 
 
+@pytest.mark.slow
 def test_a_late_launch_that_fails_fails_every_changed_sample_with_its_reason(ws):
     """All answers stored, then every question changed and the launch command broken: each owed sample
     fails 'launch failed: …' — also those asked after the failure (they used to go to the dead port

@@ -179,6 +179,7 @@ def test_a_bad_prediction_file_is_one_line_and_exit_2_with_no_run_directory(lab,
     assert not (lab.root / "runs" / "s").exists()
 
 
+@pytest.mark.slow
 def test_flags_that_cannot_go_together_or_a_reused_run_id_are_refused(lab):
     write_jsonl(lab.root / "p.jsonl", [{"id": "q1", "prediction": "answer 1"}])
     assert_one_line_error(cli("score", "--predictions", "p.jsonl", "--dataset", "qs", "--hf-dataset", "x.jsonl", cwd=lab.root),

@@ -141,6 +141,7 @@ def test_a_launched_server_writing_carriage_returns_without_newlines_never_stall
     assert "loading weights" in log and len(log) >= 400_000
 
 
+@pytest.mark.slow
 def test_a_second_run_on_a_run_directory_in_use_exits_2_and_the_first_finishes_whole(ws):
     # Long enough (30 rounds of 0.3 s) that the first run is still going when the second has started,
     # however slowly a loaded machine starts a Python process.

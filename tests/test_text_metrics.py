@@ -142,6 +142,7 @@ def test_meteor_without_wordnet_refuses_at_start(tmp_path, monkeypatch):
         METRICS.get("meteor").check(config())
 
 
+@pytest.mark.slow
 def test_meteor_matches_wordnet_synonyms_with_debians_wordnet(monkeypatch):
     if not (DEBIAN_WORDNET / "data.noun").exists():
         if os.environ.get("LALMEVAL_REQUIRE_SYSTEM_PACKAGES"):

@@ -78,6 +78,7 @@ def test_wandb_writes_one_offline_run_per_model_in_the_run_directory(lab):
     no_secret_under(run_dir / "wandb")
 
 
+@pytest.mark.slow
 def test_mlflow_writes_a_file_store_in_the_run_directory(lab):
     require("mlflow")
     from mlflow.tracking import MlflowClient

@@ -136,6 +136,7 @@ def test_a_run_over_shards_validates_answers_and_scores_every_sample(ws, shards,
     assert result.complete and result.scores[0].num_samples == 5 and result.scores[0].num_failed == 0
 
 
+@pytest.mark.slow
 def test_reading_64_mb_of_shards_holds_the_rows_in_hand_not_the_shards(tmp_path):
     """8192 samples of 8 KB in two shards: every sample is read, and peak memory grows by far less than the data."""
     blobs = [os.urandom(8192) for _ in range(8192)]

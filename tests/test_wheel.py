@@ -53,6 +53,7 @@ def outside(bin_dir: Path, *args: str, cwd: Path, timeout: int = 300) -> subproc
     return subprocess.run([str(bin_dir / "lalmeval"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_the_installed_package_is_the_wheel_s_and_carries_its_data(installed, tmp_path):
     probe = "import lalmeval, lalmeval.catalog.bundled as b; print(lalmeval.__file__); print(b.RUNSPECS); print(b.DEMO_COMMANDS)"
     out = subprocess.run([str(installed / "python"), "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
@@ -88,6 +89,7 @@ def test_init_outside_the_checkout_writes_a_starter_with_bundled_clips_that_vali
     assert checked.returncode == 0 and "my_dataset × word_error_rate" in checked.stdout, checked.stderr
 
 
+@pytest.mark.slow
 def test_the_demo_config_runs_outside_the_checkout_with_both_shipped_models(installed, tmp_path):
     """`lalmeval init --demo` writes the demo's config; its two servers are the wheel's `lalmeval serve`."""
     out = outside(installed, "init", "--demo", "demo", cwd=tmp_path)

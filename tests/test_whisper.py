@@ -40,6 +40,7 @@ def whisper():
         yield served
 
 
+@pytest.mark.slow
 def test_whisper_transcribes_the_bundled_clips_within_the_recorded_band(whisper):
     def transcribe(row):
         return whisper.client.audio.transcriptions.create(model="whisper-tiny.en", file=("clip.flac", audio(row)), language="en").text
@@ -136,6 +137,7 @@ def test_an_english_only_model_takes_english_by_its_three_letter_code_and_refuse
         whisper.client.audio.translations.create(model="whisper-tiny.en", file=("c.flac", audio(CLIPS[0])))
 
 
+@pytest.mark.slow
 def test_lalmeval_run_scores_whisper_launched_by_the_config_through_chat_and_transcriptions(ws):
     rows = ws.copy_demo_audio(demo_rows(4))
     ws.runspec("asr", "commands", {"cmds": {"hf_repo": ws.jsonl(rows), "id_column": "id"}})
