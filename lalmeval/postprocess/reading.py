@@ -1,0 +1,213 @@
+"""Careful reading of a transcript or translation reply: the one span of it that holds the text asked for.
+
+Audio language models wrap a transcript in chat: "The original content of this audio is: '…'",
+"Okay, here's the transcription of the audio:", "language English<asr_text>…", "If you have any
+more questions, please feel free to ask." `read_transcript` removes such wrapping, rule by rule,
+and names every rule that changed the text (docs/reading.md lists them with their sources).
+
+The invariant: once engine tags are removed, what is read is one contiguous span of the reply.
+Every rule below only cuts at the ends of the text; none adds, reorders or rewrites a word. A
+lead-in is cut only where a delimiter (a colon, an opening quote, a line break) closes a phrase
+that announces the text, so a transcript that merely begins "Okay, …", "Here is …" or
+"Transcription of …" is left whole. A refusal ("I'm sorry, I can't transcribe …") reads as the
+empty text: every reference word is then a deletion.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Optional
+
+# Rules run again on what they left (a lead-in inside bold, a quote inside a wrapper), at most this often.
+MAX_PASSES = 4
+
+# --------------------------------------------------------------------------- engine tags and wrappers
+
+_SPECIAL_TOKEN = re.compile(r"<\|[^|<>\n]{1,40}\|>")          # <|en|>, <|endoftext|>, <|im_end|>
+_ASR_TAG = re.compile(r"</?asr_text>", re.IGNORECASE)           # Qwen3-ASR
+_LANGUAGES = (r"English|Chinese|Mandarin|Cantonese|Japanese|Korean|French|German|Spanish|Italian|Portuguese|Russian|"
+              r"Arabic|Dutch|Polish|Turkish|Vietnamese|Thai|Indonesian|Hindi|Swedish|Czech|Finnish|Greek|None|unknown|[a-z]{2}")
+_ASR_LANGUAGE = re.compile(r"^\s{0,8}language\s{1,4}(?:" + _LANGUAGES + r")\s{0,4}(?=<asr_text>|\n|$)", re.IGNORECASE)
+_WRAPPER = re.compile(r"<(answer|transcript|transcription|translation|text|output|result|response)>(.*?)</\1>",
+                      re.IGNORECASE | re.DOTALL)
+_FENCE = re.compile(r"```[A-Za-z0-9_-]{0,20}[ \t]*\n?(.*?)\n?[ \t]*```", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class TextReading:
+    """What was read from a reply: the text scored, the rules that changed it, and whether it refused."""
+
+    text: str
+    rules: tuple[str, ...] = ()
+    refusal: bool = False
+
+
+def without_tags(reply: str) -> tuple[str, list[str]]:
+    """The reply without engine tags (<|en|>, <asr_text>, a leading 'language English'), and the rule if any fired."""
+    text = _ASR_LANGUAGE.sub("", reply, count=1)
+    text = _ASR_TAG.sub("", _SPECIAL_TOKEN.sub("", text))
+    return text, (["tags"] if text != reply else [])
+
+
+def _inside_wrapper(text: str) -> Optional[str]:
+    """The content of the one <answer>…</answer>-style wrapper, or of the one code fence, the text holds."""
+    for pattern in (_WRAPPER, _FENCE):
+        found = [m for m in pattern.finditer(text) if m.group(m.lastindex or 0).strip()]
+        if len(found) == 1:
+            return found[0].group(found[0].lastindex or 0)
+    return None
+
+
+# --------------------------------------------------------------------------- refusals
+
+_REFUSAL_EN = re.compile(
+    r"^\W{0,4}(?:(?:i'?m|i am|i’m)\s+(?:really\s+|very\s+)?sorry|sorry|unfortunately|apologies|as an ai\b|as a (?:text-based|language) model|"
+    r"i\s+(?:cannot|can't|can’t|can not|am unable to|am not able to|'m unable to|’m unable to|don't have|do not have|could not|couldn't))",
+    re.IGNORECASE)
+_REFUSAL_TOPIC_EN = re.compile(r"(?i)\b(?:transcri\w*|translat\w*|audio|recording|sound\s+clip|listen\w*|hear\w*|process\w*|"
+                               r"speech|language model|access|ability|capabilit\w*|assist\w*|help\w*|provide\w*)\b")
+_REFUSAL_ZH = re.compile(r"^\W{0,4}(?:很?抱歉|对不起|對不起|不好意思|很遗憾|很遺憾|我无法|我無法|我不能|作为一个?AI|作為一個?AI)")
+_REFUSAL_TOPIC_ZH = re.compile(r"无法|無法|不能|没有办法|沒有辦法|听不|聽不|不支持|不支援")
+
+
+def is_refusal(text: str) -> bool:
+    """Whether the reply declines the task ('I'm sorry, I can't transcribe this audio.', 抱歉，我无法识别这段音频)."""
+    head = text.strip()[:300]
+    if _REFUSAL_EN.match(head):
+        return bool(_REFUSAL_TOPIC_EN.search(head)) and (head.count(" ") < 60)
+    return bool(_REFUSAL_ZH.match(head) and _REFUSAL_TOPIC_ZH.search(head))
+
+
+# --------------------------------------------------------------------------- lead-ins
+
+_MD = r"[*_#>\s]{0,6}"  # markdown around a lead-in: "**Transcription:**", "### Translation"
+_OPENER = r"(?:(?:sure|okay|ok|alright|all right|certainly|of course|well|yes|absolutely|great|no problem|got it|here you go)\W{0,3}\s{0,3}){0,3}"
+_THING = (r"(?:transcri(?:pt|ption|bed\s+text|bed\s+content)|translation|translated\s+(?:text|sentence|version)|"
+          r"(?:original\s+|spoken\s+|audio\s+|speech\s+)?(?:content|text|words|wording)|speech\s+recognition\s+result|asr\s+(?:output|result))")
+_MEDIUM = r"(?:audio|audio\s+clip|clip|recording|speech|sound|file|audio\s+file|voice\s+message|utterance|sentence|passage|segment)"
+_OF_MEDIUM = r"(?:\s+(?:of|from|in|for)\s+(?:the|this|that|your|the\s+given|the\s+provided)?\s*(?:\w+\s+){0,1}?" + _MEDIUM + r")?"
+_INTO = r"(?:\s+(?:in|into|to)\s+(?:[A-Z][a-z]+|simplified\s+chinese|traditional\s+chinese))?"
+_IS = r"(?:\s+(?:is|reads|would\s+be|goes|as\s+follows|follows|below))*"
+_LEAD_IN_EN = re.compile(
+    r"^" + _MD + _OPENER + r"(?:"
+    # "Here's the transcription of the audio", "Below is the English translation", "This is the content of the audio"
+    r"(?:here(?:'s|’s|\s+is|\s+are)|below\s+is|this\s+is|that\s+is|the\s+following\s+is)\s+(?:the|a|an|my|your)?\s*(?:\w+\s+){0,2}?"
+    + _THING + _OF_MEDIUM + _INTO + _IS +
+    # "The original content of this audio is", "The English translation is", "Transcription"
+    r"|(?:the\s+|my\s+|a\s+)?(?:\w+\s+){0,2}?" + _THING + _OF_MEDIUM + _INTO + _IS +
+    # "The audio says", "In the audio, the speaker says", "The speaker said"
+    r"|(?:in\s+(?:the|this)\s+" + _MEDIUM + r",?\s+)?(?:the|this)\s+(?:" + _MEDIUM + r"|speaker|person|man|woman|voice)\s+(?:says|said|states|is\s+saying|reads|contains)"
+    r"|(?:it|they|he|she)\s+(?:says|said)"
+    r"|(?:in\s+)?(?:" + r"English|Chinese|Mandarin|German|French|Spanish|Japanese|Korean|Italian|Russian|Portuguese" + r")"
+    r")" + r"(?P<delim>" + r"[*_]{0,4}\s{0,4}[:：][*_]{0,4}\s{0,8}|[*_]{0,4}[ \t]{0,4}[.。]?[ \t]{0,4}\n\s{0,8}|\s{1,4}(?=[\"'“‘「『]))",
+    re.IGNORECASE,
+)
+_ZH_THING = r"(?:原始内容|原始內容|内容|內容|原文|转录文本|轉錄文本|转录结果|转录|轉錄|转写结果|转写|轉寫|识别结果|識別結果|翻译结果|翻譯結果|中文翻译|中文翻譯|英文翻译|英文翻譯|翻译|翻譯|译文|譯文|文本|文字)"
+_LEAD_IN_ZH = re.compile(
+    r"^" + _MD + r"(?:(?:好的|好|当然|當然|嗯|可以|没问题|沒問題)[，,。！!、\s]{0,3})?"
+    r"(?:以下是|下面是|这是|這是|这段|這段|该|該|此|这个|這個)?(?:段)?(?:音频|音頻|语音|語音|录音|錄音|音频文件|音頻文件)?(?:中|里|裡)?的?"
+    r"(?:(?:" + _ZH_THING + r")(?:如下|是|为|為)?|(?:说话人|說話人|说话者|說話者|他|她)?(?:说的是|說的是|说|說的內容是|说的内容是))"
+    r"(?P<delim>\s{0,4}[:：]\s{0,8}|\s{0,4}\n\s{0,8}|\s{0,4}(?=[\"'“‘「『]))"
+)
+
+
+def _lead_in(text: str) -> Optional[int]:
+    """Where the text announced by a lead-in starts, or None when the text opens with no lead-in."""
+    for pattern in (_LEAD_IN_EN, _LEAD_IN_ZH):
+        match = pattern.match(text)
+        if match and text[match.end():].strip():
+            return match.end()
+    return None
+
+
+# --------------------------------------------------------------------------- what may follow the text
+
+_CLOSER = re.compile(
+    r"(?i)(?:^|(?<=[.!?。！？\n]))\s*(?:"
+    r"(?:if|should)\s+you\s+(?:have|need|want|'d\s+like|would\s+like)\b"
+    r"|(?:please\s+)?(?:let\s+me\s+know|feel\s+free)\b|(?:i\s+)?hope\s+(?:this|that|it)\s+helps?\b|is\s+there\s+anything\s+else\b"
+    r"|(?:do|would)\s+you\s+(?:need|want|like)\b|anything\s+else\b|happy\s+to\s+help\b|glad\s+(?:i\s+could|to)\s+help\b"
+    r"|如果(?:您|你)?(?:还有|還有|有)(?:其他|任何|更多)?(?:问题|問題|需要)|希望(?:这|這|以上|对您|對您|对你|對你)?(?:能|对|對)?.{0,6}(?:有帮助|有幫助)"
+    r"|(?:请|請)?(?:随时|隨時)(?:告诉|告訴|问|問)|还有什么|還有什麼|需要(?:我|其他)(?:帮|幫|的)"
+    r")[^\n]*$",
+)
+_NOTE = re.compile(
+    r"(?i)(?:\n\s*|(?<=[.!?。！？\"'”’」』])\s*|\s+(?=[(\[]))(?:"
+    r"[(\[]?\s*\**\s*(?:note|notes|n\.b\.|explanation|translation\s+notes?|comment|remark|disclaimer)\s*\**\s*[:：]"
+    r"|[(\[]?\s*(?:注|注意|说明|說明|备注|備註|解释|解釋)\s*[:：]"
+    r")[\s\S]*$")
+# A paragraph after the text that speaks about the audio or the wording rather than continuing it.
+_ABOUT = re.compile(
+    r"(?i)\n\s*(?:"
+    r"(?:the|this|that)\s+(?:audio|recording|clip|speaker|speech|translation|transcription|transcript|sentence|phrase|word|term|expression|original)\b"
+    r"|(?:in\s+this\s+(?:translation|transcription|audio|recording))|i\s+(?:have|'ve|’ve)?\s*(?:translated|transcribed|kept|chose|used|rendered|left)\b"
+    r"|(?:here|there)\s*,\s+|\"[^\"\n]{1,60}\"\s+(?:is|means|was|can\s+be|refers)\b|“[^”\n]{1,60}”\s+(?:is|means|was|can\s+be|refers)\b"
+    r"|(?:这段|這段|该|該)(?:音频|音頻|录音|錄音|翻译|翻譯)|(?:其中|这里|這裡|此处|此處)[，,]"
+    r")[\s\S]*$")
+_TRAILING_ASIDE = re.compile(r"(?i)\s*[(\[](?:[^()\[\]\n]{0,160}\b(?:audio|recording|unclear|inaudible|noise|speaker|transcri\w*|translat\w*|note)\b[^()\[\]\n]{0,160})[)\]][.。]?\s*$")
+
+
+def _without_tail(text: str) -> tuple[str, list[str]]:
+    """The text without chat closers and notes about the audio or the wording after it."""
+    rules = []
+    for rule, pattern in (("closer", _CLOSER), ("note", _NOTE), ("note", _ABOUT), ("note", _TRAILING_ASIDE)):
+        match = pattern.search(text)
+        if match and text[: match.start()].strip():
+            text = text[: match.start()].rstrip()
+            rules.append(rule)
+    return text, rules
+
+
+# --------------------------------------------------------------------------- wrapping quotes and bold
+
+_PAIRS = {'"': '"', "'": "'", "“": "”", "‘": "’", "「": "」", "『": "』", "`": "`", "«": "»"}
+_END_MARKS = " \t\n.,;!?。，；！？"
+
+
+def _unquoted(text: str) -> Optional[str]:
+    """The inside of quotes or bold that wrap the whole text (a closing mark may follow the quote)."""
+    body = text.strip().rstrip(_END_MARKS)
+    if len(body) > 4 and body.startswith("**") and body.endswith("**") and "**" not in body[2:-2]:
+        return body[2:-2]
+    if len(body) < 2 or body[0] not in _PAIRS or not body.endswith(_PAIRS[body[0]]):
+        return None
+    inner, close = body[1:-1], _PAIRS[body[0]]
+    if close in ("'", "’"):  # apostrophes inside words ("'I don't know'") are no quotes
+        return None if re.search(r"(?:^|\s)['‘]|['’](?:\s|$)", inner) else inner
+    return None if close in inner or body[0] in inner else inner
+
+
+# --------------------------------------------------------------------------- the reading
+
+
+def _pass(text: str) -> tuple[str, list[str]]:
+    """One pass of every cutting rule, in the order a reader meets them."""
+    rules: list[str] = []
+    inner = _inside_wrapper(text)
+    if inner is not None:
+        text, rules = inner, rules + ["wrapper"]
+    start = _lead_in(text)
+    if start is not None:
+        text, rules = text[start:], rules + ["lead_in"]
+    text, tail = _without_tail(text)
+    rules += tail
+    inner = _unquoted(text)
+    if inner is not None and inner.strip():
+        text, rules = inner, rules + ["quotes"]
+    return text.strip(), rules
+
+
+def read_transcript(reply: str) -> TextReading:
+    """The transcript or translation a careful grader reads in `reply`, with the rules that cut it."""
+    text, rules = without_tags(unicodedata.normalize("NFC", reply))
+    text = text.strip()
+    if is_refusal(text):
+        return TextReading("", tuple(rules + ["refusal"]), refusal=True)
+    for _ in range(MAX_PASSES):
+        cut, fired = _pass(text)
+        if cut == text or not cut:
+            break
+        text, rules = cut, rules + [r for r in fired if r not in rules]
+    return TextReading(text, tuple(rules))
