@@ -21,7 +21,7 @@ from lalmeval.metrics.base import METRICS, SampleScore, empty_reference, unscore
 from lalmeval.metrics.percent import PercentCorrect
 from lalmeval.metrics.reading import UNREADABLE, judge_label, reading_details, reading_mode
 from lalmeval.postprocess.label_reading import LabelReading, LabelSet, read_label, reference_label, reference_sets
-from lalmeval.postprocess.extraction import extract_choice
+from lalmeval.postprocess.extraction import extract_choice, focus, mentions
 from lalmeval.postprocess.labels import as_number, option_letter
 from lalmeval.records import Record
 from lalmeval.runspecs import Dataset
@@ -104,13 +104,19 @@ class Accuracy(PercentCorrect):
             return {"score": None, "reason": "no gold option"}
         spec = self.dataset.spec
         method = "default" if spec.answer_extraction == "llm" else spec.answer_extraction
-        chosen = extract_choice(method, record.prediction or "", options, labels(len(options)), spec.answer_pattern)
-        if chosen is not None or not spec.choices or self.reading == "verbatim":
+        reply = record.prediction or ""
+        chosen = extract_choice(method, reply, options, labels(len(options)), spec.answer_pattern)
+        if not spec.choices or self.reading == "verbatim":
             return _verdict(chosen, gold)
-        # A fixed label set (runspec choices): a reply no option letter or text can be read from may still name
-        # one label by a synonym or an inflection ('The speaker sounds happy.' → joy).
-        reading = read_label(record.prediction or "", self._option_set(options))
-        item = _verdict(options.index(reading.label) if reading.label is not None else None, gold)
+        # A fixed label set (runspec choices): the reply may name one label by a synonym or an inflection
+        # ('The speaker sounds happy.' → joy), or by a longer word than an option's text ('subway station' is
+        # subwaystation, not subway). That reading stands where answer extraction read nothing, or read only
+        # option texts (no letter, no ordinal): a letter the reply states is its answer, as it always was.
+        reading = read_label(reply, self._option_set(options))
+        named = options.index(reading.label) if reading.label is not None else None
+        if chosen is not None and (named is None or named == chosen or _states_letter(reply, options)):
+            return _verdict(chosen, gold)
+        item = _verdict(named, gold)
         item["reading"] = list(reading.rules)
         return item
 
@@ -205,6 +211,12 @@ def judge_choice(judgment: str, options: list[str]) -> tuple[bool, Optional[int]
     if chosen is not None:
         return True, chosen
     return bool(_JUDGE_NONE.match(judgment.strip())), None
+
+
+def _states_letter(reply: str, options: list[str]) -> bool:
+    """Whether the reply names an option by its letter or its position (not only by its text)."""
+    found = mentions(focus(reply), options, labels(len(options)))
+    return any(m.kind != "text" and not m.negated for m in found)
 
 
 def _label_verdict(reading: LabelReading, gold: str) -> SampleScore:

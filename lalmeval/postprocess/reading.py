@@ -32,7 +32,8 @@ _LANGUAGES = (r"English|Chinese|Mandarin|Cantonese|Japanese|Korean|French|German
 _ASR_LANGUAGE = re.compile(r"^\s{0,8}language\s{1,4}(?:" + _LANGUAGES + r")\s{0,4}(?=<asr_text>|\n|$)", re.IGNORECASE)
 _WRAPPER = re.compile(r"<(answer|transcript|transcription|translation|text|output|result|response)>(.*?)</\1>",
                       re.IGNORECASE | re.DOTALL)
-_FENCE = re.compile(r"```[A-Za-z0-9_-]{0,20}[ \t]*\n?(.*?)\n?[ \t]*```", re.DOTALL)
+# Two backticks too: the general postprocessor may already have taken one from each end as a wrapping quote.
+_FENCE = re.compile(r"`{2,3}[A-Za-z0-9_-]{0,20}[ \t]*\n(.*?)\n[ \t]*`{2,3}|```(.*?)```", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ def _lead_in(text: str) -> Optional[int]:
 # --------------------------------------------------------------------------- what may follow the text
 
 _CLOSER = re.compile(
-    r"(?i)(?:^|(?<=[.!?。！？\n]))\s*(?:"
+    r"(?i)(?:^|(?<=[.!?。！？\n\"'”’」』]))\s*(?:"
     r"(?:if|should)\s+you\s+(?:have|need|want|'d\s+like|would\s+like)\b"
     r"|(?:please\s+)?(?:let\s+me\s+know|feel\s+free)\b|(?:i\s+)?hope\s+(?:this|that|it)\s+helps?\b|is\s+there\s+anything\s+else\b"
     r"|(?:do|would)\s+you\s+(?:need|want|like)\b|anything\s+else\b|happy\s+to\s+help\b|glad\s+(?:i\s+could|to)\s+help\b"
