@@ -56,7 +56,7 @@ class _Sacrebleu(Metric):
         return dataset.spec.reading == "judge"
 
     def score_record(self, record: Record) -> SampleScore:
-        return self.score_read(record, read_text(record.prediction or "", reading_mode(self.dataset, self.context)))
+        return self.score_read(record, read_text(record.prediction or "", reading_mode(self.dataset, self.context), "translation"))
 
     async def score_records(self, records: list[Record]) -> list[SampleScore]:
         if reading_mode(self.dataset, self.context) != "judge" or self.context.judge is None:

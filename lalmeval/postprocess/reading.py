@@ -85,12 +85,15 @@ def is_refusal(text: str) -> bool:
 
 _MD = r"[*_#>\s]{0,6}"  # markdown around a lead-in: "**Transcription:**", "### Translation"
 _OPENER = r"(?:(?:sure|okay|ok|alright|all right|certainly|of course|well|yes|absolutely|great|no problem|got it|here you go)\W{0,3}\s{0,3}){0,3}"
-_THING = (r"(?:transcri(?:pt|ption|bed\s+text|bed\s+content)|translation|translated\s+(?:text|sentence|version)|"
+_THING = (r"(?:transcri(?:pt|ption|bed\s+text|bed\s+content)|translation|original|source\s+text|translated\s+(?:text|sentence|version)|"
           r"(?:original\s+|spoken\s+|audio\s+|speech\s+)?(?:content|text|words|wording)|speech\s+recognition\s+result|asr\s+(?:output|result))")
 _MEDIUM = r"(?:audio|audio\s+clip|clip|recording|speech|sound|file|audio\s+file|voice\s+message|utterance|sentence|passage|segment)"
 _OF_MEDIUM = r"(?:\s+(?:of|from|in|for)\s+(?:the|this|that|your|the\s+given|the\s+provided)?\s*(?:\w+\s+){0,1}?" + _MEDIUM + r")?"
 _INTO = r"(?:\s+(?:in|into|to)\s+(?:[A-Z][a-z]+|simplified\s+chinese|traditional\s+chinese))?"
 _IS = r"(?:\s+(?:is|reads|would\s+be|goes|as\s+follows|follows|below))*"
+_LANGUAGE = r"(?:English|Chinese|Mandarin|German|French|Spanish|Japanese|Korean|Italian|Russian|Portuguese|Arabic|Dutch|simplified\s+chinese|traditional\s+chinese)"
+_PERSON = r"(?:speaker|person|man|woman|voice|narrator|people)"
+_SAYS = r"(?:says|said|states|is\s+saying|reads|contains|goes)"
 _LEAD_IN_EN = re.compile(
     r"^" + _MD + _OPENER + r"(?:"
     # "Here's the transcription of the audio", "Below is the English translation", "This is the content of the audio"
@@ -98,18 +101,24 @@ _LEAD_IN_EN = re.compile(
     + _THING + _OF_MEDIUM + _INTO + _IS +
     # "The original content of this audio is", "The English translation is", "Transcription"
     r"|(?:the\s+|my\s+|a\s+)?(?:\w+\s+){0,2}?" + _THING + _OF_MEDIUM + _INTO + _IS +
-    # "The audio says", "In the audio, the speaker says", "The speaker said"
-    r"|(?:in\s+(?:the|this)\s+" + _MEDIUM + r",?\s+)?(?:the|this)\s+(?:" + _MEDIUM + r"|speaker|person|man|woman|voice)\s+(?:says|said|states|is\s+saying|reads|contains)"
-    r"|(?:it|they|he|she)\s+(?:says|said)"
-    r"|(?:in\s+)?(?:" + r"English|Chinese|Mandarin|German|French|Spanish|Japanese|Korean|Italian|Russian|Portuguese" + r")"
-    r")" + r"(?P<delim>" + r"[*_]{0,4}\s{0,4}[:：][*_]{0,4}\s{0,8}|[*_]{0,4}[ \t]{0,4}[.。]?[ \t]{0,4}\n\s{0,8}|\s{1,4}(?=[\"'“‘「『]))",
+    # "The audio says", "In the audio, the speaker says", "The person in the audio says", "Here's what the audio says"
+    r"|(?:in\s+(?:the|this)\s+" + _MEDIUM + r",?\s+)?(?:here(?:'s|’s|\s+is)\s+)?(?:what\s+)?(?:the|this)\s+(?:" + _MEDIUM + "|" + _PERSON + r")"
+    r"(?:\s+in\s+(?:the|this)\s+" + _MEDIUM + r")?\s+" + _SAYS + r"(?:\s+the\s+following(?:\s+(?:speech|words|text|sentence|content))?)?"
+    r"|it\s+says"
+    # "I've transcribed the audio for you", "I have translated the sentence into English"
+    r"|i(?:'ve|’ve|\s+have)?\s+(?:transcribed|translated)\s+(?:the|this|your|it)(?:\s+" + _MEDIUM + r")?" + _INTO + r"(?:\s+for\s+you)?(?:\s+as\s+follows)?"
+    # "Translated into English", "The sentence translates to", "\"Guten Abend\" translates to"
+    r"|(?:(?:the\s+)?(?:\w+\s+){0,2}?|\"[^\"\n]{1,200}\"\s+|“[^”\n]{1,200}”\s+)(?:translates|is\s+translated|translated)\s+(?:in)?to(?:\s+" + _LANGUAGE + r")?(?:\s+as)?"
+    r"|(?:in\s+)?" + _LANGUAGE +
+    r")" + r"(?P<delim>" + r"[*_]{0,4}\s{0,4}[:：][*_]{0,4}\s{0,8}|[*_]{0,4}[ \t]{0,4}[.。]?[ \t]{0,4}\n\s{0,8}|[,，]?\s{1,4}(?=[\"'“‘「『]))",
     re.IGNORECASE,
 )
 _ZH_THING = r"(?:原始内容|原始內容|内容|內容|原文|转录文本|轉錄文本|转录结果|转录|轉錄|转写结果|转写|轉寫|识别结果|識別結果|翻译结果|翻譯結果|中文翻译|中文翻譯|英文翻译|英文翻譯|翻译|翻譯|译文|譯文|文本|文字)"
 _LEAD_IN_ZH = re.compile(
     r"^" + _MD + r"(?:(?:好的|好|当然|當然|嗯|可以|没问题|沒問題)[，,。！!、\s]{0,3})?"
     r"(?:以下是|下面是|这是|這是|这段|這段|该|該|此|这个|這個)?(?:段)?(?:音频|音頻|语音|語音|录音|錄音|音频文件|音頻文件)?(?:中|里|裡)?的?"
-    r"(?:(?:" + _ZH_THING + r")(?:如下|是|为|為)?|(?:说话人|說話人|说话者|說話者|他|她)?(?:说的是|說的是|说|說的內容是|说的内容是))"
+    r"(?:(?:" + _ZH_THING + r")(?:如下|是|为|為)?|(?:人|男人|女人|男子|女子|说话人|說話人|说话者|說話者)?(?:说的是|說的是|说|說|说的内容是|說的內容是)"
+    r"|(?:翻译|翻譯|译|譯)(?:成|为|為)(?:中文|英文|汉语|漢語|英语|英語)(?:是|为|為|如下)?|中文|英文|汉语|漢語|英语|英語)"
     r"(?P<delim>\s{0,4}[:：]\s{0,8}|\s{0,4}\n\s{0,8}|\s{0,4}(?=[\"'“‘「『]))"
 )
 
@@ -128,7 +137,7 @@ def _lead_in(text: str) -> Optional[int]:
 _CLOSER = re.compile(
     r"(?i)(?:^|(?<=[.!?。！？\n\"'”’」』]))\s*(?:"
     r"(?:if|should)\s+you\s+(?:have|need|want|'d\s+like|would\s+like)\b"
-    r"|(?:please\s+)?(?:let\s+me\s+know|feel\s+free)\b|(?:i\s+)?hope\s+(?:this|that|it)\s+helps?\b|is\s+there\s+anything\s+else\b"
+    r"|(?:please\s+)?(?:let\s+me\s+know|feel\s+free)\b|(?:i\s+)?hope\s+(?:this|that|it)\b(?:\s+\w+){0,3}?\s+(?:helps?|is\s+helpful|was\s+helpful|is\s+useful)\b|is\s+there\s+anything\s+else\b"
     r"|(?:do|would)\s+you\s+(?:need|want|like)\b|anything\s+else\b|happy\s+to\s+help\b|glad\s+(?:i\s+could|to)\s+help\b"
     r"|如果(?:您|你)?(?:还有|還有|有)(?:其他|任何|更多)?(?:问题|問題|需要)|希望(?:这|這|以上|对您|對您|对你|對你)?(?:能|对|對)?.{0,6}(?:有帮助|有幫助)"
     r"|(?:请|請)?(?:随时|隨時)(?:告诉|告訴|问|問)|还有什么|還有什麼|需要(?:我|其他)(?:帮|幫|的)"
@@ -145,9 +154,11 @@ _ABOUT = re.compile(
     r"(?:the|this|that)\s+(?:audio|recording|clip|speaker|speech|translation|transcription|transcript|sentence|phrase|word|term|expression|original)\b"
     r"|(?:in\s+this\s+(?:translation|transcription|audio|recording))|i\s+(?:have|'ve|’ve)?\s*(?:translated|transcribed|kept|chose|used|rendered|left)\b"
     r"|(?:here|there)\s*,\s+|\"[^\"\n]{1,60}\"\s+(?:is|means|was|can\s+be|refers)\b|“[^”\n]{1,60}”\s+(?:is|means|was|can\s+be|refers)\b"
-    r"|(?:这段|這段|该|該)(?:音频|音頻|录音|錄音|翻译|翻譯)|(?:其中|这里|這裡|此处|此處)[，,]"
+    r"|(?:这段|這段|该|該)(?:音频|音頻|录音|錄音|翻译|翻譯)|(?:其中|这里|這裡|此处|此處)[，,]|以上(?:是|为|為|就是)"
     r")[\s\S]*$")
-_TRAILING_ASIDE = re.compile(r"(?i)\s*[(\[](?:[^()\[\]\n]{0,160}\b(?:audio|recording|unclear|inaudible|noise|speaker|transcri\w*|translat\w*|note)\b[^()\[\]\n]{0,160})[)\]][.。]?\s*$")
+_TRAILING_ASIDE = re.compile(
+    r"(?i)\s*(?:[(\[](?:[^()\[\]\n]{0,160}\b(?:audio|recording|unclear|inaudible|noise|speaker|transcri\w*|translat\w*|note)\b[^()\[\]\n]{0,160})[)\]]"
+    r"|（[^（）\n]{0,80}(?:音频|音頻|录音|錄音|噪音|杂音|雜音|听不清|聽不清|不清楚|注|翻译|翻譯)[^（）\n]{0,80}）)[.。]?\s*$")
 
 
 def _without_tail(text: str) -> tuple[str, list[str]]:
@@ -167,9 +178,16 @@ _PAIRS = {'"': '"', "'": "'", "“": "”", "‘": "’", "「": "」", "『": "
 _END_MARKS = " \t\n.,;!?。，；！？"
 
 
+_LANGUAGE_TAIL = re.compile(r"(?<=[\"'”’」』])\s{1,4}in\s+" + _LANGUAGE + r"\s*[.。]?\s*$", re.IGNORECASE)
+_BLOCKQUOTE = re.compile(r"^>[ \t]{0,4}(?=\S)(?!.*\n)")
+
+
 def _unquoted(text: str) -> Optional[str]:
-    """The inside of quotes or bold that wrap the whole text (a closing mark may follow the quote)."""
-    body = text.strip().rstrip(_END_MARKS)
+    """The inside of quotes, bold or a one-line blockquote that wrap the whole text (a closing mark, or 'in
+    English', may follow the quote)."""
+    if _BLOCKQUOTE.match(text.strip()):
+        return text.strip()[_BLOCKQUOTE.match(text.strip()).end():]
+    body = _LANGUAGE_TAIL.sub("", text.strip()).rstrip(_END_MARKS)
     if len(body) > 4 and body.startswith("**") and body.endswith("**") and "**" not in body[2:-2]:
         return body[2:-2]
     if len(body) < 2 or body[0] not in _PAIRS or not body.endswith(_PAIRS[body[0]]):
@@ -180,15 +198,34 @@ def _unquoted(text: str) -> Optional[str]:
     return None if close in inner or body[0] in inner else inner
 
 
+# --------------------------------------------------------------------------- labelled sections
+
+_TRANSLATION_LABEL = re.compile(
+    r"(?im)^[*_#>\s]{0,6}(?:(?:the\s+)?(?:" + _LANGUAGE + r"\s+)?(?:translation|translated\s+text|translated)(?:\s+(?:in)?to\s+" + _LANGUAGE + r")?"
+    r"|(?:中文|英文)?(?:翻译|翻譯|译文|譯文)|" + _LANGUAGE + r")[*_\s]{0,4}[:：][*_]{0,4}[ \t]{0,8}(?=\S)")
+
+
+def _section(text: str, kind: str) -> Optional[str]:
+    """A reply that gives the transcript and then its translation, each under a label ('Original: …
+    Translation: …'): the translation's section for a translation, what comes before it for a transcript."""
+    found = [m for m in _TRANSLATION_LABEL.finditer(text) if m.start() > 0 and text[: m.start()].strip()]
+    if not found:
+        return None
+    return text[found[-1].end():] if kind == "translation" else text[: found[0].start()]
+
+
 # --------------------------------------------------------------------------- the reading
 
 
-def _pass(text: str) -> tuple[str, list[str]]:
+def _pass(text: str, kind: str) -> tuple[str, list[str]]:
     """One pass of every cutting rule, in the order a reader meets them."""
     rules: list[str] = []
     inner = _inside_wrapper(text)
     if inner is not None:
         text, rules = inner, rules + ["wrapper"]
+    section = _section(text, kind)
+    if section is not None and section.strip():
+        text, rules = section, rules + ["section"]
     start = _lead_in(text)
     if start is not None:
         text, rules = text[start:], rules + ["lead_in"]
@@ -200,14 +237,15 @@ def _pass(text: str) -> tuple[str, list[str]]:
     return text.strip(), rules
 
 
-def read_transcript(reply: str) -> TextReading:
-    """The transcript or translation a careful grader reads in `reply`, with the rules that cut it."""
+def read_transcript(reply: str, kind: str = "transcript") -> TextReading:
+    """The transcript (or, with kind 'translation', the translation) a careful grader reads in `reply`, with
+    the rules that cut it."""
     text, rules = without_tags(unicodedata.normalize("NFC", reply))
     text = text.strip()
     if is_refusal(text):
         return TextReading("", tuple(rules + ["refusal"]), refusal=True)
     for _ in range(MAX_PASSES):
-        cut, fired = _pass(text)
+        cut, fired = _pass(text, kind)
         if cut == text or not cut:
             break
         text, rules = cut, rules + [r for r in fired if r not in rules]
