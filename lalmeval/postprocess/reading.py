@@ -123,9 +123,22 @@ _LEAD_IN_ZH = re.compile(
 )
 
 
+# Lead-ins no transcript begins with, so that a space is delimiter enough: "The original content of this audio
+# is …", "The audio says …", "The speaker is saying …".
+_STRONG_LEAD_IN = re.compile(
+    r"^" + _MD + _OPENER + r"(?:"
+    r"(?:here(?:'s|’s|\s+is)\s+|this\s+is\s+)?(?:the|my)\s+(?:\w+\s+){0,2}?" + _THING + r"\s+(?:of|from|in)\s+(?:the|this|that|your)\s+(?:\w+\s+)?"
+    + _MEDIUM + r"\s+(?:is|reads|would\s+be|says)"
+    r"|(?:in\s+(?:the|this)\s+" + _MEDIUM + r",?\s+)?(?:the|this)\s+(?:" + _MEDIUM + "|" + _PERSON + r")(?:\s+in\s+(?:the|this)\s+" + _MEDIUM + r")?"
+    r"\s+(?:says|is\s+saying)(?:\s+that)?"
+    r")\s{1,4}(?=\S)",
+    re.IGNORECASE,
+)
+
+
 def _lead_in(text: str) -> Optional[int]:
     """Where the text announced by a lead-in starts, or None when the text opens with no lead-in."""
-    for pattern in (_LEAD_IN_EN, _LEAD_IN_ZH):
+    for pattern in (_LEAD_IN_EN, _LEAD_IN_ZH, _STRONG_LEAD_IN):
         match = pattern.match(text)
         if match and text[match.end():].strip():
             return match.end()
