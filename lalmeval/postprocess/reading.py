@@ -22,6 +22,7 @@ from typing import Optional
 
 # Rules run again on what they left (a lead-in inside bold, a quote inside a wrapper), at most this often.
 MAX_PASSES = 4
+MAX_MARKS = 16  # a reply with more tag openings or fences than this has no one wrapper to read
 
 # --------------------------------------------------------------------------- engine tags and wrappers
 
@@ -54,7 +55,9 @@ def without_tags(reply: str) -> tuple[str, list[str]]:
 
 def _inside_wrapper(text: str) -> Optional[str]:
     """The content of the one <answer>…</answer>-style wrapper, or of the one code fence, the text holds."""
-    for pattern in (_WRAPPER, _FENCE):
+    for pattern, mark in ((_WRAPPER, "<"), (_FENCE, "``")):
+        if not 0 < text.count(mark) <= MAX_MARKS:  # each unclosed mark would scan the rest of the text
+            continue
         found = [m for m in pattern.finditer(text) if m.group(m.lastindex or 0).strip()]
         if len(found) == 1:
             return found[0].group(found[0].lastindex or 0)
@@ -148,30 +151,30 @@ def _lead_in(text: str) -> Optional[int]:
 # --------------------------------------------------------------------------- what may follow the text
 
 _CLOSER = re.compile(
-    r"(?i)(?:^|(?<=[.!?。！？\n\"'”’」』]))\s*(?:"
-    r"(?:if|should)\s+you\s+(?:have|need|want|'d\s+like|would\s+like)\b"
-    r"|(?:please\s+)?(?:let\s+me\s+know|feel\s+free)\b|(?:i\s+)?hope\s+(?:this|that|it)\b(?:\s+\w+){0,3}?\s+(?:helps?|is\s+helpful|was\s+helpful|is\s+useful)\b|is\s+there\s+anything\s+else\b"
-    r"|(?:do|would)\s+you\s+(?:need|want|like)\b|anything\s+else\b|happy\s+to\s+help\b|glad\s+(?:i\s+could|to)\s+help\b"
+    r"(?i)(?:^|(?<=[.!?。！？\n\"'”’」』]))\s{0,8}(?:"
+    r"(?:if|should)\s{1,8}you\s{1,8}(?:have|need|want|'d\s{1,8}like|would\s{1,8}like)\b"
+    r"|(?:please\s{1,8})?(?:let\s{1,8}me\s{1,8}know|feel\s{1,8}free)\b|(?:i\s{1,8})?hope\s{1,8}(?:this|that|it)\b(?:\s{1,8}\w+){0,3}?\s{1,8}(?:helps?|is\s{1,8}helpful|was\s{1,8}helpful|is\s{1,8}useful)\b|is\s{1,8}there\s{1,8}anything\s{1,8}else\b"
+    r"|(?:do|would)\s{1,8}you\s{1,8}(?:need|want|like)\b|anything\s{1,8}else\b|happy\s{1,8}to\s{1,8}help\b|glad\s{1,8}(?:i\s{1,8}could|to)\s{1,8}help\b"
     r"|如果(?:您|你)?(?:还有|還有|有)(?:其他|任何|更多)?(?:问题|問題|需要)|希望(?:这|這|以上|对您|對您|对你|對你)?(?:能|对|對)?.{0,6}(?:有帮助|有幫助)"
     r"|(?:请|請)?(?:随时|隨時)(?:告诉|告訴|问|問)|还有什么|還有什麼|需要(?:我|其他)(?:帮|幫|的)"
     r")[^\n]*$",
 )
 _NOTE = re.compile(
-    r"(?i)(?:\n\s*|(?<=[.!?。！？\"'”’」』])\s*|\s+(?=[(\[]))(?:"
-    r"[(\[]?\s*\**\s*(?:note|notes|n\.b\.|explanation|translation\s+notes?|comment|remark|disclaimer)\s*\**\s*[:：]"
-    r"|[(\[]?\s*(?:注|注意|说明|說明|备注|備註|解释|解釋)\s*[:：]"
+    r"(?i)(?:\n\s{0,8}|(?<=[.!?。！？\"'”’」』])\s{0,8}|\s{1,8}(?=[(\[]))(?:"
+    r"[(\[]?\s{0,8}\**\s{0,8}(?:note|notes|n\.b\.|explanation|translation\s{1,8}notes?|comment|remark|disclaimer)\s{0,8}\**\s{0,8}[:：]"
+    r"|[(\[]?\s{0,8}(?:注|注意|说明|說明|备注|備註|解释|解釋)\s{0,8}[:：]"
     r")[\s\S]*$")
 # A paragraph after the text that speaks about the audio or the wording rather than continuing it.
 _ABOUT = re.compile(
-    r"(?i)\n\s*(?:"
-    r"(?:the|this|that)\s+(?:audio|recording|clip|speaker|speech|translation|transcription|transcript|sentence|phrase|word|term|expression|original)\b"
-    r"|(?:in\s+this\s+(?:translation|transcription|audio|recording))|i\s+(?:have|'ve|’ve)?\s*(?:translated|transcribed|kept|chose|used|rendered|left)\b"
-    r"|(?:here|there)\s*,\s+|\"[^\"\n]{1,60}\"\s+(?:is|means|was|can\s+be|refers)\b|“[^”\n]{1,60}”\s+(?:is|means|was|can\s+be|refers)\b"
+    r"(?i)\n\s{0,8}(?:"
+    r"(?:the|this|that)\s{1,8}(?:audio|recording|clip|speaker|speech|translation|transcription|transcript|sentence|phrase|word|term|expression|original)\b"
+    r"|(?:in\s{1,8}this\s{1,8}(?:translation|transcription|audio|recording))|i\s{1,8}(?:have|'ve|’ve)?\s{0,8}(?:translated|transcribed|kept|chose|used|rendered|left)\b"
+    r"|(?:here|there)\s{0,8},\s{1,8}|\"[^\"\n]{1,60}\"\s{1,8}(?:is|means|was|can\s{1,8}be|refers)\b|“[^”\n]{1,60}”\s{1,8}(?:is|means|was|can\s{1,8}be|refers)\b"
     r"|(?:这段|這段|该|該)(?:音频|音頻|录音|錄音|翻译|翻譯)|(?:其中|这里|這裡|此处|此處)[，,]|以上(?:是|为|為|就是)"
     r")[\s\S]*$")
 _TRAILING_ASIDE = re.compile(
-    r"(?i)\s*(?:[(\[](?:[^()\[\]\n]{0,160}\b(?:audio|recording|unclear|inaudible|noise|speaker|transcri\w*|translat\w*|note)\b[^()\[\]\n]{0,160})[)\]]"
-    r"|（[^（）\n]{0,80}(?:音频|音頻|录音|錄音|噪音|杂音|雜音|听不清|聽不清|不清楚|注|翻译|翻譯)[^（）\n]{0,80}）)[.。]?\s*$")
+    r"(?i)\s{0,8}(?:[(\[](?:[^()\[\]\n]{0,160}\b(?:audio|recording|unclear|inaudible|noise|speaker|transcri\w*|translat\w*|note)\b[^()\[\]\n]{0,160})[)\]]"
+    r"|（[^（）\n]{0,80}(?:音频|音頻|录音|錄音|噪音|杂音|雜音|听不清|聽不清|不清楚|注|翻译|翻譯)[^（）\n]{0,80}）)[.。]?\s{0,8}$")
 
 
 def _without_tail(text: str) -> tuple[str, list[str]]:
@@ -191,7 +194,7 @@ _PAIRS = {'"': '"', "'": "'", "“": "”", "‘": "’", "「": "」", "『": "
 _END_MARKS = " \t\n.,;!?。，；！？"
 
 
-_LANGUAGE_TAIL = re.compile(r"(?<=[\"'”’」』])\s{1,4}in\s+" + _LANGUAGE + r"\s*[.。]?\s*$", re.IGNORECASE)
+_LANGUAGE_TAIL = re.compile(r"(?<=[\"'”’」』])\s{1,4}in\s+" + _LANGUAGE + r"\s{0,8}[.。]?\s{0,8}$", re.IGNORECASE)
 _BLOCKQUOTE = re.compile(r"^>[ \t]{0,4}(?=\S)(?!.*\n)")
 
 
