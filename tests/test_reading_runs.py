@@ -10,7 +10,6 @@ from lalmeval.cli import main
 from lalmeval.metrics.wer import WordErrorRate
 from lalmeval.postprocess.general import GeneralPostprocessor
 from lalmeval.records import Record
-from lalmeval.runspecs import Dataset, DatasetSpec
 from tests.support.endpoint import ScriptedEndpoint
 from tests.test_reading import LABELS, TRANSCRIPTS, dataset as metric_dataset
 

@@ -19,7 +19,7 @@ from lalmeval.inference.client import RequestFailed
 from lalmeval.judge import judge_failure
 from lalmeval.metrics.base import METRICS, SampleScore, empty_reference, unscored
 from lalmeval.metrics.percent import PercentCorrect
-from lalmeval.metrics.reading import UNREADABLE, judge_label, reading_details, reading_mode
+from lalmeval.metrics.reading import judge_label, reading_details, reading_mode
 from lalmeval.postprocess.label_reading import LabelReading, LabelSet, read_label, reference_label, reference_sets
 from lalmeval.postprocess.extraction import extract_choice, focus, mentions
 from lalmeval.postprocess.labels import as_number, option_letter

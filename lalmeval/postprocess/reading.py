@@ -16,7 +16,6 @@ empty text: every reference word is then a deletion.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Optional
 
@@ -256,7 +255,7 @@ def _pass(text: str, kind: str) -> tuple[str, list[str]]:
 def read_transcript(reply: str, kind: str = "transcript") -> TextReading:
     """The transcript (or, with kind 'translation', the translation) a careful grader reads in `reply`, with
     the rules that cut it."""
-    text, rules = without_tags(unicodedata.normalize("NFC", reply))
+    text, rules = without_tags(reply)
     text = text.strip()
     if is_refusal(text):
         return TextReading("", tuple(rules + ["refusal"]), refusal=True)
