@@ -22,10 +22,8 @@ if TYPE_CHECKING:
     from lalmeval.judge import Judge
     from lalmeval.metrics.base import MetricContext
 
-MODES = ("verbatim", "careful", "judge")
 READING_METRICS = frozenset({"word_error_rate", "bleu", "chrf", "accuracy"})  # the metrics that read replies
 UNREADABLE = "unreadable"
-MAX_EXAMPLES = 3  # replies kept per rule in details.reading.examples
 
 JUDGE_SPAN = """A model was asked for the {what} of an audio clip. Its reply is below, between the lines.
 

@@ -30,7 +30,7 @@ _BREAKS = {",", ".", ";", ":", "!", "?", "，", "。", "；", "：", "！", "？
 _NEGATORS = {"not", "no", "never", "neither", "nor", "without", "hardly", "unlike", "except", "non"}
 _NEGATING_PAIRS = {("rather", "than"), ("instead", "of"), ("other", "than"), ("as", "opposed")}
 _NEGATORS_ZH = ("不是", "并非", "並非", "而非", "没有", "沒有", "不像", "不", "没", "沒", "非")
-NEGATION_REACH = 3  # tokens a negation reaches forward ("not very happy", "no sign of anger")
+NEGATION_REACH = 4  # tokens a negation reaches forward ("not very happy", "not the sound of laughter")
 
 
 def tokens(text: str) -> list[str]:
