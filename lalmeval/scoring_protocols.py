@@ -76,8 +76,9 @@ def _by_unit(normalizer: str, characters: frozenset[str] = frozenset(), mixed: f
 # lalmeval presets nothing: each metric picks its defaults by the language of the texts it scores
 # (rouge and bleu by the target language of a translation, see lalmeval.languages).
 register(ScoringProtocol(
-    "lalmeval", "1", "lalmeval's own defaults: whisper_english for English, chinese for Mandarin and Cantonese, basic "
-    "otherwise; mixed units for zh/yue, characters for ja/ko/th/lo/my/km, words otherwise",
+    "lalmeval", "2", "lalmeval's own defaults: whisper_english for English, chinese for Mandarin and Cantonese, basic "
+    "otherwise; mixed units for zh/yue, characters for ja/ko/th/lo/my/km, words otherwise; replies read carefully "
+    "(version 2: docs/reading.md)",
     "this repository (README, Metrics)",
     lambda language: {},
 ))

@@ -73,6 +73,15 @@ def test_a_run_of_chatty_replies_scores_as_the_careful_grader_does(ws):
     report = (ws.root / "runs" / "asr" / "report.html").read_text()
     assert 'id="reading"' in report and "lead_in: <b>" in report and "Replies changed" in report
 
+    from lalmeval.reports import load_run
+    from lalmeval.reports.samples import collect
+
+    _, table = collect(load_run(ws.root / "runs" / "asr"))
+    row = next(r for r in table.rows if r[1] == "s00")
+    text = lambda slot: table.strings[row[slot]]  # noqa: E731 - the browser's string table
+    assert text(4) == ENGLISH[0]["grader"] and text(5) == ENGLISH[0]["reply"]   # what was scored, beside the raw reply
+    assert row[11] == "word_error_rate: lead_in, quotes"
+
 
 def test_verbatim_reading_and_peer_protocols_score_the_reply_as_it_is(ws):
     with ScriptedEndpoint(replying(ENGLISH)) as asr:
