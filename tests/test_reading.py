@@ -56,7 +56,7 @@ def test_every_style_in_the_corpus_names_where_it_is_documented():
 @pytest.mark.parametrize("name,case", EXACT, ids=[f"{n.split('.')[0]}-{i:02d}-{c['style']}" for i, (n, c) in enumerate(EXACT)])
 def test_careful_reading_reads_each_reply_as_the_grader_does(name, case):
     kind = "translation" if name == "translations.jsonl" else "transcript"
-    read = read_transcript(GeneralPostprocessor().process(case["reply"]), kind)
+    read = read_transcript(GeneralPostprocessor().process(case["reply"]), kind, case.get("target"))
     assert read.text == case["grader"], case["reply"]
     assert read.refusal == (case["style"].endswith("refusal"))
 

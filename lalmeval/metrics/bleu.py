@@ -56,7 +56,8 @@ class _Sacrebleu(Metric):
         return dataset.spec.reading == "judge"
 
     def score_record(self, record: Record) -> SampleScore:
-        return self.score_read(record, read_text(record.prediction or "", reading_mode(self.dataset, self.context), "translation"))
+        return self.score_read(record, read_text(record.prediction or "", reading_mode(self.dataset, self.context), "translation",
+                                                  self.dataset.iso_target_language))
 
     async def score_records(self, records: list[Record]) -> list[SampleScore]:
         if reading_mode(self.dataset, self.context) != "judge" or self.context.judge is None:

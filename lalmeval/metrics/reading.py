@@ -59,10 +59,10 @@ def text_fields(reading: TextReading) -> dict[str, Any]:
     return {"reading": list(reading.rules), "read": reading.text, **({"refusal": True} if reading.refusal else {})}
 
 
-def read_text(reply: str, mode: str, kind: str = "transcript") -> TextReading:
+def read_text(reply: str, mode: str, kind: str = "transcript", target: Optional[str] = None) -> TextReading:
     """The text a metric scores of `reply` under `mode` (judge is asked elsewhere: see judge_span); `kind` is
-    transcript or translation."""
-    return read_transcript(reply, kind) if mode == "careful" else TextReading(reply)
+    transcript or translation (into `target`, an ISO code)."""
+    return read_transcript(reply, kind, target) if mode == "careful" else TextReading(reply)
 
 
 async def judge_span(judge: "Judge", reply: str, what: str) -> Union[TextReading, str]:

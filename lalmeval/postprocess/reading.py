@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from lalmeval.languages import NAMES
+
 # Rules run again on what they left (a lead-in inside bold, a quote inside a wrapper), at most this often.
 MAX_PASSES = 4
 MAX_MARKS = 16  # a reply with more tag openings or fences than this has no one wrapper to read
@@ -96,6 +98,7 @@ _IS = r"(?:\s+(?:is|reads|would\s+be|goes|as\s+follows|follows|below))*"
 _LANGUAGE = r"(?:English|Chinese|Mandarin|German|French|Spanish|Japanese|Korean|Italian|Russian|Portuguese|Arabic|Dutch|simplified\s+chinese|traditional\s+chinese)"
 _PERSON = r"(?:speaker|person|man|woman|voice|narrator|people)"
 _SAYS = r"(?:says|said|states|is\s+saying|reads|contains|goes)"
+_HEDGE = r"(?:(?:it\s+)?(?:seems|sounds|appears)\s+(?:like|that|as\s+if)\s+|i\s+think\s+(?:that\s+)?)?"  # "it seems like the audio says"
 _LEAD_IN_EN = re.compile(
     r"^" + _MD + _OPENER + r"(?:"
     # "Here's the transcription of the audio", "Below is the English translation", "This is the content of the audio"
@@ -104,7 +107,7 @@ _LEAD_IN_EN = re.compile(
     # "The original content of this audio is", "The English translation is", "Transcription"
     r"|(?:the\s+|my\s+|a\s+)?(?:\w+\s+){0,2}?" + _THING + _OF_MEDIUM + _INTO + _IS +
     # "The audio says", "In the audio, the speaker says", "The person in the audio says", "Here's what the audio says"
-    r"|(?:in\s+(?:the|this)\s+" + _MEDIUM + r",?\s+)?(?:here(?:'s|’s|\s+is)\s+)?(?:what\s+)?(?:the|this)\s+(?:" + _MEDIUM + "|" + _PERSON + r")"
+    r"|" + _HEDGE + r"(?:in\s+(?:the|this)\s+" + _MEDIUM + r",?\s+)?(?:here(?:'s|’s|\s+is)\s+)?(?:what\s+)?(?:the|this|a|an)\s+(?:" + _MEDIUM + "|" + _PERSON + r")"
     r"(?:\s+in\s+(?:the|this)\s+" + _MEDIUM + r")?\s+" + _SAYS + r"(?:\s+the\s+following(?:\s+(?:speech|words|text|sentence|content))?)?"
     r"|it\s+says"
     # "I've transcribed the audio for you", "I have translated the sentence into English"
@@ -131,7 +134,7 @@ _STRONG_LEAD_IN = re.compile(
     r"^" + _MD + _OPENER + r"(?:"
     r"(?:here(?:'s|’s|\s+is)\s+|this\s+is\s+)?(?:the|my)\s+(?:\w+\s+){0,2}?" + _THING + r"\s+(?:of|from|in)\s+(?:the|this|that|your)\s+(?:\w+\s+)?"
     + _MEDIUM + r"\s+(?:is|reads|would\s+be|says)"
-    r"|(?:in\s+(?:the|this)\s+" + _MEDIUM + r",?\s+)?(?:the|this)\s+(?:" + _MEDIUM + "|" + _PERSON + r")(?:\s+in\s+(?:the|this)\s+" + _MEDIUM + r")?"
+    r"|" + _HEDGE + r"(?:in\s+(?:the|this)\s+" + _MEDIUM + r",?\s+)?(?:the|this)\s+(?:" + _MEDIUM + "|" + _PERSON + r")(?:\s+in\s+(?:the|this)\s+" + _MEDIUM + r")?"
     r"\s+(?:says|is\s+saying)(?:\s+that)?"
     r")\s{1,4}(?=\S)",
     re.IGNORECASE,
@@ -160,7 +163,7 @@ _CLOSER = re.compile(
 )
 _NOTE = re.compile(
     r"(?i)(?:\n\s{0,8}|(?<=[.!?。！？\"'”’」』])\s{0,8}|\s{1,8}(?=[(\[]))(?:"
-    r"[(\[]?\s{0,8}\**\s{0,8}(?:note|notes|n\.b\.|explanation|translation\s{1,8}notes?|comment|remark|disclaimer)\s{0,8}\**\s{0,8}[:：]"
+    r"[(\[]?\s{0,8}\**\s{0,8}(?:note|notes|n\.b\.|explanation|translation\s{1,8}notes?|comment|remark|disclaimer|breakdown|literal(?:ly|\s{1,8}translation|\s{1,8}meaning)?)\s{0,8}\**\s{0,8}[:：]"
     r"|[(\[]?\s{0,8}(?:注|注意|说明|說明|备注|備註|解释|解釋)\s{0,8}[:：]"
     r")[\s\S]*$")
 # A paragraph after the text that speaks about the audio or the wording rather than continuing it.
@@ -168,11 +171,11 @@ _ABOUT = re.compile(
     r"(?i)\n\s{0,8}(?:"
     r"(?:the|this|that)\s{1,8}(?:audio|recording|clip|speaker|speech|translation|transcription|transcript|sentence|phrase|word|term|expression|original)\b"
     r"|(?:in\s{1,8}this\s{1,8}(?:translation|transcription|audio|recording))|i\s{1,8}(?:have|'ve|’ve)?\s{0,8}(?:translated|transcribed|kept|chose|used|rendered|left)\b"
-    r"|(?:here|there)\s{0,8},\s{1,8}|\"[^\"\n]{1,60}\"\s{1,8}(?:is|means|was|can\s{1,8}be|refers)\b|“[^”\n]{1,60}”\s{1,8}(?:is|means|was|can\s{1,8}be|refers)\b"
+    r"|(?:here|there)\s{0,8},\s{1,8}|here(?:'s|’s|\s{1,8}is)\s{1,8}(?:a|the)\s{1,8}(?:breakdown|explanation|literal|word-by-word|closer\s{1,8}look)\b|\"[^\"\n]{1,60}\"\s{1,8}(?:is|means|was|can\s{1,8}be|refers)\b|“[^”\n]{1,60}”\s{1,8}(?:is|means|was|can\s{1,8}be|refers)\b"
     r"|(?:这段|這段|该|該)(?:音频|音頻|录音|錄音|翻译|翻譯)|(?:其中|这里|這裡|此处|此處)[，,]|以上(?:是|为|為|就是)"
     r")[\s\S]*$")
 _TRAILING_ASIDE = re.compile(
-    r"(?i)\s{0,8}(?:[(\[](?:[^()\[\]\n]{0,160}\b(?:audio|recording|unclear|inaudible|noise|speaker|transcri\w*|translat\w*|note)\b[^()\[\]\n]{0,160})[)\]]"
+    r"(?i)\s{0,8}(?:[(\[](?:[^()\[\]\n]{0,160}\b(?:audio|recording|unclear|inaudible|noise|speaker|transcri\w*|translat\w*|note|literally|lit\.|or\s{1,8}more\s{1,8}literally)\b[^()\[\]\n]{0,160})[)\]]"
     r"|（[^（）\n]{0,80}(?:音频|音頻|录音|錄音|噪音|杂音|雜音|听不清|聽不清|不清楚|注|翻译|翻譯)[^（）\n]{0,80}）)[.。]?\s{0,8}$")
 
 
@@ -220,25 +223,42 @@ _TRANSLATION_LABEL = re.compile(
     r"|(?:中文|英文)?(?:翻译|翻譯|译文|譯文)|" + _LANGUAGE + r")[*_\s]{0,4}[:：][*_]{0,4}[ \t]{0,8}(?=\S)")
 
 
-def _section(text: str, kind: str) -> Optional[str]:
+_ZH_NAMES = {"中文": "zh", "英文": "en"}
+
+
+def _names(label: re.Match[str], target: str) -> bool:
+    """Whether a section label is the name of the language `target` (ISO code): 'English:', 'Chinese translation:', 中文翻译："""
+    words = re.findall(r"[A-Za-z]+|中文|英文", label.group())
+    return any(NAMES.get(w.lower(), _ZH_NAMES.get(w)) == target for w in words)
+
+
+def _section(text: str, kind: str, target: Optional[str] = None) -> Optional[str]:
     """A reply that gives the transcript and then its translation, each under a label ('Original: …
-    Translation: …'): the translation's section for a translation, what comes before it for a transcript."""
-    found = [m for m in _TRANSLATION_LABEL.finditer(text) if m.start() > 0 and text[: m.start()].strip()]
+    Translation: …', 'German: … English: …'): for a translation, the section of the target language, else
+    the last one; for a transcript, what comes before the first."""
+    labels = list(_TRANSLATION_LABEL.finditer(text))
+    found = [m for m in labels if m.start() > 0 and text[: m.start()].strip()]
     if not found:
         return None
-    return text[found[-1].end():] if kind == "translation" else text[: found[0].start()]
+    if kind != "translation":
+        return text[: found[0].start()]
+    named = [m for m in labels if target and _names(m, target)]
+    if named:
+        following = [m.start() for m in labels if m.start() > named[-1].start()]
+        return text[named[-1].end(): following[0] if following else len(text)]
+    return text[found[-1].end():]
 
 
 # --------------------------------------------------------------------------- the reading
 
 
-def _pass(text: str, kind: str) -> tuple[str, list[str]]:
+def _pass(text: str, kind: str, target: Optional[str]) -> tuple[str, list[str]]:
     """One pass of every cutting rule, in the order a reader meets them."""
     rules: list[str] = []
     inner = _inside_wrapper(text)
     if inner is not None:
         text, rules = inner, rules + ["wrapper"]
-    section = _section(text, kind)
+    section = _section(text, kind, target)
     if section is not None and section.strip():
         text, rules = section, rules + ["section"]
     start = _lead_in(text)
@@ -252,15 +272,15 @@ def _pass(text: str, kind: str) -> tuple[str, list[str]]:
     return text.strip(), rules
 
 
-def read_transcript(reply: str, kind: str = "transcript") -> TextReading:
-    """The transcript (or, with kind 'translation', the translation) a careful grader reads in `reply`, with
-    the rules that cut it."""
+def read_transcript(reply: str, kind: str = "transcript", target: Optional[str] = None) -> TextReading:
+    """The transcript (or, with kind 'translation', the translation into `target`, an ISO code) a careful
+    grader reads in `reply`, with the rules that cut it."""
     text, rules = without_tags(reply)
     text = text.strip()
     if is_refusal(text):
         return TextReading("", tuple(rules + ["refusal"]), refusal=True)
     for _ in range(MAX_PASSES):
-        cut, fired = _pass(text, kind)
+        cut, fired = _pass(text, kind, target)
         if cut == text or not cut:
             break
         text, rules = cut, rules + [r for r in fired if r not in rules]
