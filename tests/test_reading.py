@@ -220,3 +220,21 @@ def test_fixed_choices_keep_every_answer_extraction_already_reads():
         metric = Accuracy(dataset(choices=case["options"], target_column="answer"), GeneralPostprocessor())
         item = metric.score_record(rec("A", case["reply"], options=case["options"], gold=case["expected"]))
         assert item["score"] == 1.0 and "reading" not in item, case["reply"]
+
+
+def test_a_plain_reference_is_one_label_with_the_words_of_every_concept_it_names():
+    from lalmeval.postprocess.label_reading import reference_sets
+
+    scenes = reference_sets("cafe/restaurant")
+    assert read_label("a busy café", scenes).label == "cafe/restaurant"
+    assert read_label("a quiet bistro", scenes).label == "cafe/restaurant"
+    assert read_label("a city bus", scenes).label == "bus"
+    assert reference_sets("hello world") is None  # no set holds it: compared as it always was
+
+
+def test_a_runspecs_synonyms_make_a_label_set_of_plain_references_only_with_two_labels_or_more():
+    one = Accuracy(dataset(label_synonyms={"hound": ["puppy"]}), GeneralPostprocessor())
+    two = Accuracy(dataset(label_synonyms={"hound": ["puppy"], "cat": ["kitty"]}), GeneralPostprocessor())
+    assert one.score_record(rec("hound", "a puppy or a kitty"))["score"] == 0.0  # a set of one would credit any mention
+    assert two.score_record(rec("hound", "a puppy"))["score"] == 1.0
+    assert two.score_record(rec("hound", "a puppy or a kitty"))["reading"] == ["synonym", "unreadable"]

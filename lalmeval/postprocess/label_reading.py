@@ -167,17 +167,19 @@ def read_label(reply: str, label_set: LabelSet) -> LabelReading:
 
 
 def reference_sets(reference: str, extra: Optional[Mapping[str, list[str]]] = None) -> Optional[LabelSet]:
-    """For a plain label reference: the labels of every shipped set one of whose concepts it names (and
-    `extra`'s labels), or None when no set holds it."""
+    """For a plain label reference: the reference itself, with the words of the concepts it names, beside the
+    other labels of every shipped set holding it (and `extra`'s labels); None when no set holds it."""
     words = own_words(reference)
-    labels: list[str] = []
+    labels = [reference]
     for concepts in shipped_sets().values():
-        if any({_key(t) for t in terms} & words for terms in concepts.values()):
-            labels += [c for c in concepts if c not in labels]
-    labels += [x for x in (extra or {}) if x not in labels]
-    if not labels or not any(words & own_words(x) or words & _concept_words(own_words(x)) for x in labels):
+        named = [c for c, terms in concepts.items() if {_key(t) for t in terms} & words]
+        if named:  # 'cafe/restaurant' stands for the set's cafe and restaurant: it is one label here
+            labels += [c for c in concepts if c not in named and c not in labels]
+    extra_labels = [x for x in (extra or {}) if not own_words(x) & words and x not in labels]
+    held = len(labels) > 1 or len(extra_labels) < len(extra or {})  # a shipped set, or the runspec's, holds it
+    if not held or len(labels) + len(extra_labels) < 2:  # a set of one label would read any mention of it as right
         return None
-    return LabelSet.of(labels, extra)
+    return LabelSet.of(labels + extra_labels, extra)
 
 
 def reference_label(reference: str, label_set: LabelSet) -> Optional[str]:
