@@ -71,8 +71,11 @@ _REFUSAL_EN = re.compile(
     r"^\W{0,4}(?:(?:i'?m|i am|i’m)\s+(?:really\s+|very\s+)?sorry|sorry|unfortunately|apologies|as an ai\b|as a (?:text-based|language) model|"
     r"i\s+(?:cannot|can't|can’t|can not|am unable to|am not able to|'m unable to|’m unable to|don't have|do not have|could not|couldn't))",
     re.IGNORECASE)
-_REFUSAL_TOPIC_EN = re.compile(r"(?i)\b(?:transcri\w*|translat\w*|audio|recording|sound\s+clip|listen\w*|hear\w*|process\w*|"
-                               r"speech|language model|access|ability|capabilit\w*|assist\w*|help\w*|provide\w*)\b")
+# What a refusal speaks of: the task. "Sorry, I can't hear you" is speech; "Sorry, I can't transcribe audio" is not.
+_REFUSAL_TOPIC_EN = re.compile(r"(?i)\b(?:transcri\w*|translat\w*|audio|recording|sound\s+clip|listen\s+to|"
+                               r"process\s+(?:the\s+|this\s+|your\s+)?(?:audio|file|sound|request|input)|language\s+model|ai|speech\s+recognition)\b")
+_GENERIC_REFUSAL = re.compile(r"(?i)\b(?:can't|can’t|cannot|can\s+not|unable\s+to|not\s+able\s+to)\s+(?:help|assist)\s+(?:you\s+)?with\s+(?:that|this)"
+                              r"(?:\s+request)?\W{0,4}$")
 _REFUSAL_ZH = re.compile(r"^\W{0,4}(?:很?抱歉|对不起|對不起|不好意思|很遗憾|很遺憾|我无法|我無法|我不能|作为一个?AI|作為一個?AI)")
 _REFUSAL_TOPIC_ZH = re.compile(r"无法|無法|不能|没有办法|沒有辦法|听不|聽不|不支持|不支援")
 
@@ -81,7 +84,7 @@ def is_refusal(text: str) -> bool:
     """Whether the reply declines the task ('I'm sorry, I can't transcribe this audio.', 抱歉，我无法识别这段音频)."""
     head = text.strip()[:300]
     if _REFUSAL_EN.match(head):
-        return bool(_REFUSAL_TOPIC_EN.search(head)) and (head.count(" ") < 60)
+        return head.count(" ") < 60 and bool(_REFUSAL_TOPIC_EN.search(head) or _GENERIC_REFUSAL.search(head))
     return bool(_REFUSAL_ZH.match(head) and _REFUSAL_TOPIC_ZH.search(head))
 
 
