@@ -138,12 +138,21 @@ def _negated(toks: list[str], at: int) -> bool:
     return False
 
 
-def read_label(reply: str, label_set: LabelSet) -> LabelReading:
-    """The one label of `label_set` the reply names, or None when it names none or several."""
-    toks = tokens(reply)
-    named: list[int] = []
-    rules: set[str] = set()
-    i = 0
+@dataclass(frozen=True)
+class _Mention:
+    start: int
+    end: int
+    index: int
+    synonym: bool
+
+
+_LIST_JOINS = frozenset({",", "，", "、", ";", "；", "or", "and", "或", "和", "与", "與"})
+ECHO = 3  # labels listed one after another, this many or more, are the set read back, not an answer
+
+
+def _mentions(toks: list[str], label_set: LabelSet) -> tuple[list[_Mention], bool]:
+    """Every label the tokens name, longest words first, and whether a negated one was passed over."""
+    found, negation, i = [], False, 0
     while i < len(toks):
         for size in range(min(label_set.longest, len(toks) - i), 0, -1):
             index = label_set.words.get(tuple(toks[i: i + size]))
@@ -153,16 +162,43 @@ def read_label(reply: str, label_set: LabelSet) -> LabelReading:
             i += 1
             continue
         if _negated(toks, i):
-            rules.add("negation")
+            negation = True
         else:
-            named.append(index)
-            if tuple(toks[i: i + size]) not in own_words(label_set.labels[index]):
-                rules.add("synonym")
+            found.append(_Mention(i, i + size, index, tuple(toks[i: i + size]) not in own_words(label_set.labels[index])))
         i += size
-    distinct = tuple(dict.fromkeys(label_set.labels[x] for x in named))
-    whole = _key(reply) in own_words(distinct[0]) if len(distinct) == 1 else False
+    return found, negation
+
+
+def _without_echoes(toks: list[str], found: list[_Mention]) -> tuple[list[_Mention], bool]:
+    """The mentions outside lists of ECHO or more labels ('neutral, joy, sadness or anger'): such a list
+    reads the set back (an option list, a hedge), and says nothing of the answer."""
+    kept, run = [], [found[0]] if found else []
+    runs = []
+    for previous, mention in zip(found, found[1:]):
+        if all(t in _LIST_JOINS for t in toks[previous.end: mention.start]):
+            run.append(mention)
+        else:
+            runs.append(run)
+            run = [mention]
+    runs.append(run)
+    for run in runs:
+        if len({m.index for m in run}) < ECHO:
+            kept += run
+    return kept, len(kept) < len(found)
+
+
+def read_label(reply: str, label_set: LabelSet) -> LabelReading:
+    """The one label of `label_set` the reply names, or None when it names none or several."""
+    toks = tokens(reply)
+    found, negation = _mentions(toks, label_set)
+    found, echo = _without_echoes(toks, found)
+    rules = {"negation"} if negation else set()
+    rules |= {"echo"} if echo else set()
+    rules |= {"synonym"} if any(m.synonym for m in found) else set()
+    distinct = tuple(dict.fromkeys(label_set.labels[m.index] for m in found))
     if len(distinct) != 1:
         return LabelReading(None, distinct, tuple(sorted(rules | {"unreadable"})))
+    whole = _key(reply) in own_words(distinct[0])
     return LabelReading(distinct[0], distinct, tuple(sorted(rules | (set() if whole else {"label_in_reply"}))))
 
 
