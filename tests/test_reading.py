@@ -215,11 +215,13 @@ def test_multiple_choice_scores_are_unchanged_by_reading(reading):
 
 def test_fixed_choices_keep_every_answer_extraction_already_reads():
     for case in MC_CASES:
-        if case["expected"] is None:
-            continue
         metric = Accuracy(dataset(choices=case["options"], target_column="answer"), GeneralPostprocessor())
-        item = metric.score_record(rec("A", case["reply"], options=case["options"], gold=case["expected"]))
-        assert item["score"] == 1.0 and "reading" not in item, case["reply"]
+        if case["expected"] is not None:
+            item = metric.score_record(rec("A", case["reply"], options=case["options"], gold=case["expected"]))
+            assert item["score"] == 1.0 and "reading" not in item, case["reply"]
+            continue
+        for gold in range(len(case["options"])):  # a reply no option can be read from stays wrong, whatever the gold
+            assert metric.score_record(rec("A", case["reply"], options=case["options"], gold=gold))["score"] == 0.0, case["reply"]
 
 
 def test_a_plain_reference_is_one_label_with_the_words_of_every_concept_it_names():

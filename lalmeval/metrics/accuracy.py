@@ -110,11 +110,13 @@ class Accuracy(PercentCorrect):
             return _verdict(chosen, gold)
         # A fixed label set (runspec choices): the reply may name one label by a synonym or an inflection
         # ('The speaker sounds happy.' → joy), or by a longer word than an option's text ('subway station' is
-        # subwaystation, not subway). That reading stands where answer extraction read nothing, or read only
-        # option texts (no letter, no ordinal): a letter the reply states is its answer, as it always was.
+        # subwaystation, not subway). That reading stands only where the reply names no option by its letter or
+        # position: a letter the reply states decides, as it always did ('sad (A)' stays contradictory).
+        if _states_letter(reply, options):
+            return _verdict(chosen, gold)
         reading = read_label(reply, self._option_set(options))
         named = options.index(reading.label) if reading.label is not None else None
-        if chosen is not None and (named is None or named == chosen or _states_letter(reply, options)):
+        if chosen is not None and named in (None, chosen):
             return _verdict(chosen, gold)
         item = _verdict(named, gold)
         item["reading"] = list(reading.rules)
