@@ -3,7 +3,7 @@
 A label is named by its own words (the label, each part of 'cafe/restaurant', the label without
 its spaces), by the words of the concepts those words name in label_synonyms.yaml (happy /
 happiness / joy, woman / female, laughing / laughter), by a runspec's `label_synonyms`, and by the
-plural, -ing and -ed forms of all of these. A word that would name two labels of the set names
+plural forms of all of these. A word that would name two labels of the set names
 neither; a label's own word always names that label.
 
 A mention right after a negation ("not happy", "no sign of anger", "rather than sad", 不是开心)
@@ -41,16 +41,13 @@ def tokens(text: str) -> list[str]:
 
 
 def _inflections(word: str) -> set[str]:
-    """Plural, -ing and -ed forms of a one-word ASCII term (sneeze → sneezes, sneezing, sneezed)."""
+    """Plural forms of a one-word ASCII term (sneeze → sneezes, bus → buses, party → parties). Not -ing or -ed:
+    'car' would name 'caring' and 'train' 'training'; verb forms are listed as synonyms where a set needs them."""
     if not word.isascii() or not word.isalpha() or len(word) < 3:
         return set()
-    forms = {word + "s", word + "es", word + "ing", word + "ed"}
-    if word.endswith("e"):
-        forms |= {word[:-1] + "ing", word + "d"}
+    forms = {word + "s", word + "es"}
     if word.endswith("y"):
-        forms |= {word[:-1] + "ies", word[:-1] + "ied"}
-    if re.fullmatch(r"[^aeiou]*[aeiou][bdgmnprt]", word):  # sob → sobbing
-        forms |= {word + word[-1] + "ing", word + word[-1] + "ed"}
+        forms.add(word[:-1] + "ies")
     return forms
 
 
