@@ -1012,6 +1012,37 @@ def r_reproduces(lab: Lab) -> None:
     assert "kimi" in out.getvalue()
 
 
+def chatty_reply(seen: Seen, n: int) -> str:
+    found = re.search(r"question (\d+)", seen.text)
+    return f"Transcription: answer {found.group(1) if found else 0}\n\nIf you have any more questions, feel free to ask."
+
+
+def e_reading(lab: Lab) -> None:
+    lab.ep.handler = chatty_reply
+    careful = lab.run(pairs=[["qs", "word_error_rate"]]).score()
+    verbatim = lab.run(pairs=[["qs", "word_error_rate"]], reading="verbatim").score()
+    assert careful.score == 0.0 and verbatim.score > 100.0
+    assert careful.details["reading"]["rules"] == {"closer": 3, "lead_in": 3} and verbatim.details["reading"]["rules"] == {}
+
+
+def r_reading(lab: Lab) -> None:
+    lab.ep.handler = chatty_reply
+    verbatim = lab.run(pairs=[["qs", "word_error_rate"]], spec={"qs": {"reading": "verbatim"}}).score()
+    careful = lab.run(pairs=[["qs", "word_error_rate"]], spec={"qs": {"reading": "careful"}}, reading="verbatim").score()
+    assert verbatim.details["reading"]["mode"] == "verbatim" and verbatim.score > 100.0
+    assert careful.details["reading"]["mode"] == "careful" and careful.score == 0.0
+
+
+def r_label_synonyms(lab: Lab) -> None:
+    lab.ep.handler = mc_reply("It sounds like a puppy to me.")
+    spec = {"mc": {"choices_column": None, "choices": ["cat", "hound", "cow", "bird"], "target_column": "answer"}}
+    plain = lab.run(pairs=[["mc", "accuracy"]], spec=spec).score("mc")
+    spec["mc"]["label_synonyms"] = {"hound": ["puppy"]}
+    taught = lab.run(pairs=[["mc", "accuracy"]], spec=spec).score("mc")
+    assert plain.score == 0.0 and plain.details["reading"]["unreadable"] == 3
+    assert taught.score == 100.0 and taught.details["reading"]["rules"] == {"label_in_reply": 3, "synonym": 3}
+
+
 # --- the table -----------------------------------------------------------------------------------
 
 EFFECTS: dict[str, Callable[[Lab], None]] = {
@@ -1026,7 +1057,7 @@ EFFECTS: dict[str, Callable[[Lab], None]] = {
     "prompt_rules[].model": e_prompt_rules_model, "prompt_rules[].task": e_prompt_rules_task, "prompt_rules[].language": e_prompt_rules_language,
     "prompt_rules[].system_prompts": e_prompt_rules_system_prompts, "prompt_rules[].user_prompt_add_ons": e_prompt_rules_user_prompt_add_ons,
     "prompt_rules[].instruction": e_prompt_rules_instruction, "prompt_rules[].mc_template": e_prompt_rules_mc_template,
-    "shuffle_options": e_shuffle_options, "repeat_runs": e_repeat_runs,
+    "shuffle_options": e_shuffle_options, "repeat_runs": e_repeat_runs, "reading": e_reading,
     "models[].name": e_name, "models[].inference_type": e_inference_type, "models[].url": e_url, "models[].model": e_model,
     "models[].auth_token": e_auth_token, "models[].api_version": e_api_version, "models[].delay": e_delay,
     "models[].retry_attempts": e_retry_attempts, "models[].timeout": e_timeout, "models[].batch_size": e_batch_size,
@@ -1056,6 +1087,7 @@ EFFECTS: dict[str, Callable[[Lab], None]] = {
     "runspec.mc_template": r_mc_template, "runspec.image_column": r_image_column, "runspec.turns_column": r_turns_column,
     "runspec.messages_column": r_messages_column, "runspec.long_audio": r_long_audio, "runspec.shuffle_options": r_shuffle_options,
     "runspec.repeat_runs": r_repeat_runs, "runspec.origin": r_origin, "runspec.normalizer": r_normalizer, "runspec.error_unit": r_error_unit,
+    "runspec.reading": r_reading, "runspec.label_synonyms": r_label_synonyms,
     "runspec.judge_template": r_judge_template, "runspec.keep_subsets": r_keep_subsets, "runspec.prompt_template": r_prompt_template,
     "runspec.protocol": r_protocol, "runspec.reproduces": r_reproduces,
 }

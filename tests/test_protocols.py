@@ -201,7 +201,7 @@ def test_results_csv_and_md_print_each_scores_protocol(protocol_run):
     assert (kimi["protocol"], kimi["normalizer"], kimi["error_unit"], kimi["alignment"]) == ("kimi@1", "kimi", "mixed", "levenshtein")
     assert json.loads(kimi["generation"]) == {"temperature": 0.0, "max_tokens": 64}
     assert json.loads(kimi["prompt"]) == {"instruction": "Transcribe:"}
-    assert rows[("en_default", "bleu")]["tokenizer"] == "13a" and rows[("en_default", "bleu")]["protocol"] == "lalmeval@1"
+    assert rows[("en_default", "bleu")]["tokenizer"] == "13a" and rows[("en_default", "bleu")]["protocol"] == "lalmeval@2"
     markdown = (run_dir / "results.md").read_text()
     assert "## Scoring protocols" in markdown
     assert "| m | zh_kimi | word_error_rate | kimi@1 | kimi | mixed | levenshtein |  |  | " in markdown

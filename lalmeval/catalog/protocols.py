@@ -9,7 +9,8 @@ the runspec's own fields, which win. Scores print the protocol and what was actu
 
 Adding a protocol is one `register(ScoringProtocol(...))` below: a name, a version (bump it when
 the convention's numbers change), where it is defined, and the fields it presets per language
-(any runspec field: `normalizer`, `error_unit`, `instruction`, `generation_kwargs`, …).
+(any runspec field: `normalizer`, `error_unit`, `instruction`, `generation_kwargs`, …). A peer's protocol
+presets `reading: verbatim`: the peers score the reply as it is, and so their numbers stay theirs.
 """
 
 from __future__ import annotations
@@ -68,15 +69,16 @@ def _by_unit(normalizer: str, characters: frozenset[str] = frozenset(), mixed: f
     """One normalizer for every language; characters / mixed units for the languages named, words otherwise."""
     def presets(language: str) -> Mapping[str, Any]:
         unit = "character" if language in characters else "mixed" if language in mixed else "word"
-        return {"normalizer": normalizer, "error_unit": unit}
+        return {"normalizer": normalizer, "error_unit": unit, "reading": "verbatim"}
     return presets
 
 
 # lalmeval presets nothing: each metric picks its defaults by the language of the texts it scores
 # (rouge and bleu by the target language of a translation, see lalmeval.config.languages).
 register(ScoringProtocol(
-    "lalmeval", "1", "lalmeval's own defaults: whisper_english for English, chinese for Mandarin and Cantonese, basic "
-    "otherwise; mixed units for zh/yue, characters for ja/ko/th/lo/my/km, words otherwise",
+    "lalmeval", "2", "lalmeval's own defaults: whisper_english for English, chinese for Mandarin and Cantonese, basic "
+    "otherwise; mixed units for zh/yue, characters for ja/ko/th/lo/my/km, words otherwise; replies read carefully "
+    "(version 2: docs/reading.md)",
     "this repository (README, Metrics)",
     lambda language: {},
 ))
@@ -95,7 +97,7 @@ register(ScoringProtocol(
     "open_asr", "1", "the Open ASR Leaderboard's English scoring (normalizer open_asr: its normalizer, compounds merged "
     "in the alignment); English only",
     "github.com/huggingface/open_asr_leaderboard @ d1e99b25: normalizer/normalizer.py, normalizer/eval_utils.py",
-    lambda language: {"normalizer": "open_asr", "error_unit": "word"} if language == "en" else None,
+    lambda language: {"normalizer": "open_asr", "error_unit": "word", "reading": "verbatim"} if language == "en" else None,
 ))
 # AU-Harness's Japanese character error rate fails in its own code (the jiwer it pins rejects its
 # truth_transform), so there is no number to reproduce: lalmeval's Japanese default stands in.
@@ -104,5 +106,5 @@ register(ScoringProtocol(
     "basic normalizer, punctuation deleted; every language by words; Japanese: lalmeval's default (basic, characters), "
     "as AU-Harness's own Japanese scoring does not run",
     "github.com/ServiceNow/AU-Harness @ daa06166: metrics/word_error_rate_metrics.py, utils/constants.py",
-    lambda language: {"normalizer": "basic", "error_unit": "character"} if language == "ja" else {"normalizer": "au_harness", "error_unit": "word"},
+    lambda language: {"normalizer": "basic", "error_unit": "character", "reading": "verbatim"} if language == "ja" else {"normalizer": "au_harness", "error_unit": "word", "reading": "verbatim"},
 ))

@@ -212,7 +212,7 @@ async def _score(plan: Any, source: Any, predictions: Predictions, model: str, s
     file_pass = FilePass(dataset.name, source, predictions, PREPROCESSORS.get(dataset.spec.preprocessor)(dataset, settings), postprocessor)
     stop = asyncio.Event()
     judge = await _judge(plan, store, redactor, stop)
-    context = MetricContext(judge=judge, resamples=config.bootstrap_resamples, seed=config.seed)
+    context = MetricContext(judge=judge, resamples=config.bootstrap_resamples, seed=config.seed, reading=config.reading)
     engines = [Engine(dataset.name, METRICS.get(metric)(dataset, postprocessor, context), {model: file_pass}, store) for _, metric in plan.pairs]
     writer = JsonlWriter(store.records_path(dataset.name, model), mode="w")
     persist = (lambda r: writer.write(scrub(r.to_json(), redactor, keys=False))) if redactor else (lambda r: writer.write(r.to_json()))

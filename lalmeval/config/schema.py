@@ -252,6 +252,7 @@ class Config(Strict):
     generation_overrides: list[GenerationOverride] = Field(default_factory=list, description="Any generation setting by model, by task, or both: model+task > task > runspec generation_kwargs > model.")
     prompt_rules: list[PromptRule] = Field(default_factory=list, description="System prompts, add-ons, instructions and MC templates by model, task and language; more specific rules win.")
     shuffle_options: bool = Field(False, description="Multiple choice: permute each sample's options with the run's seed (differently per repeat); a runspec may override.")
+    reading: Literal["verbatim", "careful", "judge"] = Field("careful", description="How replies are read before word_error_rate, bleu, chrf and label accuracy score them (docs/reading.md): careful (the transcript, translation or label a careful grader reads), verbatim (the reply as it is), judge (the judge picks the span or label); a runspec's reading, or its protocol's, wins.")
     repeat_runs: int = Field(1, ge=1, le=100, description="Ask every sample this many times; scores are the mean over repeats, with details.repeats and details.std; a runspec may override.")
     models: list[ModelInfo] = Field(min_length=1, description="The endpoints to evaluate.")
     runspec_dirs: list[str] = Field(default_factory=list, description="Extra folders of runspec JSON files (relative to this config file).")

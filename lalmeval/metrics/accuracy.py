@@ -20,7 +20,9 @@ from lalmeval.inference.client import RequestFailed
 from lalmeval.judging.judge import judge_failure
 from lalmeval.metrics.base import METRICS, SampleScore, empty_reference, unscored
 from lalmeval.metrics.percent import PercentCorrect
-from lalmeval.postprocess.extraction import extract_choice
+from lalmeval.metrics.reading import judge_label, reading_details, reading_mode
+from lalmeval.postprocess.label_reading import LabelReading, LabelSet, read_label, reference_label, reference_sets
+from lalmeval.postprocess.extraction import extract_choice, focus, mentions
 from lalmeval.postprocess.labels import as_number, option_letter
 from lalmeval.results.records import Record
 
@@ -52,6 +54,14 @@ class Accuracy(PercentCorrect):
     name = "accuracy"
     display_fields = frozenset({"judgment", "reference_label", "prediction_label"})
 
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._label_sets: dict[Any, Optional[LabelSet]] = {}
+
+    @property
+    def reading(self) -> str:
+        return reading_mode(self.dataset, self.context)
+
     @classmethod
     def check_dataset(cls, dataset: Dataset) -> None:
         spec = dataset.spec
@@ -65,7 +75,7 @@ class Accuracy(PercentCorrect):
 
     @classmethod
     def needs_judge(cls, dataset: Dataset) -> bool:
-        return dataset.spec.answer_extraction == "llm"
+        return dataset.spec.answer_extraction == "llm" or dataset.spec.reading == "judge"
 
     def score_record(self, record: Record) -> SampleScore:
         options = record.extra.get("options")
@@ -79,7 +89,11 @@ class Accuracy(PercentCorrect):
         if (empty := empty_reference(reference, ref)) is not None:  # only punctuation: nothing to match
             return unscored(empty)
         pred = self.postprocessor.label(record.prediction or "", letters)
-        if not letters and (number := as_number(reference)) is not None and (said := as_number(record.prediction or "")) is not None:
+        said = as_number(record.prediction or "")
+        if not letters and said is None and self.reading != "verbatim" and (label_set := self._plain_set(reference)) is not None:
+            if (gold := reference_label(reference, label_set)) is not None:
+                return _label_verdict(read_label(record.prediction or "", label_set), gold)
+        if not letters and (number := as_number(reference)) is not None and said is not None:
             # Both plain numbers: equal values match (a CSV's "3.0" and the answer "3"), as their texts would not.
             return {"score": 1.0 if number == said else 0.0, "reference_label": ref, "prediction_label": pred}
         return {"score": 1.0 if pred == ref else 0.0, "reference_label": ref, "prediction_label": pred}
@@ -90,11 +104,43 @@ class Accuracy(PercentCorrect):
             return {"score": None, "reason": "no gold option"}
         spec = self.dataset.spec
         method = "default" if spec.answer_extraction == "llm" else spec.answer_extraction
-        chosen = extract_choice(method, record.prediction or "", options, labels(len(options)), spec.answer_pattern)
-        return _verdict(chosen, gold)
+        reply = record.prediction or ""
+        chosen = extract_choice(method, reply, options, labels(len(options)), spec.answer_pattern)
+        if not spec.choices or self.reading == "verbatim":
+            return _verdict(chosen, gold)
+        # A fixed label set (runspec choices): the reply may name one label by a synonym or an inflection
+        # ('The speaker sounds happy.' → joy), or by a longer word than an option's text ('subway station' is
+        # subwaystation, not subway). That reading stands only where the reply names no option by its letter or
+        # position: a letter the reply states decides, as it always did ('sad (A)' stays contradictory).
+        if _states_letter(reply, options):
+            return _verdict(chosen, gold)
+        reading = read_label(reply, self._option_set(options))
+        named = options.index(reading.label) if reading.label is not None else None
+        if chosen is not None and named in (None, chosen):
+            return _verdict(chosen, gold)
+        item = _verdict(named, gold)
+        item["reading"] = list(reading.rules)
+        return item
+
+    def _option_set(self, options: list[str]) -> LabelSet:
+        key = tuple(options)
+        if key not in self._label_sets:
+            self._label_sets[key] = LabelSet.of(options, self.dataset.spec.label_synonyms)
+        found = self._label_sets[key]
+        assert found is not None
+        return found
+
+    def _plain_set(self, reference: str) -> Optional[LabelSet]:
+        """The label set a plain reference belongs to (shipped sets, the runspec's label_synonyms), or None."""
+        key = ("reference", reference)
+        if key not in self._label_sets:
+            self._label_sets[key] = reference_sets(reference, self.dataset.spec.label_synonyms)
+        return self._label_sets[key]
 
     async def score_records(self, records: list[Record]) -> list[SampleScore]:
         items = await super().score_records(records)
+        if self.reading == "judge" and self.context.judge is not None:
+            return await self._judge_labels(records, items)
         if self.dataset.spec.answer_extraction != "llm" or self.context.judge is None:
             return items
         asks = [i for i, (r, x) in enumerate(zip(records, items)) if x.get("unextracted")]
@@ -116,9 +162,31 @@ class Accuracy(PercentCorrect):
         item.update(extracted_by="judge", judgment=reply)
         return item
 
+    async def _judge_labels(self, records: list[Record], items: list[SampleScore]) -> list[SampleScore]:
+        """reading judge: the judge names the label of every label reply (a plain label, or a fixed choice no
+        option letter or text was read from); an answer that is no label of the set is unreadable."""
+        asks = [i for i, x in enumerate(items) if x.get("reading") and x.get("score") is not None]
+        sets: list[Any] = [self._plain_set(records[i].reference or "") if "reference_label" in items[i] else self._option_set(records[i].extra["options"])
+                for i in asks]
+        answers = await asyncio.gather(*(judge_label(self.context.judge, records[i].prediction or "", s.labels)
+                                         for i, s in zip(asks, sets)))
+        for i, answer in zip(asks, answers):
+            if isinstance(answer, str):
+                items[i] = {"score": None, "judge_failed": answer}
+                continue
+            label, rules = answer
+            if "reference_label" in items[i]:
+                items[i] = {**_label_verdict(LabelReading(label, (), rules), items[i]["reference_label"])}
+            else:
+                options = records[i].extra["options"]
+                items[i] = {**_verdict(options.index(label) if label is not None else None, records[i].extra["gold"]), "reading": list(rules)}
+        return items
+
     def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
         scored = [x["score"] for x in items if x["score"] is not None]
         details: dict[str, Any] = {"correct": int(sum(scored)), "scored": len(scored)}
+        if self.dataset.spec.choices or any("reading" in x for x in items):
+            details["reading"] = reading_details(items, self.reading)
         if any("gold" in x for x in items):
             details["unextracted"] = sum(1 for x in items if x.get("unextracted") and x["score"] is not None)
             details["extraction"] = self.dataset.spec.answer_extraction
@@ -145,6 +213,20 @@ def judge_choice(judgment: str, options: list[str]) -> tuple[bool, Optional[int]
     if chosen is not None:
         return True, chosen
     return bool(_JUDGE_NONE.match(judgment.strip())), None
+
+
+def _states_letter(reply: str, options: list[str]) -> bool:
+    """Whether the reply names an option by its letter or its position (not only by its text)."""
+    found = mentions(focus(reply), options, labels(len(options)))
+    return any(m.kind != "text" and not m.negated for m in found)
+
+
+def _label_verdict(reading: LabelReading, gold: str) -> SampleScore:
+    """A plain label reply's score: right when the one label it names is the reference's."""
+    item: SampleScore = {"score": 1.0 if reading.label == gold else 0.0, "reference_label": gold, "prediction_label": reading.label}
+    if reading.rules:
+        item["reading"] = list(reading.rules)
+    return item
 
 
 def _verdict(chosen: Optional[int], gold: int) -> SampleScore:

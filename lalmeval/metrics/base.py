@@ -29,6 +29,7 @@ class MetricContext:
     judge: Optional["Judge"] = None
     resamples: int = 1000  # config bootstrap_resamples; 0: no intervals
     seed: int = 0
+    reading: str = "careful"  # config reading: how replies are read where the runspec does not say (docs/reading.md)
 
 
 class Metric:

@@ -14,7 +14,9 @@ import numpy as np
 
 from lalmeval.catalog.bundled import install
 from lalmeval.errors import UserError
-from lalmeval.metrics.base import METRICS, Metric, SampleScore, empty_reference, sample_stats, text_pair, unscored
+from lalmeval.metrics.base import METRICS, Metric, SampleScore, empty_reference, sample_stats, unscored
+from lalmeval.metrics.reading import judged_texts, read_text, reading_details, reading_mode, text_fields
+from lalmeval.postprocess.reading import TextReading
 from lalmeval.results.records import Record
 from lalmeval.catalog.runspecs import Dataset
 from lalmeval.stats import SampleStats
@@ -47,15 +49,29 @@ class _Sacrebleu(Metric):
     def _sentence(self) -> Any:
         return self.sentence_metric()
 
-    display_fields = frozenset({"hypothesis", "reference"})
+    display_fields = frozenset({"hypothesis", "reference", "read"})
+
+    @classmethod
+    def needs_judge(cls, dataset: Dataset) -> bool:
+        return dataset.spec.reading == "judge"
 
     def score_record(self, record: Record) -> SampleScore:
-        hypothesis, reference = text_pair(record)
+        return self.score_read(record, read_text(record.prediction or "", reading_mode(self.dataset, self.context), "translation",
+                                                  self.dataset.iso_target_language))
+
+    async def score_records(self, records: list[Record]) -> list[SampleScore]:
+        if reading_mode(self.dataset, self.context) != "judge" or self.context.judge is None:
+            return await super().score_records(records)
+        return await judged_texts(self, records, "translation")
+
+    def score_read(self, record: Record, reading: TextReading) -> SampleScore:
+        """The sample's statistics with `reading.text` as its hypothesis."""
+        hypothesis, reference = reading.text.strip(), (record.reference or "").strip()
         if (empty := empty_reference(reference)) is not None:  # BLEU and chrF see the raw texts: nothing to normalize away
             return unscored(empty, hypothesis=hypothesis, reference=reference)
         stats = [int(v) for v in self._corpus._extract_corpus_statistics([hypothesis], [[reference]])[0]]
         score = self._sentence._compute_score_from_stats(stats).score
-        return {"score": score, "hypothesis": hypothesis, "reference": reference, "stats": stats}
+        return {"score": score, "hypothesis": hypothesis, "reference": reference, "stats": stats, **text_fields(reading)}
 
     def _score_of(self, sums: np.ndarray) -> np.ndarray:
         return np.array([self._corpus._compute_score_from_stats([int(v) for v in np.rint(row)]).score for row in sums])
@@ -65,7 +81,7 @@ class _Sacrebleu(Metric):
 
     def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
         kept = [x["stats"] for x in items if x["score"] is not None]
-        details: dict[str, Any] = {"scored": len(kept)}
+        details: dict[str, Any] = {"scored": len(kept), "reading": reading_details(items, reading_mode(self.dataset, self.context))}
         if not kept:
             return None, details
         result = self._corpus._compute_score_from_stats([sum(column) for column in zip(*kept)])

@@ -11,6 +11,8 @@ from lalmeval.config.languages import default_error_unit, default_normalizer
 from lalmeval.metrics.base import METRICS, Metric, SampleScore, empty_reference, sample_stats, unscored
 from lalmeval.metrics.compounds import compound_edit_counts
 from lalmeval.metrics.normalize import normalizer, require, units_of
+from lalmeval.metrics.reading import judged_texts, read_text, reading_details, reading_mode, text_fields
+from lalmeval.postprocess.reading import TextReading
 from lalmeval.results.records import Record
 from lalmeval.catalog.runspecs import Dataset
 from lalmeval.stats import SampleStats, ratio
@@ -60,7 +62,11 @@ class WordErrorRate(UnitMetric):
     """Σ(S+D+I) / Σ(reference tokens), reported as a percentage."""
 
     name = "word_error_rate"
-    display_fields = frozenset({"reference_norm", "prediction_norm"})
+    display_fields = frozenset({"reference_norm", "prediction_norm", "read"})
+
+    @classmethod
+    def needs_judge(cls, dataset: Dataset) -> bool:
+        return dataset.spec.reading == "judge"
 
     @property
     def normalizer_name(self) -> str:
@@ -75,8 +81,12 @@ class WordErrorRate(UnitMetric):
         return self.units(text)
 
     def score_record(self, record: Record) -> SampleScore:
+        return self.score_read(record, read_text(record.prediction or "", reading_mode(self.dataset, self.context)))
+
+    def score_read(self, record: Record, reading: TextReading) -> SampleScore:
+        """The sample's errors with `reading.text` as its transcript."""
         ref = self.tokens(record.reference or "")
-        hyp = self.tokens(record.prediction or "")
+        hyp = self.tokens(reading.text)
         if (empty := empty_reference(record.reference, ref)) is not None:
             return unscored(empty, prediction_norm=" ".join(hyp))
         s, d, i = edit_counts(ref, hyp, self.units.normalizer.merge_compounds)
@@ -85,7 +95,13 @@ class WordErrorRate(UnitMetric):
             "score": errors / len(ref),
             "errors": errors, "substitutions": s, "deletions": d, "insertions": i,
             "ref_tokens": len(ref), "reference_norm": " ".join(ref), "prediction_norm": " ".join(hyp),
+            **text_fields(reading),
         }
+
+    async def score_records(self, records: list[Record]) -> list[SampleScore]:
+        if reading_mode(self.dataset, self.context) != "judge" or self.context.judge is None:
+            return await super().score_records(records)
+        return await judged_texts(self, records, "transcript")
 
     def sample_stats(self, items: list[SampleScore]) -> Optional[SampleStats]:
         return sample_stats(items, lambda x: (x["errors"], x["ref_tokens"]), ratio(100.0))
@@ -105,5 +121,7 @@ class WordErrorRate(UnitMetric):
             "insertions": sum(x["insertions"] for x in scored),
             "reference_tokens": ref_total,
             "scored": len(scored),
+            "reading": reading_details(items, reading_mode(self.dataset, self.context)),
         }
         return (100.0 * errors / ref_total if ref_total else None), details
+

@@ -171,6 +171,7 @@ BROWSER_JS = r"""
     if (r[8] !== null) scores.appendChild(node("span", "small", r[8].toFixed(2) + " s"));
     td.appendChild(scores);
     if (str(r[4]) !== null) td.appendChild(textBlock(str(r[4])));
+    if (r[11]) td.appendChild(node("div", "small", "read: " + r[11]));
     if (str(r[5]) !== null && r[5] !== r[4]) td.appendChild(folded("raw reply", str(r[5])));
     if (str(r[6]) !== null) td.appendChild(textBlock(str(r[6]), "reason"));
     if (!sameFor(rows, 2) && str(r[2])) td.appendChild(folded("prompt", str(r[2])));

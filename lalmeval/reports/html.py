@@ -16,7 +16,7 @@ from lalmeval.reports.plots import Scored, latency_histograms, legend, score_cha
 from lalmeval.reports.tables import PROTOCOL_HEADER, fmt, fmt_ci, fmt_interval, group_cell, protocol_rows
 
 # Keys of a score's details that other columns already show.
-_SHOWN_ELSEWHERE = ("failures", "subsets", "protocol")
+_SHOWN_ELSEWHERE = ("failures", "subsets", "protocol", "reading")
 
 
 def esc(value: Any) -> str:
@@ -143,6 +143,37 @@ def _settings_section(run: RunDir) -> str:
             f'{table(header, [r if protocol else r[:-1] for r in rows], table_id="request-settings")}</section>')
 
 
+def _reading_examples(examples: list[tuple[str, str, Optional[str]]]) -> str:
+    items = "".join(f'<li><span class="sid">{esc(sid)}</span><div class="text">{esc(reply[:MAX_FIELD_CHARS])}</div>'
+                    f'<div class="small">scored: <span class="mono">{esc("(unreadable)" if scored is None else scored)}</span></div></li>'
+                    for sid, reply, scored in examples)
+    return f"<details><summary>{len(examples)} example{'s' if len(examples) != 1 else ''}</summary><ul>{items}</ul></details>"
+
+
+def _reading_section(run: RunDir, stats: list[GroupStats]) -> str:
+    """Per model: how many replies each reading rule changed before scoring, with examples (raw reply, what was scored)."""
+    found = {(g.dataset, g.model): g.readings for g in stats}
+    rows = []
+    for s in run.scores:
+        reading = (s.get("details") or {}).get("reading")
+        if not isinstance(reading, dict):
+            continue
+        examples = found.get((s["dataset"], s["model"]), {})
+        rules = reading.get("rules") or {}
+        cells = "".join(f"<div>{esc(rule)}: <b>{esc(count)}</b>{_reading_examples(examples.get(s['metric'] + ': ' + rule, []))}</div>"
+                        for rule, count in rules.items()) or '<span class="small">none: every reply scored as it is</span>'
+        rows.append([esc(s["model"]), esc(s["dataset"]), esc(s["metric"]), esc(reading.get("mode")),
+                     esc(f'{reading.get("touched", 0)} of {s.get("num_samples", "?")}'), esc(reading.get("unreadable", 0)), cells])
+    if not rows:
+        return ""
+    note = ('<p class="small">How each reply was read before it was scored (runspec or config <code>reading</code>; docs/reading.md): '
+            "careful reading cuts lead-ins, engine tags, quotes, chat closers and notes, reads a label named by a synonym; "
+            "an unreadable reply is scored wrong (an empty transcript, no label), never guessed. The sample browser shows each raw reply "
+            "beside what was scored.</p>")
+    header = ["Model", "Dataset", "Metric", "Reading", "Replies changed", "Unreadable", "Replies each rule touched"]
+    return f'<section id="reading"><h2>Reading</h2>{note}{table(header, rows, [4, 5], table_id="reading-table")}</section>'
+
+
 def _protocols_section(run: RunDir) -> str:
     rows = protocol_rows(run)
     if not rows:
@@ -239,8 +270,9 @@ def _header(run: RunDir) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in (run.final.get("versions") or {}).items())
     banner = (f'<div class="banner partial"><strong>Partial results.</strong> This run is partial ({esc(run.why_partial)}): every score '
               "covers only the samples it finished. Resume the run to complete it.</div>") if run.partial else ""
-    optional = {"protocols": bool(protocol_rows(run)), "aggregates": bool(run.aggregates), "comparisons": bool(run.comparisons)}
-    links = "".join(f'<a href="#{a}">{t}</a>' for a, t in (("scores", "Scores"), ("protocols", "Protocols"), ("plots", "Plots"),
+    optional = {"protocols": bool(protocol_rows(run)), "aggregates": bool(run.aggregates), "comparisons": bool(run.comparisons),
+                "reading": any(isinstance((s.get("details") or {}).get("reading"), dict) for s in run.scores)}
+    links = "".join(f'<a href="#{a}">{t}</a>' for a, t in (("scores", "Scores"), ("protocols", "Protocols"), ("reading", "Reading"), ("plots", "Plots"),
                                                           ("aggregates", "Aggregates"), ("comparisons", "Comparisons"),
                                                           ("failures", "Failures"), ("settings", "Settings"), ("samples", "Samples"))
                     if optional.get(a, True))
@@ -250,7 +282,7 @@ def _header(run: RunDir) -> str:
 
 def run_report(run: RunDir, stats: list[GroupStats], samples: SampleTable) -> str:
     """The whole report.html of one run."""
-    body = (_header(run) + _scores_section(run) + _protocols_section(run) + _plots_section(run, stats) + _aggregates_section(run)
+    body = (_header(run) + _scores_section(run) + _protocols_section(run) + _reading_section(run, stats) + _plots_section(run, stats) + _aggregates_section(run)
             + _comparisons_section(run) + _failures_section(run) + _settings_section(run) + _samples_section(samples))
     data = f'<script type="application/json" id="samples-data">{script_json(samples.payload())}</script>'
     return page(f"lalmeval run {run.run_id}", body, data + f"<script>{BROWSER_JS}</script>")

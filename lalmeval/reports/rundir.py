@@ -105,6 +105,18 @@ class RunDir:
         return found
 
 
+    def sample_readings(self, dataset: str, metric: str, model: str) -> dict[Unit, tuple[list[str], Optional[str]]]:
+        """(the reading rules that changed the reply, what was scored) of each sample a metric read carefully
+        or through the judge: the text of a transcript or translation, the label of a label reply."""
+        found = {}
+        for item in read_jsonl(RunStore(self.path).scores_path(dataset, metric, model)):
+            unit, rules = _unit(item), item.get("reading")
+            if unit is not None and isinstance(rules, list) and rules:
+                scored = item.get("read", item.get("prediction_label", item.get("extracted")))
+                found[unit] = ([str(r) for r in rules], None if scored is None else str(scored))
+        return found
+
+
 class RecordRef(NamedTuple):
     """A record's place in its file, and what the plots read from every record."""
 

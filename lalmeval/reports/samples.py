@@ -28,6 +28,7 @@ class GroupStats:
     failed: int = 0
     latencies: list[float] = field(default_factory=list)
     scores: dict[str, list[float]] = field(default_factory=dict)
+    readings: dict[str, list[tuple[str, str, Optional[str]]]] = field(default_factory=dict)  # "metric: rule" → (id, reply, scored)
 
 
 @dataclass
@@ -35,8 +36,9 @@ class SampleTable:
     """Compact browser rows: strings are stored once in `strings` and rows refer to them by index.
 
     A row: [group, sample id, prompt, reference, prediction, reply, error, scores per metric,
-    latency, repeat (None when the run has no repeats), clips (indexes into `clips`)]; texts are
-    indexes into `strings`. Rows are in natural id order, each sample's models next to each other.
+    latency, repeat (None when the run has no repeats), clips (indexes into `clips`), reading rules
+    (None when the reply was scored as it is)]; texts are indexes into `strings`. The prediction is
+    what was scored: when careful reading (or the judge) read the reply, the text or label it read. Rows are in natural id order, each sample's models next to each other.
     `clips` and `files` are the audio the rows play (reports/audio.py)."""
 
     groups: list[dict[str, Any]] = field(default_factory=list)
@@ -99,6 +101,28 @@ def _number(value: Any) -> Optional[float]:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+MAX_READING_EXAMPLES = 3  # per (metric, rule) and (dataset, model)
+
+
+def _read(stats: GroupStats, metrics: list[str], readings: list[dict[Any, Any]], unit: Any, record: dict[str, Any],
+          raw: list[Optional[str]]) -> Optional[str]:
+    """The reading rules of a browser row ('word_error_rate: lead_in, closer'), with its prediction slot set to
+    what was scored; each rule keeps a few examples for the report's Reading section."""
+    shown = []
+    for metric, found in zip(metrics, readings):
+        if unit not in found:
+            continue
+        rules, scored = found[unit]
+        if not shown:
+            raw[2] = scored if scored is not None else "(unreadable)"
+        shown.append(f"{metric}: {', '.join(rules)}")
+        for rule in rules:
+            examples = stats.readings.setdefault(f"{metric}: {rule}", [])
+            if len(examples) < MAX_READING_EXAMPLES:
+                examples.append((str(unit[0]), str(record.get("reply") or ""), scored))
+    return "; ".join(shown) or None
+
+
 def _group(run: RunDir, index: int, dataset: str, model: str, metrics: list[str], table: SampleTable, budget: int) -> tuple[GroupStats, int]:
     """Read one (dataset, model): stats from every record (each repeat of a sample is one), browser rows
     (failed first) while the budget lasts, listed by sample id and repeat. Texts are read from disk only
@@ -124,14 +148,16 @@ def _group(run: RunDir, index: int, dataset: str, model: str, metrics: list[str]
     candidates.sort(key=lambda c: c[:2])
     used, kept = 0, []
     records = run.read_records(dataset, model, (c[3] for c in candidates))
+    readings = [run.sample_readings(dataset, m, model) for m in metrics]
     for (_, order, (sample_id, repeat), _, judge_failures), record in zip(candidates, records):
         values = [value for value, _ in (s.get((sample_id, repeat), (None, None)) for s in scores)]
         raw = [record.get(k) for k in ("prompt", "reference", "prediction", "reply")] + [_errors(record, judge_failures, metrics)]
-        tail = [values, _number(record.get("latency")), repeat if repeated else None, None]
+        rules = _read(stats, metrics, readings, (sample_id, repeat), record, raw)
+        tail = [values, _number(record.get("latency")), repeat if repeated else None, None, rules]
         encoded = table.encode([index, sample_id], [_cut(t) for t in raw], tail, budget - used)
         if encoded is None:
             break
-        encoded[0][-1] = table.clip_indexes((record.get("extra") or {}).get("audio"))  # only the clips of rows kept
+        encoded[0][-2] = table.clip_indexes((record.get("extra") or {}).get("audio"))  # only the clips of rows kept
         used += encoded[1]
         kept.append((order, encoded[0]))
         table.truncated += sum(1 for t in raw if t is not None and len(t) > MAX_FIELD_CHARS)
@@ -155,7 +181,7 @@ def collect(run: RunDir, max_bytes: int = MAX_SAMPLE_BYTES, audio_bytes: int = E
     table.total = sum(s.total for s in stats if s)
     # Side by side: a sample's rows of every model together, datasets in the order of the scores, ids in natural order.
     datasets = {d: i for i, d in enumerate(dict.fromkeys(d for d, _, _ in groups))}
-    table.rows.sort(key=lambda row: (datasets[groups[row[0]][0]], natural_key(row[1]), row[9] or 0, row[0]))
+    table.rows.sort(key=lambda row: (datasets[groups[row[0]][0]], natural_key(row[1]), row[9] or 0, row[0]))  # row[9]: repeat
     table.files, table.clips, table.embedded = players(run.path, table.clip_keys, audio_bytes)
     return [s for s in stats if s], table
 

@@ -135,7 +135,8 @@ class Execution:
             if not engine_jobs:
                 continue  # the dataset could not be opened: reported in data_errors
             first = next(iter(engine_jobs.values()))
-            context = MetricContext(judge=self.judge, resamples=self.plan.config.bootstrap_resamples, seed=self.plan.config.seed)
+            context = MetricContext(judge=self.judge, resamples=self.plan.config.bootstrap_resamples, seed=self.plan.config.seed,
+                                    reading=self.plan.config.reading)
             scorer = METRICS.get(metric)(first.preprocessor.dataset, first.postprocessor, context)
             engines.append(Engine(dataset.name, scorer, engine_jobs, self.store))
         return engines

@@ -20,6 +20,7 @@ from lalmeval.inference.replicas import ModelGroup, model_groups
 from lalmeval.judging.judge import check_prompt_model, check_templates
 from lalmeval.judging.templates import DEFAULT, JudgeTemplate, resolve
 from lalmeval.metrics import METRICS, NORMALIZERS
+from lalmeval.metrics.reading import READING_METRICS
 from lalmeval.postprocess import POSTPROCESSORS
 from lalmeval.preprocess import PREPROCESSORS
 from lalmeval.preprocess.base import PromptSettings
@@ -42,7 +43,12 @@ class Plan:
 
     @property
     def uses_judge(self) -> bool:
-        return any(metric.startswith("llm_judge") or (metric == "accuracy" and dataset.spec.answer_extraction == "llm") for dataset, metric in self.pairs)
+        return any(metric.startswith("llm_judge") or (metric == "accuracy" and dataset.spec.answer_extraction == "llm")
+                   or self.reads_with_judge(dataset, metric) for dataset, metric in self.pairs)
+
+    def reads_with_judge(self, dataset: Dataset, metric: str) -> bool:
+        """Whether `metric` reads this dataset's replies through the judge (reading: judge, the runspec's or the config's)."""
+        return metric in READING_METRICS and (dataset.spec.reading or self.config.reading) == "judge"
 
     @property
     def aggregates(self) -> list[tuple[str, list[str]]]:
@@ -231,6 +237,9 @@ def _checked_plan(config: Config, config_path: Path) -> Plan:
         METRICS.get(metric).check_dataset(dataset)
         if getattr(METRICS.get(metric), "needs_judge", lambda d: False)(dataset) and config.judge_properties is None:
             raise UserError(f"{dataset.source}: dataset '{dataset.name}': answer_extraction llm needs judge_properties in the config (see sample_config.yaml)")
+        if metric in READING_METRICS and (dataset.spec.reading or config.reading) == "judge" and config.judge_properties is None:
+            raise UserError(f"{dataset.source}: dataset '{dataset.name}': reading judge ({metric}) needs judge_properties in the config "
+                            "(see sample_config.yaml), or reading careful")
     templates = _judge_templates(config, kept, prompts["judge_prompts"])
     plan = Plan(config, base, catalog, kept, skipped, templates, model_groups(config), prompts, _group_scores(config, catalog, kept))
     _check_rules(plan)

@@ -1,0 +1,242 @@
+"""Careful reading: the corpus of documented reply styles (tests/data/replies) read as a careful grader reads them."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lalmeval.metrics.accuracy import Accuracy
+from lalmeval.metrics.bleu import Bleu
+from lalmeval.metrics.wer import WordErrorRate
+from lalmeval.postprocess.general import GeneralPostprocessor
+from lalmeval.postprocess.label_reading import LabelSet, read_label
+from lalmeval.postprocess.reading import read_transcript, without_tags
+from lalmeval.results.records import Record
+from lalmeval.catalog.runspecs import Dataset, DatasetSpec
+
+REPLIES = Path(__file__).parent / "data" / "replies"
+
+
+def load(name):
+    return [json.loads(line) for line in (REPLIES / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+TRANSCRIPTS = {name: load(name) for name in ("transcripts_en.jsonl", "transcripts_zh.jsonl", "translations.jsonl")}
+EXACT = [(name, case) for name, cases in TRANSCRIPTS.items() for case in cases]
+HARD = load("transcripts_en_hard.jsonl")
+LABELS = load("labels.jsonl")
+
+
+def dataset(language="en", **spec):
+    return Dataset("d", "c", "t", DatasetSpec(hf_repo="x", language=language, **spec), Path("x.json"))
+
+
+def rec(reference, prediction, **extra):
+    return Record(id="i", prompt="", system=None, params={}, reference=reference, prediction=prediction, extra=extra)
+
+
+def wer_items(cases, language, **spec):
+    metric = WordErrorRate(dataset(language, **spec), GeneralPostprocessor())
+    return metric, [metric.score_record(rec(c["reference"], GeneralPostprocessor().process(c["reply"]))) for c in cases]
+
+
+# --------------------------------------------------------------------------- the corpus
+
+
+def test_every_style_in_the_corpus_names_where_it_is_documented():
+    for name, cases in {**TRANSCRIPTS, "hard": HARD, "labels": LABELS}.items():
+        for case in cases:
+            assert case["source"].strip() and case["style"].strip(), (name, case)
+    styles = {c["style"] for cases in TRANSCRIPTS.values() for c in cases}
+    assert {"qwen2_audio_original_content", "qwen25_omni_content_closer", "qwen3_asr_tags", "gemma3n_here_transcription",
+            "canary_qwen_transcription", "refusal"} <= styles
+    assert sum(c["style"].startswith("trap") for cases in TRANSCRIPTS.values() for c in cases) >= 10
+
+
+@pytest.mark.parametrize("name,case", EXACT, ids=[f"{n.split('.')[0]}-{i:02d}-{c['style']}" for i, (n, c) in enumerate(EXACT)])
+def test_careful_reading_reads_each_reply_as_the_grader_does(name, case):
+    kind = "translation" if name == "translations.jsonl" else "transcript"
+    read = read_transcript(GeneralPostprocessor().process(case["reply"]), kind, case.get("target"))
+    assert read.text == case["grader"], case["reply"]
+    assert read.refusal == (case["style"].endswith("refusal"))
+
+
+@pytest.mark.parametrize("case", [c for _, c in EXACT] + HARD, ids=lambda c: c["style"])
+def test_what_is_read_is_one_span_of_the_reply_once_tags_are_removed(case):
+    read = read_transcript(case["reply"])
+    assert read.text in without_tags(case["reply"])[0]
+
+
+@pytest.mark.parametrize("case", [c for _, c in EXACT] + HARD, ids=lambda c: c["style"])
+def test_no_reply_is_scored_better_than_the_grader_scores_it(case):
+    language = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in case["reference"]) else "en"
+    metric = WordErrorRate(dataset(language), GeneralPostprocessor())
+    careful = metric.score_record(rec(case["reference"], case["reply"]))
+    grader = metric.score_record(rec(case["reference"], case["grader"]))
+    assert careful["errors"] >= grader["errors"], case["reply"]
+
+
+def test_traps_whose_first_words_look_like_a_lead_in_are_left_whole():
+    traps = [c for _, c in EXACT if c["style"].startswith("trap")]
+    for case in traps:
+        read = read_transcript(case["reply"])
+        assert read.text == case["reply"] and read.rules == (), case["reply"]
+
+
+@pytest.mark.parametrize("name,language,limit", [("transcripts_en.jsonl", "en", 1.5), ("transcripts_zh.jsonl", "zh", 1.5)])
+def test_corpus_error_rates_come_within_a_point_and_a_half_of_the_grader(name, language, limit):
+    cases = TRANSCRIPTS[name]
+    careful = wer_items(cases, language)[0].aggregate(wer_items(cases, language)[1])[0]
+    grader = wer_items([{**c, "reply": c["grader"]} for c in cases], language)
+    grader_rate = grader[0].aggregate(grader[1])[0]
+    verbatim_metric, verbatim = wer_items(cases, language, reading="verbatim")
+    assert abs(careful - grader_rate) <= limit
+    assert verbatim_metric.aggregate(verbatim)[0] > grader_rate + 10  # the wrapping is what verbatim scores
+
+
+def test_a_refusal_is_scored_as_the_empty_transcript_and_counted():
+    metric, items = wer_items([c for c in TRANSCRIPTS["transcripts_en.jsonl"] if c["style"] == "refusal"], "en")
+    assert all(x["deletions"] == x["ref_tokens"] and x["insertions"] == 0 and x["refusal"] for x in items)
+    assert metric.aggregate(items)[1]["reading"]["refusals"] == len(items)
+
+
+def test_each_sample_keeps_the_text_scored_and_the_rules_that_cut_it():
+    case = next(c for c in TRANSCRIPTS["transcripts_en.jsonl"] if c["style"] == "qwen25_omni_content_closer")
+    metric, (item,) = wer_items([case], "en")
+    assert item["read"] == case["grader"] and item["reading"] == ["lead_in", "closer"]
+    details = metric.aggregate([item])[1]["reading"]
+    assert details == {"mode": "careful", "rules": {"closer": 1, "lead_in": 1}, "touched": 1, "unreadable": 0, "refusals": 0}
+
+
+def test_verbatim_reading_scores_the_reply_as_it_is():
+    case = TRANSCRIPTS["transcripts_en.jsonl"][0]
+    _, (verbatim,) = wer_items([case], "en", reading="verbatim")
+    assert verbatim["insertions"] > 0 and "reading" not in verbatim
+
+
+@pytest.mark.parametrize("protocol", ["kimi", "lmms", "au_harness", "open_asr"])
+def test_the_peer_protocols_read_as_the_peers_do(protocol):
+    from lalmeval.catalog.runspecs import with_protocol_defaults
+
+    spec = with_protocol_defaults(DatasetSpec(hf_repo="x", language="en", protocol=protocol), "here")
+    assert spec.reading == "verbatim"
+    metric = WordErrorRate(Dataset("d", "c", "t", spec, Path("x.json")), GeneralPostprocessor())
+    case = TRANSCRIPTS["transcripts_en.jsonl"][0]
+    assert metric.score_record(rec(case["reference"], case["reply"]))["insertions"] > 0
+
+
+def test_translations_are_read_before_bleu_scores_them():
+    cases = TRANSCRIPTS["translations.jsonl"]
+    english = [c for c in cases if c["reference"].isascii()]
+    careful = Bleu(dataset("de", target_language="en"), GeneralPostprocessor())
+    verbatim = Bleu(dataset("de", target_language="en", reading="verbatim"), GeneralPostprocessor())
+    read = careful.aggregate([careful.score_record(rec(c["grader"], c["reply"])) for c in english])[0]
+    raw = verbatim.aggregate([verbatim.score_record(rec(c["grader"], c["reply"])) for c in english])[0]
+    assert read == pytest.approx(100.0) and raw < 60.0
+
+
+# --------------------------------------------------------------------------- labels
+
+
+def label_item(case, **spec):
+    metric = Accuracy(dataset(**spec), GeneralPostprocessor())
+    if case["choices"]:
+        return metric.score_record(rec(case["reference"], case["reply"], options=case["choices"], gold=case["choices"].index(case["reference"])))
+    return metric.score_record(rec(case["reference"], case["reply"]))
+
+
+@pytest.mark.parametrize("case", LABELS, ids=lambda c: f"{c['style']}-{c['reply'][:30]}")
+def test_a_label_reply_scores_as_the_grader_reads_it(case):
+    spec = {"choices": case["choices"], "target_column": "answer"} if case["choices"] else {}
+    item = label_item(case, **spec)
+    assert item["score"] == (1.0 if case["grader"] == case["reference"] else 0.0), case["reply"]
+    if case["grader"] is None:
+        assert "unreadable" in item["reading"]
+
+
+def test_a_reply_naming_two_labels_or_none_is_unreadable_never_guessed():
+    meld = LabelSet.of(["neutral", "joy", "sadness", "anger", "surprise", "fear", "disgust"])
+    for reply in ("It could be fear or surprise.", "I cannot tell.", "Happy? Sad? Hard to say."):
+        reading = read_label(reply, meld)
+        assert reading.label is None and "unreadable" in reading.rules
+
+
+def test_a_negated_label_is_no_answer():
+    gender = LabelSet.of(["male", "female"])
+    assert read_label("Not a man; the speaker is a woman.", gender).label == "female"
+    assert read_label("The speaker is not female.", gender).label is None
+
+
+def test_a_word_naming_two_labels_of_the_set_names_neither_but_a_label_keeps_its_own_name():
+    scenes = LabelSet.of(["cafe", "restaurant", "street"])
+    assert read_label("a café", scenes).label == "cafe"
+    assert read_label("in a restaurant", scenes).label == "restaurant"
+    merged = LabelSet.of(["cafe/restaurant", "street"])
+    assert read_label("a quiet coffee shop", merged).label == "cafe/restaurant"
+
+
+def test_a_runspec_adds_its_own_synonyms():
+    plain = LabelSet.of(["hound", "cat"])
+    taught = LabelSet.of(["hound", "cat"], {"hound": ["puppy"]})
+    assert read_label("a puppy", plain).label is None and read_label("a puppy", taught).label == "hound"
+
+
+def test_every_fixed_label_set_in_the_catalog_has_a_synonym_for_each_label():
+    from lalmeval.catalog.runspecs import BUILTIN_DIR
+
+    found = 0
+    for path in Path(BUILTIN_DIR).rglob("*.json"):
+        for name, entry in json.loads(path.read_text(encoding="utf-8")).items():
+            if not isinstance(entry, dict) or not entry.get("choices") or "accuracy" not in entry.get("metrics", []):
+                continue
+            label_set = LabelSet.of(entry["choices"])
+            for index, label in enumerate(entry["choices"]):
+                assert sum(1 for i in label_set.words.values() if i == index) > 2, (name, label)
+            found += 1
+    assert found >= 5
+
+
+# --------------------------------------------------------------------------- multiple choice
+
+
+MC_CASES = [json.loads(line) for line in (Path(__file__).parent / "data" / "mc_answers.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("reading", ["careful", "verbatim"])
+def test_multiple_choice_scores_are_unchanged_by_reading(reading):
+    """Questions with their own options (choices_column) are read only by answer extraction, whatever the reading."""
+    for case in MC_CASES:
+        metric = Accuracy(dataset(choices_column="options", target_column="answer", reading=reading), GeneralPostprocessor())
+        gold = case["expected"] if case["expected"] is not None else 0
+        item = metric.score_record(rec("A", case["reply"], options=case["options"], gold=gold))
+        assert item["score"] == (1.0 if case["expected"] is not None else 0.0), case["reply"]
+        assert "reading" not in item
+
+
+def test_fixed_choices_keep_every_answer_extraction_already_reads():
+    for case in MC_CASES:
+        metric = Accuracy(dataset(choices=case["options"], target_column="answer"), GeneralPostprocessor())
+        if case["expected"] is not None:
+            item = metric.score_record(rec("A", case["reply"], options=case["options"], gold=case["expected"]))
+            assert item["score"] == 1.0 and "reading" not in item, case["reply"]
+            continue
+        for gold in range(len(case["options"])):  # a reply no option can be read from stays wrong, whatever the gold
+            assert metric.score_record(rec("A", case["reply"], options=case["options"], gold=gold))["score"] == 0.0, case["reply"]
+
+
+def test_a_plain_reference_is_one_label_with_the_words_of_every_concept_it_names():
+    from lalmeval.postprocess.label_reading import reference_sets
+
+    scenes = reference_sets("cafe/restaurant")
+    assert read_label("a busy café", scenes).label == "cafe/restaurant"
+    assert read_label("a quiet bistro", scenes).label == "cafe/restaurant"
+    assert read_label("a city bus", scenes).label == "bus"
+    assert reference_sets("hello world") is None  # no set holds it: compared as it always was
+
+
+def test_a_runspecs_synonyms_make_a_label_set_of_plain_references_only_with_two_labels_or_more():
+    one = Accuracy(dataset(label_synonyms={"hound": ["puppy"]}), GeneralPostprocessor())
+    two = Accuracy(dataset(label_synonyms={"hound": ["puppy"], "cat": ["kitty"]}), GeneralPostprocessor())
+    assert one.score_record(rec("hound", "a puppy or a kitty"))["score"] == 0.0  # a set of one would credit any mention
+    assert two.score_record(rec("hound", "a puppy"))["score"] == 1.0
+    assert two.score_record(rec("hound", "a puppy or a kitty"))["reading"] == ["synonym", "unreadable"]
