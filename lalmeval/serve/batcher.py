@@ -2,7 +2,7 @@
 
 A worker takes the oldest waiting request, waits at most `max_wait` seconds for more of the same
 kind (chat or transcription) until `max_batch` are together, and runs them as one call of the
-model's `generate_batch` / `transcribe_batch` in an executor, so the event loop only waits. A
+model's `generate_batch` / `transcribe_batch` in a thread or worker process, so the event loop only waits. A
 request arriving when `max_queue` are already waiting is refused at once (HTTP 503 with
 Retry-After) rather than queued behind minutes of work.
 """
@@ -13,13 +13,13 @@ import asyncio
 import math
 import time
 from collections import deque
-from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Awaitable, Callable, Optional, Sequence
 
 from lalmeval.serve.errors import ApiError
 
-Execute = Callable[[str, list[Any]], list[Any]]   # (kind, items) -> one result per item; runs in the executor
+Run = Callable[[int, str, list[Any]], Awaitable[list[Any]]]   # (worker, kind, items) -> one result per item
+Ready = Callable[[int], Awaitable[None]]                     # returns when that worker can take a batch
 
 
 class Busy(ApiError):
@@ -39,8 +39,8 @@ class _Job:
 class Batcher:
     """Owns the waiting requests and the workers that hand them to the model in batches."""
 
-    def __init__(self, execute: Execute, executor: Executor, max_batch: int, max_wait: float, max_queue: int, workers: int):
-        self.execute, self.executor = execute, executor
+    def __init__(self, run: Run, ready: Ready, max_batch: int, max_wait: float, max_queue: int, workers: int):
+        self.run, self.ready = run, ready
         self.max_batch, self.max_wait, self.max_queue, self.workers = max(1, max_batch), max(0.0, max_wait), max(1, max_queue), max(1, workers)
         self._waiting: deque[_Job] = deque()
         self._arrived: Optional[asyncio.Event] = None
@@ -55,7 +55,7 @@ class Batcher:
     def start(self) -> None:
         """Start the workers (inside the server's event loop)."""
         self._arrived = asyncio.Event()
-        self._tasks = [asyncio.ensure_future(self._work()) for _ in range(self.workers)]
+        self._tasks = [asyncio.ensure_future(self._work(slot)) for slot in range(self.workers)]
 
     def refuse_all(self, error: ApiError) -> None:
         """Answer every request not yet answered, waiting or in the model, with `error`, and every later one too
@@ -138,15 +138,15 @@ class Batcher:
                 break
         return batch
 
-    async def _work(self) -> None:
-        loop = asyncio.get_running_loop()
+    async def _work(self, slot: int) -> None:
         while True:
+            await self.ready(slot)  # a worker being replaced takes nothing: the others serve the queue meanwhile
             batch = await self._gather()
             started = time.monotonic()
             self.running += 1
             self._in_model.append(batch)
             try:
-                results = await loop.run_in_executor(self.executor, self.execute, batch[0].kind, [job.item for job in batch])
+                results = await self.run(slot, batch[0].kind, [job.item for job in batch])
             except Exception as exc:  # noqa: BLE001 - the batch's requests fail with it; the worker goes on
                 for job in batch:
                     if not job.future.done():
