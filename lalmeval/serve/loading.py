@@ -16,6 +16,8 @@ from lalmeval.errors import UserError
 from lalmeval.serve.builtin import BUILTIN
 from lalmeval.serve.model import AudioModel
 
+# lalmeval's own files and the import machinery: never the model's line
+_OWN = tuple(os.path.dirname(os.path.abspath(path)) + os.sep for path in (os.path.dirname(__file__), importlib.__file__))
 MAX_REASON = 300  # characters of an exception's message quoted in a one-line error
 
 
@@ -28,12 +30,17 @@ def reason(exc: BaseException) -> str:
 
 
 def where(exc: BaseException, source: Optional[str]) -> str:
-    """' (file, line N)' of the innermost frame in `source` (the model's file), else the innermost frame of all."""
-    frames = traceback.extract_tb(exc.__traceback__)
+    """' (file, line N)' of the innermost frame in `source` (the model's file) or, with no `source` (an import), of the
+    outermost frame outside lalmeval and the import machinery: the line of the named module where importing failed."""
     if isinstance(exc, SyntaxError) and exc.filename:
         return f" ({exc.filename}, line {exc.lineno})"
-    mine = [f for f in frames if source and os.path.abspath(f.filename) == os.path.abspath(source)]
-    frame = (mine or frames or [None])[-1]
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not f.filename.startswith("<") and not os.path.abspath(f.filename).startswith(_OWN)]
+    if source:
+        mine = [f for f in frames if os.path.abspath(f.filename) == os.path.abspath(source)]
+        frame = (mine or frames or [None])[-1]
+    else:
+        frame = (frames or [None])[0]
     return f" ({frame.filename}, line {frame.lineno})" if frame is not None else ""
 
 
@@ -63,6 +70,8 @@ def _import(spec: str, module_name: str) -> Any:
                         f"my_model.py in the current folder) or path/to/file.py:Class")
     try:
         return _from_file(spec, module_name) if _is_path(module_name) else importlib.import_module(module_name)
+    except UserError:
+        raise
     except ModuleNotFoundError as exc:
         if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
             raise UserError(f"--model {spec}: no module {module_name!r} (run from the folder that holds it, or install it)") from None
