@@ -26,7 +26,7 @@ from tests.support.served import Served
 
 MODELS = '''
 import ctypes, math, os, pathlib, signal, time
-from lalmeval.serve import AudioModel, Reply, Segment
+from lalmeval.serve import ApiError, AudioModel, Reply, Segment
 
 HERE = pathlib.Path(__file__).parent
 
@@ -102,6 +102,7 @@ MALFORMED = {
     "segment time": Reply("x", 1, segments=(Segment(math.nan, 1.0, "x"),)),
     "segment backwards": Reply("x", 1, segments=(Segment(2.0, 1.0, "x"),)),
     "segment type": Reply("x", 1, segments=("x",)),
+    "refusal status": ApiError(200, "not an error"),
 }
 
 class Malformed(AudioModel):
@@ -206,7 +207,8 @@ WRONG = {"int": "answered int, not str or Reply", "none": "answered NoneType, no
          "usage true": "Reply.completion_tokens is True, not a count", "audio tokens over prompt": "Reply.audio_tokens (5) is more than prompt_tokens (2)",
          "text not a string": "Reply.text is int, not str", "lone surrogate": "Reply.text is not valid Unicode",
          "finish reason": "Reply.finish_reason is 'done'", "segment time": "segments[0].start is nan, not a finite number",
-         "segment backwards": "segments[0] runs from 2 s to 1 s", "segment type": "segments[0] is str, not a Segment"}
+         "segment backwards": "segments[0] runs from 2 s to 1 s", "segment type": "segments[0] is str, not a Segment",
+         "refusal status": "Malformed refused a request with status 200, not an error status"}
 
 
 @pytest.mark.parametrize("case", WRONG)

@@ -115,6 +115,8 @@ def one_reply(model: AudioModel, item: Any, answer: Any) -> Union[Reply, ApiErro
     """The checked Reply for one answer, or the ApiError that request gets (a malformed answer is a ModelBug)."""
     try:
         reply = as_reply(model, item, answer)
+        if isinstance(reply, ApiError) and not (400 <= reply.status <= 599 and isinstance(reply.message, str)):
+            raise ModelBug(f"{type(model).__name__} refused a request with status {reply.status!r}, not an error status (400-599)")
         return checked(stopped(model, item, checked(reply))) if isinstance(reply, Reply) else reply  # a cut reply is recounted
     except ModelBug as exc:
         return exc

@@ -95,6 +95,7 @@ class Worker:
         self.conn, child = context.Pipe()
         keep, self._lifeline = context.Pipe(duplex=False)
         self.process = context.Process(target=_serve_batches, args=(spec, child, keep), name="lalmeval-model-worker")
+        self.stopped = False
         self.process.start()
         child.close()
         keep.close()
@@ -131,7 +132,10 @@ class Worker:
         return result
 
     def stop(self) -> None:
-        """End the process: SIGTERM, then SIGKILL after STOP_SECONDS; every handle closed."""
+        """End the process: SIGTERM, then SIGKILL after STOP_SECONDS; every handle closed (a second call does nothing)."""
+        if self.stopped:
+            return
+        self.stopped = True
         if self.process.is_alive():
             self.process.terminate()
             self.process.join(STOP_SECONDS)
