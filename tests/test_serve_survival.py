@@ -65,6 +65,12 @@ class Pair(AudioModel):
         die(request.text)
         return f"fine: {request.text}"
 
+class Batched(Pair):
+    """One worker process taking batches of up to 4."""
+    name = "batched"
+    processes = 1
+    max_batch_size = 4
+
 class Stuck(Pair):
     """Two worker processes whose model never finishes loading."""
 
@@ -180,6 +186,22 @@ def test_a_worker_dying_leaves_the_request_running_in_another_worker_alone(model
         assert held.result(timeout=60)[1]["choices"][0]["message"]["content"] == "fine: hold"
         eventually(lambda: served.health()["status"] == "ok")
         assert [chat(served, t, "pair")[1]["choices"][0]["message"]["content"] for t in "ab"] == ["fine: a", "fine: b"]
+
+
+def test_when_a_worker_dies_in_a_batch_only_the_request_that_killed_it_fails(models_folder):
+    with Served("--model", "hostile_models:Batched", cwd=models_folder) as served, ThreadPoolExecutor(4) as pool:
+        held = pool.submit(chat, served, "hold", "batched")
+        eventually(lambda: served.health()["running"] == 1)
+        rest = {text: pool.submit(chat, served, text, "batched") for text in ("a", "segfault", "b")}
+        eventually(lambda: served.health()["waiting"] == 3)
+        (models_folder / "open").touch()  # the three then run as one batch, which the segfault ends
+        assert held.result(timeout=60)[0] == 200
+        answers = {text: future.result(timeout=120) for text, future in rest.items()}
+        assert {text: status for text, (status, _) in answers.items()} == {"a": 200, "segfault": 500, "b": 200}
+        assert "killed by SIGSEGV" in answers["segfault"][1]["error"]["message"]
+        assert answers["a"][1]["choices"][0]["message"]["content"] == "fine: a"
+        eventually(lambda: served.health()["status"] == "ok")
+        assert served.health()["workers_replaced"] == 2 and served.health()["batches"] >= 3
 
 
 @pytest.mark.parametrize("model", ["raising", "raising-in-worker"], ids=["thread", "worker process"])

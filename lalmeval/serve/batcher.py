@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Optional, Sequence
 
 from lalmeval.serve.errors import ApiError
+from lalmeval.serve.workers import WorkerDied
 
 Run = Callable[[int, str, list[Any]], Awaitable[list[Any]]]   # (worker, kind, items) -> one result per item
 Ready = Callable[[int], Awaitable[None]]                     # returns when that worker can take a batch
@@ -34,6 +35,7 @@ class _Job:
     kind: str
     item: Any
     future: asyncio.Future
+    alone: bool = False   # its batch's worker died: it runs in a batch of its own, so only the request that killed a worker fails
 
 
 class Batcher:
@@ -108,7 +110,7 @@ class Batcher:
         for job in list(self._waiting):
             if job.future.done():
                 self._waiting.remove(job)
-            elif kind is None or job.kind == kind:
+            elif kind is None or (job.kind == kind and not job.alone):
                 self._waiting.remove(job)
                 return job
         return None
@@ -122,6 +124,8 @@ class Batcher:
             await self._arrived.wait()
             first = self._take(None)
         batch = [first]
+        if first.alone:
+            return batch
         deadline = time.monotonic() + self.max_wait
         while len(batch) < self.max_batch:
             job = self._take(first.kind)
@@ -138,6 +142,24 @@ class Batcher:
                 break
         return batch
 
+    @staticmethod
+    def _fail(batch: list[_Job], error: BaseException) -> None:
+        for job in batch:
+            if not job.future.done():
+                job.future.set_exception(error)
+
+    def _fail_or_retry(self, batch: list[_Job], error: WorkerDied) -> None:
+        """A worker died in a batch of several: which request killed it is unknown, so each runs again alone, first
+        in the queue (the one that kills a worker again fails then); a request that was alone fails now."""
+        if len(batch) == 1 or self._closed is not None:
+            self._fail(batch, error)
+            return
+        for job in reversed(batch):
+            job.alone = True
+            self._waiting.appendleft(job)
+        assert self._arrived is not None
+        self._arrived.set()
+
     async def _work(self, slot: int) -> None:
         while True:
             await self.ready(slot)  # a worker being replaced takes nothing: the others serve the queue meanwhile
@@ -147,10 +169,11 @@ class Batcher:
             self._in_model.append(batch)
             try:
                 results = await self.run(slot, batch[0].kind, [job.item for job in batch])
+            except WorkerDied as exc:
+                self._fail_or_retry(batch, exc)
+                continue
             except Exception as exc:  # noqa: BLE001 - the batch's requests fail with it; the worker goes on
-                for job in batch:
-                    if not job.future.done():
-                        job.future.set_exception(exc)
+                self._fail(batch, exc)
                 continue
             finally:
                 self.running -= 1

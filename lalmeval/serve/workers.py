@@ -1,7 +1,8 @@
 """One worker process holding its own copy of the model, fed batches over a pipe; its death is a reason, not a broken pool.
 
 A worker that dies (a segfault in a C decoder, the out-of-memory killer, `os._exit` in the model)
-fails only the batch it was running, with a reason naming how it died; the server starts another.
+fails the batch it was running, with a reason naming how it died (the Batcher runs a batch of
+several again one by one); the server starts another.
 A worker also ends by itself when the server is gone (its lifeline pipe closes), so no copy of the
 model outlives the server however the server ended.
 """
