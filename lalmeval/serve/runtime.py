@@ -12,7 +12,7 @@ from lalmeval.errors import UserError
 from lalmeval.serve.errors import ApiError
 from lalmeval.serve.loading import load_model, load_weights, reason
 from lalmeval.serve.model import AudioModel, Reply
-from lalmeval.serve.replies import ModelBug, as_reply, one_reply, stopped  # noqa: F401 - as_reply, stopped: their old home
+from lalmeval.serve.replies import ModelBug, one_reply
 from lalmeval.serve.workers import Worker, WorkerDied, WorkerFailed, stop_resource_tracker
 
 __all__ = ["CHAT", "TRANSCRIPTION", "Runner", "guarded_batch", "load_model", "run_batch"]
