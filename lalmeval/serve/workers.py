@@ -103,12 +103,14 @@ class Worker:
 
     def _receive(self) -> Any:
         """The worker's next message, or WorkerDied saying how it ended."""
-        wait([self.conn, self.process.sentinel])
         try:
+            wait([self.conn, self.process.sentinel])
             if self.conn.poll():
                 return self.conn.recv()
-        except (EOFError, OSError):
+        except (EOFError, OSError, ValueError):  # ValueError, OSError: stop() closed the handles meanwhile
             pass
+        if self.stopped:
+            raise WorkerDied("the server stopped it")
         self.process.join(STOP_SECONDS)
         raise WorkerDied(how_it_ended(self.process.exitcode))
 
