@@ -19,7 +19,7 @@ MAX_AUDIO_SECONDS = 3600.0  # as `lalmeval run`'s max_audio_seconds: 16 kHz floa
 def add_arguments(parser: argparse.ArgumentParser, default_model: str | None = None, default_port: int = 8000) -> None:
     """The options of `lalmeval serve` (and of python -m models.inference_boilerplate.server)."""
     parser.add_argument("--model", required=default_model is None, default=default_model,
-                        help=f"a built-in model ({', '.join(BUILTIN)}) or module:Class (an AudioModel subclass; the module is looked for in the current folder too)")
+                        help=f"a built-in model ({', '.join(BUILTIN)}), module:Class (an AudioModel subclass; the module is looked for in the current folder too) or path/to/file.py:Class")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1; 0.0.0.0 for every interface)")
     parser.add_argument("--port", type=int, default=default_port, help=f"port to listen on (default: {default_port}; 0 picks a free one and prints it)")
     parser.add_argument("--served-model-name", action="append", metavar="NAME",
