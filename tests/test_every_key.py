@@ -995,6 +995,17 @@ def r_protocol(lab: Lab) -> None:
     assert theirs.details["normalizer"] == "open_asr" != ours.details["normalizer"]
 
 
+def r_transcription_prompt(lab: Lab) -> None:
+    transcribe = {"inference_type": "transcription"}
+    plain = lab.run(pairs=[["clips", "word_error_rate"]], model=transcribe, spec={"clips": {"instruction": "Transcribe the audio."}})
+    prompted = lab.run(pairs=[["clips", "word_error_rate"]], model=transcribe,
+                       spec={"clips": {"instruction": "Transcribe the audio.", "transcription_prompt": "Heater, lights, weather."}})
+    # the instruction is never Whisper's preceding text; the runspec's prompt is, and the records say so
+    assert [s.form.get("prompt") for s in plain.requests] == [None] * 3
+    assert [s.form.get("prompt") for s in prompted.requests] == ["Heater, lights, weather."] * 3
+    assert {r["params"].get("prompt") for r in prompted.records["clips"]} == {"Heater, lights, weather."}
+
+
 def r_prompt_template(lab: Lab) -> None:
     framed = lab.run(spec={"qs": {"instruction": "Answer.", "prompt_template": "PRE {instruction} POST"}})
     assert all(s.text.startswith("PRE Answer. POST") for s in framed.requests)
@@ -1089,6 +1100,7 @@ EFFECTS: dict[str, Callable[[Lab], None]] = {
     "runspec.repeat_runs": r_repeat_runs, "runspec.origin": r_origin, "runspec.normalizer": r_normalizer, "runspec.error_unit": r_error_unit,
     "runspec.reading": r_reading, "runspec.label_synonyms": r_label_synonyms,
     "runspec.judge_template": r_judge_template, "runspec.keep_subsets": r_keep_subsets, "runspec.prompt_template": r_prompt_template,
+    "runspec.transcription_prompt": r_transcription_prompt,
     "runspec.protocol": r_protocol, "runspec.reproduces": r_reproduces,
 }
 for _layer in ("models[].generation_kwargs", "generation_overrides[]", "runspec.generation_kwargs"):

@@ -140,7 +140,8 @@ def test_an_english_only_model_takes_english_by_its_three_letter_code_and_refuse
 @pytest.mark.slow
 def test_lalmeval_run_scores_whisper_launched_by_the_config_through_chat_and_transcriptions(ws):
     rows = ws.copy_demo_audio(demo_rows(4))
-    ws.runspec("asr", "commands", {"cmds": {"hf_repo": ws.jsonl(rows), "id_column": "id"}})
+    # with an instruction, as most ASR runspecs have: the transcription route must not send it as Whisper's prompt
+    ws.runspec("asr", "commands", {"cmds": {"hf_repo": ws.jsonl(rows), "id_column": "id", "instruction": "Transcribe the audio."}})
     launch = {"url": "http://127.0.0.1:{port}/v1", "model": "whisper-tiny.en", "launch": "lalmeval serve --model whisper-tiny.en --port {port}",
               "launch_timeout": 180, "timeout": 120, "batch_size": 4}
     config = ws.config([{"name": "whisper-chat", "inference_type": "openai", **launch},
@@ -153,6 +154,8 @@ def test_lalmeval_run_scores_whisper_launched_by_the_config_through_chat_and_tra
     assert {name: (s["num_samples"], s["num_failed"]) for name, s in scores.items()} == {"whisper-chat": (4, 0), "whisper-asr": (4, 0)}
     # the same model and decoding behind both routes; 47.6 on these 4 clips when recorded
     assert scores["whisper-chat"]["score"] == scores["whisper-asr"]["score"] and 35 <= scores["whisper-chat"]["score"] <= 60
+    predictions = {name: {r["id"]: r["prediction"] for r in ws.records("cmds", name)} for name in scores}
+    assert predictions["whisper-chat"] == predictions["whisper-asr"]  # clip by clip, not only on average
     for name in scores:
         record = next(r for r in ws.records("cmds", name) if r["id"] == "cmd000")
         assert record["prediction"] == "What is the weather this weekend?"

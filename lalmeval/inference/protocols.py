@@ -165,7 +165,8 @@ def _content(message: dict) -> str:
 
 
 class Transcriptions(Protocol):
-    """POST /audio/transcriptions as multipart form data (file, model, language, temperature)."""
+    """POST /audio/transcriptions as multipart form data (file, model, language, temperature, and the runspec's
+    transcription_prompt when it gives one: never the instruction, which Whisper would read as preceding text)."""
 
     path = "/audio/transcriptions"
 
@@ -177,8 +178,8 @@ class Transcriptions(Protocol):
             raise RequestError(f"transcription endpoints take exactly one clip; this sample has {len(audio)}")
         boundary = uuid.uuid4().hex
         fields = {"model": info.model, "language": language, "temperature": str(params.get("temperature", 0.0))}
-        if prompt.text:
-            fields["prompt"] = prompt.text
+        if isinstance(params.get("prompt"), str):
+            fields["prompt"] = params["prompt"]
         parts = [
             f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
             for name, value in fields.items()

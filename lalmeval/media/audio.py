@@ -101,10 +101,18 @@ UNKNOWN_FRAMES = 2**63 - 1  # libsndfile's frame count when the header does not 
 TRUNCATE_MARGIN = 0.1       # seconds decoded past a truncation, so the resampler's edge falls in what is cut off
 
 
+class ClipTooLong(AudioError):
+    """A clip over the length limit, found from its header or while decoding; `how` says which (a server words its own fix)."""
+
+    def __init__(self, message: str, limit: float, how: str):
+        super().__init__(message)
+        self.limit, self.how = limit, how
+
+
 def _too_long(seconds: float, limit: float, measured: bool) -> AudioError:
     how = "decoding went past it (the header does not give the length)" if measured else f"its header says {seconds:.1f} s"
-    return AudioError(f"clip longer than max_audio_seconds ({limit:g} s): {how}; raise max_audio_seconds, "
-                      f"or set the model's chunk_size with long_audio: truncate to send only its start")
+    return ClipTooLong(f"clip longer than max_audio_seconds ({limit:g} s): {how}; raise max_audio_seconds, "
+                       f"or set the model's chunk_size with long_audio: truncate to send only its start", limit, how)
 
 
 _IN_MEMORY = re.compile(r"Error opening <_io\.BytesIO object at 0x[0-9a-fA-F]+>: ")

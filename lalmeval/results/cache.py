@@ -29,6 +29,8 @@ def request_key(info: ModelInfo, prompt: Prompt, params: dict[str, Any], audio_d
         material.append({"api-version": info.api_version})
     if prompt.followups:
         material.append({"followups": repr(prompt.followups)})
+    if info.inference_type == "transcription":  # its requests no longer send the instruction as `prompt`: earlier replies do not answer them
+        material.append({"prompt": "transcription_prompt"})
     return hashlib.sha256(json.dumps(material, ensure_ascii=False, default=str, sort_keys=True).encode()).hexdigest()
 
 

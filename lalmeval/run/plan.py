@@ -84,6 +84,8 @@ class Plan:
         params = merge([layer for _, layer in sorted(layers, key=lambda item: item[0])])
         if model.inference_type == "transcription":
             params.pop("max_tokens", None)  # the transcription API has no such field
+            if dataset.spec.transcription_prompt is not None:  # a form field like temperature: recorded with the params
+                params["prompt"] = dataset.spec.transcription_prompt
         return params
 
     def temperature(self, model: ModelInfo, dataset: Dataset) -> float:

@@ -26,6 +26,7 @@ class Limits:
     max_batch: int = 0          # 0: the model's own max_batch_size
     max_wait_ms: float = 10.0
     max_queue: int = 256
+    max_audio_seconds: float = 3600.0  # of all the clips of one request, checked from their headers before decoding
     api_key: Optional[str] = field(default=None, repr=False)  # required of every request but /health when set
 
 
@@ -36,7 +37,9 @@ class Served:
     model: AudioModel
     ids: tuple[str, ...]
     batcher: Batcher
+    runner: Runner
     max_body: int
+    max_audio_seconds: float
 
 
 SERVED = web.AppKey("served", Served)
@@ -75,7 +78,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     body = await _json_body(request)
     name = _check_model(served, body.get("model"))
     options = chat_options(body)
-    chat = await asyncio.get_running_loop().run_in_executor(None, parse_chat, body)  # decoding stays off the event loop
+    chat = await asyncio.get_running_loop().run_in_executor(None, parse_chat, body, served.max_audio_seconds)  # decoding stays off the event loop
     if chat.images and not served.model.takes_images:
         raise Unsupported(f"model {name} does not take images (its class does not set takes_images = True)", "messages")
     if not chat.audios and served.model.needs_audio:
@@ -96,7 +99,8 @@ async def _audio(request: web.Request, task: str) -> web.Response:
     served = request.app[SERVED]
     form = await read_form(request, served.max_body)
     name = _check_model(served, form.get("model"))
-    item, response_format = await asyncio.get_running_loop().run_in_executor(None, transcription_input, form, task, served.model, name)
+    item, response_format = await asyncio.get_running_loop().run_in_executor(None, transcription_input, form, task, served.model, name,
+                                                                            served.max_audio_seconds)
     (reply,) = _answered(await served.batcher.submit(TRANSCRIPTION, [item]))
     return render(reply, item, response_format)
 
@@ -126,22 +130,29 @@ async def get_model(request: web.Request) -> web.Response:
 
 
 async def health(request: web.Request) -> web.Response:
-    batcher = request.app[SERVED].batcher
-    return web.json_response({"status": "ok", "running": batcher.running, "waiting": batcher.waiting, "batches": batcher.batches,
-                              "batched_requests": batcher.batched})
+    """ok: every worker takes requests; degraded: some are being replaced; restarting (503): none can answer now."""
+    served = request.app[SERVED]
+    batcher, runner = served.batcher, served.runner
+    ready = runner.ready_workers
+    status = "ok" if ready == runner.workers else "degraded" if ready else "restarting"
+    return web.json_response({"status": status, "workers": runner.workers, "workers_ready": ready, "workers_replaced": runner.replaced,
+                              "running": batcher.running, "waiting": batcher.waiting, "batches": batcher.batches,
+                              "batched_requests": batcher.batched}, status=503 if status == "restarting" else 200)
 
 
 def make_app(runner: Runner, ids: tuple[str, ...], limits: Limits = Limits()) -> web.Application:
     """The application serving the (loaded) model of `runner` under `ids`."""
     model = runner.model
     max_body = limits.max_body_mb * 1024 * 1024
-    batcher = Batcher(runner.call(), runner.executor, limits.max_batch or model.max_batch_size, limits.max_wait_ms / 1000,
+    batcher = Batcher(runner.run, runner.wait_ready, limits.max_batch or model.max_batch_size, limits.max_wait_ms / 1000,
                       limits.max_queue, runner.workers)
-    middlewares = [json_errors] + ([require_key(limits.api_key)] if limits.api_key else [])  # a refused key is an error object too
+    # a refused key is an error object too; no error message repeats the key, wherever the client put it
+    middlewares = [json_errors(limits.api_key)] + ([require_key(limits.api_key)] if limits.api_key else [])
     app = web.Application(client_max_size=max_body, middlewares=middlewares)
-    app[SERVED] = Served(model, ids, batcher, max_body)
+    app[SERVED] = Served(model, ids, batcher, runner, max_body, limits.max_audio_seconds)
 
     async def lifecycle(app: web.Application):
+        runner.start()
         batcher.start()
         yield
         runner.close(abandon=await batcher.stop())

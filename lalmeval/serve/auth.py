@@ -22,7 +22,7 @@ def _presented(request: web.Request) -> Optional[str]:
 
 def require_key(key: str):
     """Middleware refusing requests without `key`; the refusal never repeats what was sent."""
-    expected = key.encode()
+    expected = key.encode("utf-8")
 
     @web.middleware
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -30,7 +30,8 @@ def require_key(key: str):
             sent = _presented(request)
             if sent is None:
                 raise ApiError(401, "no API key given: send it as 'Authorization: Bearer <key>'", code="invalid_api_key")
-            if not hmac.compare_digest(sent.encode(), expected):
+            # headers arrive as UTF-8 with undecodable bytes kept as surrogates: any bytes at all are just a wrong key
+            if not hmac.compare_digest(sent.encode("utf-8", "surrogatepass"), expected):
                 raise ApiError(401, "incorrect API key", code="invalid_api_key")
         return await handler(request)
 

@@ -2,7 +2,7 @@
 
 A worker takes the oldest waiting request, waits at most `max_wait` seconds for more of the same
 kind (chat or transcription) until `max_batch` are together, and runs them as one call of the
-model's `generate_batch` / `transcribe_batch` in an executor, so the event loop only waits. A
+model's `generate_batch` / `transcribe_batch` in a thread or worker process, so the event loop only waits. A
 request arriving when `max_queue` are already waiting is refused at once (HTTP 503 with
 Retry-After) rather than queued behind minutes of work.
 """
@@ -13,13 +13,14 @@ import asyncio
 import math
 import time
 from collections import deque
-from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Awaitable, Callable, Optional, Sequence
 
 from lalmeval.serve.errors import ApiError
+from lalmeval.serve.workers import WorkerDied
 
-Execute = Callable[[str, list[Any]], list[Any]]   # (kind, items) -> one result per item; runs in the executor
+Run = Callable[[int, str, list[Any]], Awaitable[list[Any]]]   # (worker, kind, items) -> one result per item
+Ready = Callable[[int], Awaitable[None]]                     # returns when that worker can take a batch
 
 
 class Busy(ApiError):
@@ -34,13 +35,14 @@ class _Job:
     kind: str
     item: Any
     future: asyncio.Future
+    alone: bool = False   # its batch's worker died: it runs in a batch of its own, so only the request that killed a worker fails
 
 
 class Batcher:
     """Owns the waiting requests and the workers that hand them to the model in batches."""
 
-    def __init__(self, execute: Execute, executor: Executor, max_batch: int, max_wait: float, max_queue: int, workers: int):
-        self.execute, self.executor = execute, executor
+    def __init__(self, run: Run, ready: Ready, max_batch: int, max_wait: float, max_queue: int, workers: int):
+        self.run, self.ready = run, ready
         self.max_batch, self.max_wait, self.max_queue, self.workers = max(1, max_batch), max(0.0, max_wait), max(1, max_queue), max(1, workers)
         self._waiting: deque[_Job] = deque()
         self._arrived: Optional[asyncio.Event] = None
@@ -55,7 +57,7 @@ class Batcher:
     def start(self) -> None:
         """Start the workers (inside the server's event loop)."""
         self._arrived = asyncio.Event()
-        self._tasks = [asyncio.ensure_future(self._work()) for _ in range(self.workers)]
+        self._tasks = [asyncio.ensure_future(self._work(slot)) for slot in range(self.workers)]
 
     def refuse_all(self, error: ApiError) -> None:
         """Answer every request not yet answered, waiting or in the model, with `error`, and every later one too
@@ -108,7 +110,7 @@ class Batcher:
         for job in list(self._waiting):
             if job.future.done():
                 self._waiting.remove(job)
-            elif kind is None or job.kind == kind:
+            elif kind is None or (job.kind == kind and not job.alone):
                 self._waiting.remove(job)
                 return job
         return None
@@ -122,6 +124,8 @@ class Batcher:
             await self._arrived.wait()
             first = self._take(None)
         batch = [first]
+        if first.alone:
+            return batch
         deadline = time.monotonic() + self.max_wait
         while len(batch) < self.max_batch:
             job = self._take(first.kind)
@@ -138,19 +142,38 @@ class Batcher:
                 break
         return batch
 
-    async def _work(self) -> None:
-        loop = asyncio.get_running_loop()
+    @staticmethod
+    def _fail(batch: list[_Job], error: BaseException) -> None:
+        for job in batch:
+            if not job.future.done():
+                job.future.set_exception(error)
+
+    def _fail_or_retry(self, batch: list[_Job], error: WorkerDied) -> None:
+        """A worker died in a batch of several: which request killed it is unknown, so each runs again alone, first
+        in the queue (the one that kills a worker again fails then); a request that was alone fails now."""
+        if len(batch) == 1 or self._closed is not None:
+            self._fail(batch, error)
+            return
+        for job in reversed(batch):
+            job.alone = True
+            self._waiting.appendleft(job)
+        assert self._arrived is not None
+        self._arrived.set()
+
+    async def _work(self, slot: int) -> None:
         while True:
+            await self.ready(slot)  # a worker being replaced takes nothing: the others serve the queue meanwhile
             batch = await self._gather()
             started = time.monotonic()
             self.running += 1
             self._in_model.append(batch)
             try:
-                results = await loop.run_in_executor(self.executor, self.execute, batch[0].kind, [job.item for job in batch])
+                results = await self.run(slot, batch[0].kind, [job.item for job in batch])
+            except WorkerDied as exc:
+                self._fail_or_retry(batch, exc)
+                continue
             except Exception as exc:  # noqa: BLE001 - the batch's requests fail with it; the worker goes on
-                for job in batch:
-                    if not job.future.done():
-                        job.future.set_exception(exc)
+                self._fail(batch, exc)
                 continue
             finally:
                 self.running -= 1

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from lalmeval.media.audio import AudioError, decode
+from lalmeval.media.audio import AudioError, ClipTooLong, decode
 from lalmeval.media.images import ImageError, decode_data_uri, describe, sniff
 from lalmeval.serve.errors import BadRequest
 from lalmeval.serve.model import ChatInput, ImageInput, Part, Reply
@@ -21,7 +21,31 @@ MAX_CHOICES = 16
 MAX_STOPS = 4
 
 
-def _audio_from_data(data: Any) -> np.ndarray:
+class AudioBudget:
+    """The seconds of audio one request may still carry: each clip is decoded against what the earlier ones left."""
+
+    def __init__(self, seconds: Optional[float]):
+        self.limit, self.left = seconds, seconds
+
+    def decode(self, raw: bytes) -> np.ndarray:
+        """The clip at 16 kHz; a BadRequest, before decoding when the header tells, for one past the budget."""
+        try:
+            audio = decode(raw, max_seconds=self.left)
+        except ClipTooLong as exc:
+            raise BadRequest(too_long(self.limit or exc.limit, exc.how)) from None
+        except AudioError as exc:
+            raise BadRequest(str(exc)) from None
+        if self.left is not None:
+            self.left -= len(audio) / 16000
+        return audio
+
+
+def too_long(limit: float, how: str) -> str:
+    """The 400's message for audio over --max-audio-seconds."""
+    return f"audio longer than this server takes (--max-audio-seconds {limit:g}, all of a request's clips together): {how}"
+
+
+def _audio_from_data(data: Any, budget: AudioBudget) -> np.ndarray:
     if not isinstance(data, str):
         raise BadRequest("audio data must be a base64 string")
     try:
@@ -30,23 +54,20 @@ def _audio_from_data(data: Any) -> np.ndarray:
         raise BadRequest("audio data is not valid base64") from None
     if not raw:
         raise BadRequest("audio data is empty")
-    try:
-        return decode(raw)
-    except AudioError as exc:
-        raise BadRequest(str(exc)) from None
+    return budget.decode(raw)
 
 
-def _audio_part(part: dict[str, Any]) -> np.ndarray:
+def _audio_part(part: dict[str, Any], budget: AudioBudget) -> np.ndarray:
     if part.get("type") == "input_audio":
         body = part.get("input_audio")
         if not isinstance(body, dict):
             raise BadRequest("'input_audio' must be an object with base64 'data'")
-        return _audio_from_data(body.get("data", ""))
+        return _audio_from_data(body.get("data", ""), budget)
     body = part.get("audio_url")
     url = body.get("url", "") if isinstance(body, dict) else None
     if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url:
         raise BadRequest("audio_url must be a base64 data URI")
-    return _audio_from_data(url.split(";base64,", 1)[1])
+    return _audio_from_data(url.split(";base64,", 1)[1], budget)
 
 
 def _image_part(part: dict[str, Any]) -> ImageInput:
@@ -70,7 +91,7 @@ def _image_part(part: dict[str, Any]) -> ImageInput:
     return ImageInput(raw, sniff(raw) or mime, None, detail)
 
 
-def _part(part: Any, where: str) -> Part:
+def _part(part: Any, where: str, budget: AudioBudget) -> Part:
     """One decoded content part: text, a clip or an image; BadRequest names the part."""
     kind = part.get("type") if isinstance(part, dict) else None
     try:
@@ -79,7 +100,7 @@ def _part(part: Any, where: str) -> Part:
                 raise BadRequest("'text' must be a string")
             return part.get("text", "")
         if kind in ("input_audio", "audio_url"):
-            return _audio_part(part)
+            return _audio_part(part, budget)
         if kind == "image_url":
             return _image_part(part)
     except BadRequest as exc:
@@ -116,8 +137,10 @@ def _stop(body: dict[str, Any]) -> tuple[str, ...]:
     return tuple(stops)
 
 
-def parse_chat(body: dict[str, Any]) -> ChatInput:
-    """The decoded inputs of a chat completion request (CPU work: base64 and audio decoding)."""
+def parse_chat(body: dict[str, Any], max_audio_seconds: Optional[float] = None) -> ChatInput:
+    """The decoded inputs of a chat completion request (CPU work: base64 and audio decoding), its clips
+    together at most `max_audio_seconds` long."""
+    budget = AudioBudget(max_audio_seconds)
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise BadRequest("'messages' must be a non-empty list", "messages")
@@ -130,7 +153,7 @@ def parse_chat(body: dict[str, Any]) -> ChatInput:
         if content is not None and not isinstance(content, (str, list)):
             raise BadRequest(f"messages[{i}].content must be a string or a list of parts", "messages")
         items = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
-        decoded = [_part(part, f"messages[{i}].content[{j}]") for j, part in enumerate(items)]
+        decoded = [_part(part, f"messages[{i}].content[{j}]", budget) for j, part in enumerate(items)]
         is_system = message.get("role") in ("system", "developer")
         system.extend(p for p in decoded if is_system and isinstance(p, str))
         parts.extend(p for p in decoded if not (is_system and isinstance(p, str)))

@@ -59,7 +59,14 @@ def _http_message(exc: web.HTTPException, request: web.Request) -> str:
     return exc.reason or str(exc)
 
 
-def json_protocol_errors() -> None:
+def hidden(message: str, secret: Optional[str]) -> str:
+    """`message` with every spelling of `secret` in it replaced: a client's error never repeats the key, wherever it was sent."""
+    if not secret or secret not in message:
+        return message
+    return message.replace(secret, "[the API key]")
+
+
+def json_protocol_errors(secret: Optional[str] = None) -> None:
     """Make aiohttp's own answers to requests it cannot even parse (a bad request line or header, answered
     before any middleware runs) OpenAI error objects too. Patched on aiohttp's handler class, so it is
     called only by `lalmeval serve`, in a process that serves nothing else."""
@@ -72,7 +79,7 @@ def json_protocol_errors() -> None:
     def handle_error(self: Any, request: Any, status: int = 500, exc: Optional[BaseException] = None, message: Optional[str] = None) -> web.StreamResponse:
         plain = original(self, request, status, exc, message)  # logs the error as aiohttp does
         text = (plain.text or "").strip() if isinstance(plain, web.Response) else ""
-        response = error_response(status, " ".join(text.split()) or f"HTTP {status}")
+        response = error_response(status, hidden(" ".join(text.split()), secret) or f"HTTP {status}")
         response.force_close()
         return response
 
@@ -80,18 +87,22 @@ def json_protocol_errors() -> None:
     web_protocol.RequestHandler.handle_error = handle_error  # type: ignore[method-assign]
 
 
-@web.middleware
-async def json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Turn refusals, aiohttp's own 404/405/413 and any bug into OpenAI error objects."""
-    try:
-        return await handler(request)
-    except ApiError as exc:
-        return error_response(exc.status, exc.message, exc.param, exc.headers, exc.code)
-    except web.HTTPException as exc:
-        if exc.status < 400:
-            raise
-        headers = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None
-        return error_response(exc.status, _http_message(exc, request), headers=headers)
-    except Exception as exc:  # noqa: BLE001 - a bug in a model must cost one request, not the server, and never show a traceback
-        traceback.print_exc(file=sys.stderr)  # into the server's own log, for whoever runs it
-        return error_response(500, f"internal error: {type(exc).__name__}: {exc}")
+def json_errors(secret: Optional[str] = None) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+    """Middleware turning refusals, aiohttp's own 404/405/413 and any bug into OpenAI error objects that never quote `secret`."""
+
+    @web.middleware
+    async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except ApiError as exc:
+            return error_response(exc.status, hidden(exc.message, secret), exc.param, exc.headers, exc.code)
+        except web.HTTPException as exc:
+            if exc.status < 400:
+                raise
+            headers = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None
+            return error_response(exc.status, hidden(_http_message(exc, request), secret), headers=headers)
+        except Exception as exc:  # noqa: BLE001 - a bug must cost one request, not the server, and never show a traceback
+            traceback.print_exc(file=sys.stderr)  # into the server's own log, for whoever runs it
+            return error_response(500, hidden(f"internal error: {type(exc).__name__}: {exc}", secret))
+
+    return errors

@@ -8,9 +8,9 @@ from typing import Any, Optional
 
 from aiohttp import BodyPartReader, web
 
-from lalmeval.config.languages import NAMES, iso_code
 from lalmeval.errors import UserError
-from lalmeval.media.audio import AudioError, decode
+from lalmeval.config.languages import NAMES, iso_code
+from lalmeval.serve.chat import AudioBudget
 from lalmeval.serve.errors import BadRequest, Unsupported
 from lalmeval.serve.model import AudioModel, Reply, Segment, TranscriptionInput
 
@@ -61,8 +61,9 @@ async def read_form(request: web.Request, limit: int) -> Form:
     return Form(audio, fields)
 
 
-def transcription_input(form: Form, task: str, model: AudioModel, name: str) -> tuple[TranscriptionInput, str]:
-    """The decoded clip and settings (CPU work: decoding), and the reply format asked for."""
+def transcription_input(form: Form, task: str, model: AudioModel, name: str,
+                        max_audio_seconds: Optional[float] = None) -> tuple[TranscriptionInput, str]:
+    """The decoded clip (at most `max_audio_seconds` long) and settings (CPU work: decoding), and the reply format asked for."""
     if task == "translate" and not model.translates:
         raise Unsupported("this model does not translate (POST /v1/audio/transcriptions transcribes)")
     response_format = form.get("response_format") or "json"
@@ -81,9 +82,9 @@ def transcription_input(form: Form, task: str, model: AudioModel, name: str) -> 
         raise BadRequest("'temperature' must be from 0 to 1", "temperature")
     language = _language_code(form.get("language") or None, model, name)
     try:
-        audio = decode(form.audio)
-    except AudioError as exc:
-        raise BadRequest(str(exc), "file") from None
+        audio = AudioBudget(max_audio_seconds).decode(form.audio)
+    except BadRequest as exc:
+        raise BadRequest(exc.message, "file") from None
     timestamps = response_format in ("verbose_json", "srt", "vtt")
     return TranscriptionInput(audio, language if task == "transcribe" else None, form.get("prompt") or None, temperature, task, timestamps), response_format
 
