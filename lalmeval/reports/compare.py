@@ -189,15 +189,19 @@ def like_for_like(baseline: Side, candidate: Side, shared: list[tuple[str, str]]
         out += [f"{dataset} · {metric}: {line}" for line in _dict_changes("protocol", a, b)]
     hashes = [((side.run.final.get("provenance") or {}).get("data_hashes") or {}) for side in (baseline, candidate)]
     for dataset in dict.fromkeys(d for d, _ in shared):
-        a, b = hashes[0].get(dataset), hashes[1].get(dataset)
+        a, b = _content(hashes[0].get(dataset)), _content(hashes[1].get(dataset))
         if a and b and a != b:
-            out.append(f"{dataset}: the data differ (content hash {_short(a)} in {baseline.label}, {_short(b)} in {candidate.label})")
+            out.append(f"{dataset}: the data differ (content {a[:16]} in {baseline.label}, {b[:16]} in {candidate.label})")
         out += [f"{dataset}: {line}" for line in _record_changes(baseline, candidate, dataset)]
     return out
 
 
-def _short(value: Any) -> str:
-    return str(value.get("sha256") or value.get("revision") or value)[:16] if isinstance(value, dict) else str(value)[:16]
+def _content(value: Any) -> Optional[str]:
+    """What identifies the data read: its content hash or hub revision (not where it lay)."""
+    if not isinstance(value, dict):
+        return None
+    found = value.get("sha256") or value.get("revision")
+    return str(found) if found else None
 
 
 def _without_noise(protocol: dict[str, Any]) -> dict[str, Any]:

@@ -245,7 +245,31 @@ def _header(run: RunDir) -> str:
                                                           ("failures", "Failures"), ("settings", "Settings"), ("samples", "Samples"))
                     if optional.get(a, True))
     return (f"<header><h1>Run {esc(run.run_id)}{partial_badge() if run.partial else ''}</h1>"
-            f'<p class="meta">created {esc(run.final.get("created", "?"))} · {esc(versions)}</p>{banner}<nav>{links}</nav></header>')
+            f'<p class="meta">created {esc(run.final.get("created", "?"))} · {esc(versions)}</p>{_provenance_line(run)}{banner}<nav>{links}</nav></header>')
+
+
+def _provenance_line(run: RunDir) -> str:
+    """lalmeval's version and commit, the run's start, end and duration, its config hash, and the data it read."""
+    found = run.final.get("provenance")
+    if not isinstance(found, dict):
+        return ""
+    commit = found.get("commit")
+    code = f"lalmeval {found.get('version', '?')}" + (f" at commit {str(commit)[:12]}{' (dirty)' if found.get('dirty') else ''}" if commit else "")
+    times = f"started {found.get('started', '?')}, finished {found.get('finished', '?')} ({found.get('duration_s', '?')} s)"
+    data = found.get("data_hashes") if isinstance(found.get("data_hashes"), dict) else {}
+    read = "; ".join(f"{name}: {_data_identity(value)}" for name, value in data.items())
+    return (f'<p class="meta" id="provenance">{esc(code)} · {esc(times)} · config sha256 {esc(str(found.get("config_hash", "?"))[:16])}</p>'
+            + (f'<p class="meta">data read: {esc(read)}</p>' if read else ""))
+
+
+def _data_identity(value: Any) -> str:
+    if not isinstance(value, dict):
+        return "?"
+    if value.get("error"):
+        return f"not hashed ({value['error']})"
+    if value.get("hub"):
+        return f"hub {value['hub']} revision {value.get('revision') or 'unknown'}"
+    return f"sha256 {str(value.get('sha256'))[:16]} ({value.get('files')} file(s))"
 
 
 def run_report(run: RunDir, stats: list[GroupStats], samples: SampleTable) -> str:

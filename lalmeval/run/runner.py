@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any, Optional
 
 from lalmeval.config.change import check_config_change
 from lalmeval.config.options import RunOptions
+from lalmeval.data.fingerprint import data_hash
 from lalmeval.config.secrets import (
     Redactor,
     config_secrets,
@@ -30,6 +32,7 @@ from lalmeval.reports.scores import (
     final_scores,
     score_table,
 )
+from lalmeval.results.provenance import run_provenance
 from lalmeval.results.records import Score
 from lalmeval.results.store import RunStore, write_error
 from lalmeval.run.engine import SCORING_FAILED
@@ -88,6 +91,24 @@ def failures(jobs: Jobs) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda row: (row["model"], row["dataset"], row["kind"]))
 
 
+class DataHashes:
+    """The content hash (or hub revision) of every dataset of the plan, computed in a thread beside the run:
+    reading gigabytes of audio must not hold back the first request."""
+
+    def __init__(self, plan: Plan):
+        self.found: dict[str, Any] = {}
+        self._thread = threading.Thread(target=self._compute, args=(plan,), name="lalmeval-data-hashes", daemon=True)
+        self._thread.start()
+
+    def _compute(self, plan: Plan) -> None:
+        for dataset in plan.datasets:
+            self.found[dataset.name] = data_hash(dataset)
+
+    def result(self) -> dict[str, Any]:
+        self._thread.join()
+        return dict(self.found)
+
+
 def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options: RunOptions = RunOptions(), progress_every: float = 15.0,
         name_report: bool = True) -> RunResult:
     """Run a plan end to end and write DIR/<run_id>/.
@@ -103,6 +124,7 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
     check_writable_dir(output_dir / run_id, "run directory")
     store = RunStore(output_dir / run_id)
     stopped = Interrupted("while starting: nothing was requested", resumable=False)  # what a Ctrl-C at this point means
+    started, hashes = time.time(), DataHashes(plan)
     try:
         store.lock()
         try:
@@ -125,7 +147,7 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
             stopped = Interrupted(f"before final_scores.json was written: {written} are on disk")
             result = _result(state, scores, jobs)
             if not options.skip_eval:
-                _write_final(result, plan, store, run_id, redactor)
+                _write_final(result, plan, store, run_id, redactor, run_provenance(started, time.time(), hashes.result(), redacted_config(plan.config)))
                 if result.final_path:
                     written = "the records and final_scores.json"
                     stopped = Interrupted(f"while writing the reports: {written} are on disk")
@@ -215,7 +237,7 @@ def _result(state: Execution, scores: list[Score], jobs: Jobs) -> RunResult:
                      broken_off={dataset: job.broken_off for (dataset, _), job in jobs.items() if job.broken_off})
 
 
-def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str, redactor: Redactor) -> None:
+def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str, redactor: Redactor, provenance: dict[str, Any]) -> None:
     for score in result.scores:  # what each score was scored and asked with, as reports print it
         used = protocol_used(plan, score, redactor)
         if used is not None:
@@ -224,7 +246,7 @@ def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str, re
     result.comparisons = comparisons(result.scores, plan.config.bootstrap_resamples, plan.config.seed)
     data = final_scores(run_id, result.scores, result.aggregates, result.comparisons)
     data.update(failures=result.failures, interrupted=result.interrupted or bool(result.write_error), stopped=result.stopped, endpoints_down=result.down,
-                data_errors=result.data_errors, broken_off=result.broken_off)
+                data_errors=result.data_errors, broken_off=result.broken_off, provenance=provenance)
     try:
         result.final_path = store.write_final(data)
     except WriteFailed as exc:
