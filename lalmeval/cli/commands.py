@@ -186,6 +186,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _conclude(result: RunResult, again: str) -> int:
     """Say what the run's outcome asks of the user, and return its exit code."""
     from lalmeval.results.store import INTERNAL_WRITE_ERROR
+    from lalmeval.run.budget import FIX as BUDGET_FIX
+    from lalmeval.run.budget import STOPPED as BUDGET_STOP
     from lalmeval.run.runner import who
 
     if result.data_errors:
@@ -198,8 +200,8 @@ def _conclude(result: RunResult, again: str) -> int:
         print(f"error: {result.write_error}. Free space (or fix the folder), then resume with: {again}", file=sys.stderr)
         return EXIT_WRITE_FAILED
     if result.stopped:
-        print(f"error: {result.stopped}; the scores above are partial. Fix the cause (see the failures above), then resume with: {again}",
-              file=sys.stderr)
+        fix = BUDGET_FIX if result.stopped.startswith(BUDGET_STOP) else "Fix the cause (see the failures above)"
+        print(f"error: {result.stopped}; the scores above are partial. {fix}, then resume with: {again}", file=sys.stderr)
         return EXIT_FAILED_SAMPLES
     if result.interrupted:
         print(f"Interrupted: the scores above are partial. Resume with: {again}", file=sys.stderr)
