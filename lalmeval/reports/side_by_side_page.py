@@ -10,8 +10,9 @@ PAGE_ROWS = 50
 
 CSS = """
 #runs-browser .rb-controls{display:flex;flex-wrap:wrap;gap:.5em 1em;align-items:center;margin:.5em 0}
-#runs-browser table{table-layout:fixed;width:100%}
-#runs-browser td{vertical-align:top;word-wrap:break-word;font-size:13px}
+#runs-browser .rb-scroll{overflow-x:auto}
+#runs-browser table{width:100%}
+#runs-browser td{vertical-align:top;word-wrap:break-word;font-size:13px;min-width:14em;max-width:28em}
 #runs-browser td.rb-id{width:11em}
 #runs-browser del{background:#fdd;color:#900;text-decoration:line-through}
 #runs-browser ins{background:#dfd;color:#060;text-decoration:none}
@@ -168,6 +169,6 @@ def section(data: dict[str, Any]) -> str:
     legend = ('<p class="small">Each prediction against the reference, word by word: <del>deleted</del>, <ins>inserted</ins>, '
               '<del class="sub">substituted</del> <ins class="sub">by</ins> (case and punctuation ignored). ↓ lower is better, ↑ higher is better.</p>')
     return (f'<section id="runs-browser"><h2>Samples side by side</h2>{legend}{controls}'
-            '<table><thead id="rb-head"></thead><tbody id="rb-body"></tbody></table></section>'
+            '<div class="rb-scroll"><table><thead id="rb-head"></thead><tbody id="rb-body"></tbody></table></div></section>'
             f'<style>{CSS}</style><script type="application/json" id="runs-data">{script_json(data)}</script>'
             f"<script>{JS.replace('%PAGE%', str(PAGE_ROWS))}</script>")
