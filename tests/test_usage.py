@@ -52,6 +52,8 @@ def test_summed_tokens_equal_the_sum_of_the_records_usage_and_a_priced_run_costs
     expected = ((totals["prompt_tokens"] - totals["prompt_audio_tokens"]) * 2.5 + totals["prompt_audio_tokens"] * 40.0
                 + totals["completion_tokens"] * 10.0) / 1e6
     assert data["cost"]["total"] == pytest.approx(expected, rel=1e-12) and data["cost"]["models"]["m"] == data["cost"]["total"]
+    page = (ws.root / "runs" / "u" / "report.html").read_text()
+    assert f"{totals['prompt_tokens']:,} prompt" in page and f"cost {data['cost']['total']:.6g}" in page
 
 
 def test_judge_tokens_are_summed_per_score_and_in_the_run_total(ws):

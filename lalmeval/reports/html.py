@@ -259,7 +259,20 @@ def _provenance_line(run: RunDir) -> str:
     data = found.get("data_hashes") if isinstance(found.get("data_hashes"), dict) else {}
     read = "; ".join(f"{name}: {_data_identity(value)}" for name, value in data.items())
     return (f'<p class="meta" id="provenance">{esc(code)} · {esc(times)} · config sha256 {esc(str(found.get("config_hash", "?"))[:16])}</p>'
-            + (f'<p class="meta">data read: {esc(read)}</p>' if read else ""))
+            + (f'<p class="meta">data read: {esc(read)}</p>' if read else "") + _usage_line(run))
+
+
+def _usage_line(run: RunDir) -> str:
+    """The run's tokens (the judge's among them) and its cost, when the servers reported usage."""
+    usage, cost = run.final.get("usage"), run.final.get("cost")
+    if not isinstance(usage, dict) or not usage.get("replies"):
+        return ""
+    judge = usage.get("judge") if isinstance(usage.get("judge"), dict) else None
+    text = f"tokens: {usage.get('prompt_tokens', 0):,} prompt, {usage.get('completion_tokens', 0):,} completion"
+    text += f" (the judge's {judge.get('total_tokens', 0):,} included)" if judge else ""
+    text += f"; {usage['unreported']:,} repl(ies) reported none" if usage.get("unreported") else ""
+    text += f"; cost {cost['total']:.6g}" if isinstance(cost, dict) and isinstance(cost.get("total"), (int, float)) else ""
+    return f'<p class="meta" id="usage">{esc(text)}</p>'
 
 
 def _data_identity(value: Any) -> str:
