@@ -95,3 +95,20 @@ def test_a_folder_that_is_not_a_run_is_refused_in_one_line(ws, tmp_path, capsys)
     assert main(["compare", str(tmp_path), str(tmp_path / "nothing"), "--html", ""]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "final_scores.json" in err
+
+
+def test_repeats_of_a_sample_are_paired_and_resampled_together(ws, tmp_path):
+    base, cand = two_runs(ws, samples=30, names=DATASETS[:1], config={"repeat_runs": 3})
+    out = tmp_path / "cmp.json"
+    assert main(["compare", str(base), str(cand), "--json", str(out), "--html", ""]) == 0
+    row = json.loads(out.read_text())["comparisons"][0]["rows"][0]
+    assert row["num_samples"] == 30   # one bootstrap draw per sample, its three repeats summed
+    final = json.loads((base / "final_scores.json").read_text())["scores"][0]
+    assert row["baseline"] == pytest.approx(final["score"])
+
+
+def test_metrics_say_which_direction_is_worse():
+    from lalmeval.reports.compare import lower_is_better
+
+    assert lower_is_better("word_error_rate") and lower_is_better("speaker_diarization")
+    assert not lower_is_better("accuracy") and not lower_is_better("bleu") and not lower_is_better("llm_judge_binary")
