@@ -84,7 +84,8 @@ def html(results: Sequence[Comparison], points: Optional[float], refused: bool) 
         if result.differences and refused:
             continue
         rows = [row_cells(r, points) for r in result.rows]
-        classes = ["regression" if cells[-1] in ("REGRESSION", "worse") else "" for cells in rows]
+        classes = ["regression" if cells[-1] in ("REGRESSION", "worse") else "better" if cells[-1] == "better" else "" for cells in rows]
         parts.append(table(HEADER, [[esc(c) for c in cells] for cells in rows], range(3, 10), row_classes=classes))
         parts += [f"<p>Not compared: {esc(note)}</p>" for note in result.not_compared]
-    return page("lalmeval compare", "".join(parts))
+    style = "<style>tr.regression td{background:#fde8e8}tr.better td{background:#e8f6ea}p.warn{color:#8a4b00;font-weight:600}</style>"
+    return page("lalmeval compare", style + "".join(parts))
