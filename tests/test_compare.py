@@ -112,3 +112,20 @@ def test_metrics_say_which_direction_is_worse():
 
     assert lower_is_better("word_error_rate") and lower_is_better("speaker_diarization")
     assert not lower_is_better("accuracy") and not lower_is_better("bleu") and not lower_is_better("llm_judge_binary")
+
+
+def test_each_further_candidate_is_compared_with_the_baseline_and_models_pair_as_told(ws, tmp_path, capsys):
+    references = noisy_datasets(ws, DATASETS[:1], 40)
+    for run_id, name, seed in (("base", "old", 1), ("c1", "new", 2), ("c2", "newer", 3)):
+        with ScriptedEndpoint(NoisyModel(references, seed)) as ep, ScriptedEndpoint(NoisyModel(references, seed + 10)) as other:
+            ws.config([model(ep.url, name=name), model(other.url, name="ref")], [["set0", "word_error_rate"]])
+            ws.run(run_id)
+    runs = [str(ws.root / "runs" / r) for r in ("base", "c1", "c2")]
+    assert main(["compare", *runs, "--html", ""]) == 0   # 'ref' is in every run: it pairs with itself
+    assert "c1:ref against base:ref" in capsys.readouterr().out
+    out = tmp_path / "cmp.json"
+    assert main(["compare", runs[0], runs[1], "--pair", "old=new", "--json", str(out), "--html", ""]) == 0
+    (only,) = json.loads(out.read_text())["comparisons"]
+    assert (only["baseline"]["model"], only["candidate"]["model"]) == ("old", "new")
+    assert main(["compare", runs[0], runs[1], "--pair", "old=nosuch", "--html", ""]) == 2
+    assert "give BASELINE_MODEL=CANDIDATE_MODEL" in capsys.readouterr().err
