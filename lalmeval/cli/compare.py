@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import yaml
 
@@ -45,9 +45,8 @@ def _setting(run_path: Path, key: str) -> Optional[int]:
 def compare_command(args: argparse.Namespace) -> int:
     """Run `lalmeval compare`; returns its exit code."""
     from lalmeval.reports.compare import Side, compare, model_pairs, regressions
-    from lalmeval.reports.compare_output import as_json, console, html
+    from lalmeval.reports.compare_output import console
     from lalmeval.reports.rundir import load_run
-    from lalmeval.results.store import write_atomic
 
     if args.fail_on_regression is not None and not args.fail_on_regression >= 0:
         raise UserError(f"--fail-on-regression: give the points a metric may worsen by, 0 or more (got {args.fail_on_regression:g})")
@@ -70,7 +69,7 @@ def compare_command(args: argparse.Namespace) -> int:
     if not refused:
         for result in results:
             print(console(result, args.fail_on_regression))
-    _write(args, results, refused, code, write_atomic, as_json, html)
+    _write(args, results, refused, code)
     if refused:
         print("error: the runs are not like for like (see above): evaluate both with the same config, or give --allow-different "
               "to compare them anyway", file=sys.stderr)
@@ -80,8 +79,11 @@ def compare_command(args: argparse.Namespace) -> int:
     return code
 
 
-def _write(args: argparse.Namespace, results: list, refused: bool, code: int, write_atomic: Any, as_json: Any, html: Any) -> None:
+def _write(args: argparse.Namespace, results: list, refused: bool, code: int) -> None:
     """--json FILE and the HTML page."""
+    from lalmeval.reports.compare_output import as_json, html
+    from lalmeval.results.store import write_atomic
+
     if args.json:
         write_atomic(Path(args.json), json.dumps(as_json(results, args.fail_on_regression, refused, code), indent=2, ensure_ascii=False) + "\n")
         print(f"JSON: {args.json}")

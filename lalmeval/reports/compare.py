@@ -9,12 +9,9 @@ generation settings, data content and selected samples; any difference is a reas
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
-
-import yaml
 
 from lalmeval.catalog.runspecs import Dataset, DatasetSpec
 from lalmeval.errors import UserError
