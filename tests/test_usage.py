@@ -104,3 +104,15 @@ def test_a_budget_stop_records_not_run_samples_exits_non_zero_and_its_resume_hin
     keys = ("dataset", "metric", "score", "ci95", "num_samples", "num_failed", "usage")
     assert [{k: s[k] for k in keys} for s in resumed["scores"]] == [{k: s[k] for k in keys} for s in whole["scores"]]
     assert resumed["usage"]["total_tokens"] == whole["usage"]["total_tokens"] and resumed["cost"] == whole["cost"]
+
+
+def test_the_python_api_returns_the_runs_usage_and_cost(ws):
+    import lalmeval
+
+    ws.text_questions(4)
+    answer = lambda seen, n: Reply(payload={**chat_payload(f"answer {seen.text.split()[-1]}"),
+                                            "usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}})
+    with ScriptedEndpoint(answer) as ep:
+        ws.config([model(ep.url, price=PRICE)], [["qs", "word_error_rate"]])
+        found = lalmeval.evaluate(ws.root / "config.yaml", output_dir=ws.root / "runs", quiet=True)
+    assert found.usage["prompt_tokens"] == 4 * 7 and found.cost["total"] == pytest.approx(4 * (7 * 2.5 + 2 * 10.0) / 1e6)
