@@ -13,7 +13,7 @@ from lalmeval.reports.rundir import RunDir, ci95, subsets
 from lalmeval.reports.samples import MAX_FIELD_CHARS, MAX_SAMPLE_BYTES, GroupStats, SampleTable, audio_note
 from lalmeval.reports.settings import model_settings, request_settings
 from lalmeval.reports.plots import Scored, latency_histograms, legend, score_charts, score_histograms
-from lalmeval.reports.tables import PROTOCOL_HEADER, fmt, fmt_ci, fmt_interval, group_cell, protocol_rows
+from lalmeval.reports.tables import PROTOCOL_HEADER, fmt, fmt_ci, fmt_interval, group_cell, not_run, protocol_rows
 
 # Keys of a score's details that other columns already show.
 _SHOWN_ELSEWHERE = ("failures", "subsets", "protocol")
@@ -91,21 +91,22 @@ def score_rows(run: RunDir) -> tuple[list[str], list[list[str]], list[str]]:
     has_se = any(isinstance(s.get("stderr"), (int, float)) for s in run.scores)
     cached = any(cached_answers(s.get("details") or {}) for s in run.scores)
     pooled = any(len((s.get("details") or {}).get("replicas") or []) > 1 for s in run.scores)
+    stopped = any(not_run(s.get("details") or {}) for s in run.scores)   # never sent: counted apart, not as failed
     header = (["Model", "Dataset", "Metric", "Score"] + (["95% CI"] if has_ci else []) + (["Stderr"] if has_se else []) + ["Samples", "Failed"]
-              + (["Cached"] if cached else []) + (["Replicas"] if pooled else []) + ["Details"])
+              + (["Not run"] if stopped else []) + (["Cached"] if cached else []) + (["Replicas"] if pooled else []) + ["Details"])
     rows, classes = [], []
     badge = partial_badge() if run.partial else ""
     for s in run.scores:
         details = s.get("details") or {}
-        failed = s.get("num_failed") or 0
+        failed = (s.get("num_failed") or 0) - not_run(details)
         rows.append([esc(s["model"]), esc(s["dataset"]), esc(s["metric"]), esc(fmt(s.get("score"))) + badge + _repeats(details),
                      *_interval_cells(s, has_ci, has_se), esc(s.get("num_samples", "")),
-                     f'<span class="reason">{esc(failed)}</span>' if failed else "0", *_provenance_cells(details, cached, pooled),
-                     _details_cell(details)])
+                     f'<span class="reason">{esc(failed)}</span>' if failed else "0", *([esc(not_run(details))] if stopped else []),
+                     *_provenance_cells(details, cached, pooled), _details_cell(details)])
         classes.append("")
         for name, sub in subsets(s).items():
             rows.append(["", esc(f"↳ {name}"), "", esc(fmt(sub.get("score"))), *_interval_cells(sub, has_ci, has_se),
-                         esc(sub.get("num_samples", "")), esc(sub.get("num_failed", "")), *[""] * (cached + pooled), ""])
+                         esc(sub.get("num_samples", "")), esc(sub.get("num_failed", "")), *[""] * (stopped + cached + pooled), ""])
             classes.append("subset")
     return header, rows, classes
 
