@@ -129,3 +129,22 @@ def test_each_further_candidate_is_compared_with_the_baseline_and_models_pair_as
     assert (only["baseline"]["model"], only["candidate"]["model"]) == ("old", "new")
     assert main(["compare", runs[0], runs[1], "--pair", "old=nosuch", "--html", ""]) == 2
     assert "give BASELINE_MODEL=CANDIDATE_MODEL" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_runs_differing_only_by_seed_raise_a_false_alarm_in_at_most_5_percent_of_40_pairs(tmp_path):
+    from lalmeval.reports.compare import verdict
+    from tests.support.workspace import Workspace
+
+    names, alarms = DATASETS[:4], 0
+    for repetition in range(40):
+        ws = Workspace(tmp_path / f"rep{repetition}")
+        references = noisy_datasets(ws, names, 40)
+        for run_id, seed in (("base", 2 * repetition), ("cand", 2 * repetition + 1)):
+            with ScriptedEndpoint(NoisyModel(references, seed)) as ep:
+                ws.config([model(ep.url)], [[n, "word_error_rate"] for n in names])
+                ws.run(run_id)
+        result = compare(Side(load_run(ws.root / "runs" / "base"), "m"), Side(load_run(ws.root / "runs" / "cand"), "m"), 1000, 0)
+        assert not result.differences and len(result.rows) == 4
+        alarms += any(verdict(row) != "no change" for row in result.rows)
+    assert alarms <= 2, f"{alarms} false alarms in 40 pairs"
