@@ -53,3 +53,20 @@ def test_compare_refuses_runs_whose_data_content_changed_behind_the_same_ids(ws,
         ws.run("after")
     assert main(["compare", str(ws.root / "runs" / "before"), str(ws.root / "runs" / "after"), "--html", ""]) == 2
     assert "qs: the data differ" in capsys.readouterr().err
+
+
+def test_a_hub_dataset_is_identified_by_the_commit_the_local_hub_cache_holds(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from lalmeval.catalog.runspecs import Dataset, DatasetSpec
+    from lalmeval.data.fingerprint import data_hash
+    from tests.support.hubcache import cached_repo, use_cache
+
+    cache = use_cache(monkeypatch, tmp_path / "hub-cache")
+    made = tmp_path / "made"
+    made.mkdir()
+    (made / "test.jsonl").write_text('{"id": "a", "reference": "x"}\n')
+    snapshot = cached_repo(cache, "acme/speech", made)
+    spec = DatasetSpec(hf_repo="acme/speech", language="en")
+    found = data_hash(Dataset("speech", "asr", "asr", spec, Path(tmp_path / "runspec.json")))
+    assert found == {"hub": "acme/speech", "revision": snapshot.name}

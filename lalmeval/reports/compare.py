@@ -178,19 +178,27 @@ def regressions(result: Comparison, points: float) -> list[dict[str, Any]]:
 
 def like_for_like(baseline: Side, candidate: Side, shared: list[tuple[str, str]], base_scores: dict[tuple[str, str], dict[str, Any]],
                   cand_scores: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
-    """Every reason the two runs did not ask and score the same thing: each a line naming the dataset and what differs."""
-    out = [f"{side.label} is partial: {side.run.why_partial}" for side in (baseline, candidate) if side.run.partial]
+    """Every reason the two runs did not ask and score the same thing: each a line naming where (the datasets
+    it holds for, when several share it) and what differs."""
+    found: dict[str, list[str]] = {}   # what differs → where
     for dataset, metric in shared:
         a = _without_noise((base_scores[(dataset, metric)].get("details") or {}).get("protocol") or {})
         b = _without_noise((cand_scores[(dataset, metric)].get("details") or {}).get("protocol") or {})
-        out += [f"{dataset} · {metric}: {line}" for line in _dict_changes("protocol", a, b)]
+        for line in _dict_changes("protocol", a, b):
+            found.setdefault(line, []).append(f"{dataset} · {metric}")
     hashes = [((side.run.final.get("provenance") or {}).get("data_hashes") or {}) for side in (baseline, candidate)]
     for dataset in dict.fromkeys(d for d, _ in shared):
         a, b = _content(hashes[0].get(dataset)), _content(hashes[1].get(dataset))
-        if a and b and a != b:
-            out.append(f"{dataset}: the data differ (content {a[:16]} in {baseline.label}, {b[:16]} in {candidate.label})")
-        out += [f"{dataset}: {line}" for line in _record_changes(baseline, candidate, dataset)]
-    return out
+        lines = [f"the data differ (content {a[:16]} in {baseline.label}, {b[:16]} in {candidate.label})"] if a and b and a != b else []
+        for line in lines + _record_changes(baseline, candidate, dataset):
+            found.setdefault(line, []).append(dataset)
+    partial = [f"{side.label} is partial: {side.run.why_partial}" for side in (baseline, candidate) if side.run.partial]
+    return partial + [f"{_where(places)}: {line}" for line, places in found.items()]
+
+
+def _where(places: list[str]) -> str:
+    shown = ", ".join(places[:SHOWN_EXAMPLES])
+    return shown if len(places) <= SHOWN_EXAMPLES else f"{shown} and {len(places) - SHOWN_EXAMPLES} more"
 
 
 def _content(value: Any) -> Optional[str]:
