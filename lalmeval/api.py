@@ -8,7 +8,7 @@ import signal
 import threading
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -25,6 +25,8 @@ class Evaluation:
     comparisons: list[dict[str, Any]]    # final_scores.json "comparisons": paired differences between models
     failures: list[dict[str, Any]]       # failed samples by model, dataset and kind, with an example reason
     complete: bool                       # every sample has a prediction and every prediction a score (the CLI's exit 0)
+    usage: dict[str, Any] = field(default_factory=dict)   # final_scores.json "usage": tokens, per model and for the judge
+    cost: Optional[dict[str, Any]] = None                 # final_scores.json "cost", when every model that used tokens is priced
 
 
 def _load(config: Union[str, Path, Mapping[str, Any]], overrides: Any = None):
@@ -128,4 +130,4 @@ def evaluate(config: Union[str, Path, Mapping[str, Any]], *, output_dir: Union[s
         if trackers and result.final_path:
             log_run(out / run_id, trackers)
     return Evaluation(out / run_id, [s.to_json() for s in result.scores], result.aggregates, result.comparisons,
-                      result.failures, result.complete)
+                      result.failures, result.complete, result.usage, result.cost)

@@ -87,8 +87,9 @@ def test_run_directory_layout_and_final_scores_schema(ws):
         ws.run("r1")
     run_dir = ws.root / "runs" / "r1"
     final = json.loads((run_dir / "final_scores.json").read_text())
-    assert set(final) == {"run_id", "created", "versions", "scores", "aggregates", "comparisons", "failures", "interrupted", "stopped", "endpoints_down", "data_errors", "broken_off"}
-    assert set(final["scores"][0]) == {"model", "dataset", "metric", "score", "num_samples", "num_failed", "details", "ci95", "stderr"}
+    assert set(final) == {"run_id", "created", "versions", "scores", "aggregates", "comparisons", "failures", "interrupted", "stopped", "endpoints_down",
+                          "data_errors", "broken_off", "provenance", "usage"}
+    assert set(final["scores"][0]) == {"model", "dataset", "metric", "score", "num_samples", "num_failed", "details", "ci95", "stderr", "usage"}
     record = ws.records("cmds", "m", "r1")[0]
     for key in ("id", "prompt", "params", "reply", "prediction", "reference", "latency", "attempts", "error"):
         assert key in record

@@ -1053,6 +1053,60 @@ def r_label_synonyms(lab: Lab) -> None:
     assert plain.score == 0.0 and plain.details["reading"]["unreadable"] == 3
     assert taught.score == 100.0 and taught.details["reading"]["rules"] == {"label_in_reply": 3, "synonym": 3}
 
+# --- effects: prices and budgets -----------------------------------------------------------------
+
+USAGE = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110,
+         "prompt_tokens_details": {"audio_tokens": 60}, "completion_tokens_details": {"audio_tokens": 4}}
+
+
+def with_usage(handler: Callable) -> Callable:
+    """`handler`'s reply, with the usage a priced server reports (audio tokens among the prompt and completion)."""
+    def reply(seen: Seen, n: int) -> Reply:
+        payload = {"id": "x", "object": "chat.completion", "usage": USAGE,
+                   "choices": [{"index": 0, "message": {"role": "assistant", "content": handler(seen, n)}, "finish_reason": "stop"}]}
+        return Reply(payload=payload)
+    return reply
+
+
+PRICE = {"input_per_mtok": 1.0, "output_per_mtok": 2.0}
+
+
+def price_effect(key: str, expected: float) -> Callable[[Lab], None]:
+    """One key of a model's price changes the run's cost as the reported usage says (3 replies of USAGE)."""
+    def effect(lab: Lab) -> None:
+        lab.ep.handler = with_usage(default_reply)
+        base = lab.run(model={"price": PRICE}).final["cost"]["total"]
+        changed = lab.run(model={"price": {**PRICE, key: 10.0}}).final["cost"]["total"]
+        assert base == pytest.approx(3 * (100 * 1.0 + 10 * 2.0) / 1e6)
+        assert changed == pytest.approx(expected)
+    return effect
+
+
+def judge_price_effect(key: str) -> Callable[[Lab], None]:
+    def effect(lab: Lab) -> None:
+        lab.judge.handler = with_usage(lambda seen, n: "Rating: 1")
+        def cost(price: dict) -> dict:
+            return lab.run(pairs=[["qs", "llm_judge_binary"]], model={"price": PRICE},
+                           judge_properties=lab.judge_properties(judge_price=price)).final["cost"]
+        cheap, dear = cost(PRICE), cost({**PRICE, key: 10.0})
+        assert cheap["judge"] < dear["judge"] and cheap["models"] == dear["models"]
+    return effect
+
+
+def e_max_cost(lab: Lab) -> None:
+    lab.ep.handler = with_usage(default_reply)
+    whole = lab.run(pairs=[["many", "accuracy"]], model={"batch_size": 1, "price": PRICE})
+    stopped = lab.run(pairs=[["many", "accuracy"]], model={"batch_size": 1, "price": PRICE}, max_cost=3 * 120 / 1e6)
+    assert len(whole.requests) == 12 and not whole.final["stopped"]
+    assert len(stopped.requests) < 12 and stopped.final["stopped"].startswith("stopped at the budget")
+    assert "max_cost needs a price" in (lab.run(max_cost=1.0).error or "")
+
+
+def e_max_run_tokens(lab: Lab) -> None:
+    lab.ep.handler = with_usage(default_reply)
+    stopped = lab.run(pairs=[["many", "accuracy"]], model={"batch_size": 1}, max_run_tokens=300)
+    assert 3 <= len(stopped.requests) < 12 and stopped.final["stopped"].startswith("stopped at the budget")
+
 
 # --- the table -----------------------------------------------------------------------------------
 
@@ -1076,6 +1130,11 @@ EFFECTS: dict[str, Callable[[Lab], None]] = {
     "models[].launch": e_launch, "models[].launch_timeout": e_launch_timeout, "models[].temperature": e_model_temperature,
     "models[].max_tokens": e_model_max_tokens, "models[].audio_format": e_audio_format, "models[].max_reply_mb": e_max_reply_mb,
     "models[].verify_ssl": e_verify_ssl,
+    "models[].price.input_per_mtok": price_effect("input_per_mtok", 3 * (100 * 10.0 + 10 * 2.0) / 1e6),
+    "models[].price.output_per_mtok": price_effect("output_per_mtok", 3 * (100 * 1.0 + 10 * 10.0) / 1e6),
+    "models[].price.audio_input_per_mtok": price_effect("audio_input_per_mtok", 3 * (40 * 1.0 + 60 * 10.0 + 10 * 2.0) / 1e6),
+    "models[].price.audio_output_per_mtok": price_effect("audio_output_per_mtok", 3 * (100 * 1.0 + 6 * 2.0 + 4 * 10.0) / 1e6),
+    "max_cost": e_max_cost, "max_run_tokens": e_max_run_tokens,
     "runspec_dirs": e_runspec_dirs, "dataset_paths": e_dataset_paths, "datasets": e_datasets, "dataset_root": e_dataset_root, "prompts_file": e_prompts_file,
     "streaming": e_streaming, "seed": e_seed, "bootstrap_resamples": e_bootstrap_resamples, "output_dir": e_output_dir,
     "cache": e_cache, "max_failure_rate": e_max_failure_rate, "allowed_data_dirs": e_allowed_data_dirs,
@@ -1085,7 +1144,10 @@ EFFECTS: dict[str, Callable[[Lab], None]] = {
     "judge_properties.judge_api_version": e_judge_api_version, "judge_properties.judge_concurrency": e_judge_concurrency,
     "judge_properties.judge_temperature": e_judge_temperature, "judge_properties.judge_prompt_model_override": e_judge_prompt_model_override,
     "judge_properties.judge_timeout": e_judge_timeout, "judge_properties.judge_retry_attempts": e_judge_retry_attempts,
-    "judge_properties.judge_max_tokens": e_judge_max_tokens, "judge_properties.judge_verify_ssl": e_judge_verify_ssl,
+    "judge_properties.judge_max_tokens": e_judge_max_tokens,
+    **{f"judge_properties.judge_price.{key}": judge_price_effect(key)
+       for key in ("input_per_mtok", "output_per_mtok", "audio_input_per_mtok", "audio_output_per_mtok")},
+    "judge_properties.judge_verify_ssl": e_judge_verify_ssl,
     "runspec.hf_repo": r_hf_repo, "runspec.subset": r_subset, "runspec.split": r_split, "runspec.revision": r_revision,
     "runspec.format": r_format, "runspec.segment": r_segment, "runspec.window_s": r_window_s, "runspec.language": r_language,
     "runspec.target_language": r_target_language, "runspec.modality": r_modality, "runspec.audio_column": r_audio_column,

@@ -1,4 +1,4 @@
-"""Command line: lalmeval run | score | init | validate | check | list | report | serve."""
+"""Command line: lalmeval run | score | init | validate | check | list | report | compare | serve."""
 
 from __future__ import annotations
 
@@ -95,6 +95,13 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (run_logs/<run_id>)")
     report.add_argument("--out", default="leaderboard.html", help="HTML file to write (default: leaderboard.html)")
 
+    from lalmeval.cli.compare import add_arguments as add_compare
+
+    add_compare(sub.add_parser("compare", parents=[common], help="compare runs: paired differences, regressions (exit 1)",
+                               description="Compare each CANDIDATE run with the BASELINE run on every dataset–metric both scored: "
+                                           "paired bootstrap on shared samples, Holm correction, like-for-like checks first. "
+                                           "Exit 0: no regression; 1: a regression (--fail-on-regression); 2: refused (not like for like) or bad input."))
+
     from lalmeval.serve.main import add_arguments
 
     serve = sub.add_parser("serve", parents=[common], help="serve a model behind an OpenAI-compatible API",
@@ -179,6 +186,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _conclude(result: RunResult, again: str) -> int:
     """Say what the run's outcome asks of the user, and return its exit code."""
     from lalmeval.results.store import INTERNAL_WRITE_ERROR
+    from lalmeval.run.budget import FIX as BUDGET_FIX
+    from lalmeval.run.budget import STOPPED as BUDGET_STOP
     from lalmeval.run.runner import who
 
     if result.data_errors:
@@ -191,8 +200,8 @@ def _conclude(result: RunResult, again: str) -> int:
         print(f"error: {result.write_error}. Free space (or fix the folder), then resume with: {again}", file=sys.stderr)
         return EXIT_WRITE_FAILED
     if result.stopped:
-        print(f"error: {result.stopped}; the scores above are partial. Fix the cause (see the failures above), then resume with: {again}",
-              file=sys.stderr)
+        fix = BUDGET_FIX if result.stopped.startswith(BUDGET_STOP) else "Fix the cause (see the failures above)"
+        print(f"error: {result.stopped}; the scores above are partial. {fix}, then resume with: {again}", file=sys.stderr)
         return EXIT_FAILED_SAMPLES
     if result.interrupted:
         print(f"Interrupted: the scores above are partial. Resume with: {again}", file=sys.stderr)
@@ -334,6 +343,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from lalmeval.cli.compare import compare_command
+
+    return compare_command(args)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from lalmeval.serve.main import serve
 
@@ -429,7 +444,7 @@ def _main(argv: Optional[Sequence[str]]) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     """Run the command; every way it can end is one line and its documented exit code (--debug adds the traceback)."""
     handlers = {"run": cmd_run, "init": cmd_init, "validate": cmd_validate, "check": cmd_check, "list": cmd_list, "report": cmd_report,
-                "serve": cmd_serve, "score": cmd_score}
+                "serve": cmd_serve, "score": cmd_score, "compare": cmd_compare}
     try:
         return handlers[args.command](args)
     except UserError as exc:

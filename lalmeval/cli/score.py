@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
@@ -164,6 +165,7 @@ def score_predictions(plan: Any, predictions: Predictions, model: str, output_di
     from lalmeval.results.store import RunStore
 
     config = plan.config
+    started = time.time()
     source = open_source(plan.datasets[0], config.filters, config.seed, config.streaming)
     problem = _no_match(predictions, source.dataset.name, source.ids) if source.ids is not None else None
     if problem:
@@ -180,7 +182,7 @@ def score_predictions(plan: Any, predictions: Predictions, model: str, output_di
         store.write_config(_stored_config(plan, predictions, model))
         with redacted_errors(redactor):
             scores, file_pass = asyncio.run(_score(plan, source, predictions, model, store, redactor))
-        outcome = _write(plan, store, run_id, scores, file_pass, model)
+        outcome = _write(plan, store, run_id, scores, file_pass, model, started)
     finally:
         store.unlock()
     return outcome
@@ -245,7 +247,7 @@ async def _judge(plan: Any, store: Any, redactor: Any, stop: asyncio.Event) -> A
     return judge
 
 
-def _write(plan: Any, store: Any, run_id: str, scores: list[Any], file_pass: Any, model: str) -> Outcome:
+def _write(plan: Any, store: Any, run_id: str, scores: list[Any], file_pass: Any, model: str, started: float) -> Outcome:
     """final_scores.json, the reports and the console summary, as a run writes them."""
     from lalmeval.reports import write_reports
     from lalmeval.reports.scores import (
@@ -255,6 +257,8 @@ def _write(plan: Any, store: Any, run_id: str, scores: list[Any], file_pass: Any
         final_scores,
         score_table,
     )
+    from lalmeval.data.fingerprint import data_hash, file_sha256
+    from lalmeval.results.provenance import run_provenance
     from lalmeval.run.runner import failures
 
     config, dataset = plan.config, file_pass.dataset
@@ -267,6 +271,10 @@ def _write(plan: Any, store: Any, run_id: str, scores: list[Any], file_pass: Any
                 broken_off={dataset: broken} if broken else {},
                 predictions={"file": str(file_pass.predictions.path), "rows": len(file_pass.predictions.by_id),
                              "matched": len(file_pass.matched), "unmatched": len(unmatched), "unmatched_ids": unmatched[:100]})
+    hashes = {dataset: data_hash(plan.datasets[0]),
+              "predictions file": {"path": str(file_pass.predictions.path),
+                                   "sha256": file_sha256(file_pass.predictions.path), "files": 1}}
+    data["provenance"] = run_provenance(started, time.time(), hashes, _stored_config(plan, file_pass.predictions, model))
     final_path = store.write_final(data)
     write_reports(store.root)
     print(score_table(scores, rows))

@@ -26,13 +26,13 @@ from lalmeval.errors import UserError
 # allowed_data_dirs only decides which files may be read: a refused sample failed, and a resume retries it;
 # max_audio_seconds too: raising it after clips failed over it and resuming is how they get answered.
 OPERATIONAL = frozenset({"output_dir", "cache_dir", "cache", "cache_sampled", "streaming", "max_failure_rate", "allowed_data_dirs",
-                         "max_audio_seconds"})
+                         "max_audio_seconds", "max_cost", "max_run_tokens"})
 OPERATIONAL_MODEL = frozenset({
     "auth_token", "delay", "retry_attempts", "timeout", "batch_size", "launch_timeout",
-    "max_reply_mb", "verify_ssl",
+    "max_reply_mb", "verify_ssl", "price",
 })
 OPERATIONAL_JUDGE = frozenset({
-    "judge_api_key", "judge_concurrency", "judge_timeout", "judge_retry_attempts", "judge_verify_ssl",
+    "judge_api_key", "judge_concurrency", "judge_timeout", "judge_retry_attempts", "judge_verify_ssl", "judge_price",
 })
 SHOWN = 3  # differences named in the message; the rest are counted
 

@@ -85,6 +85,13 @@ class Filters(Strict):
         return value
 
 
+class Price(Strict):
+    input_per_mtok: float = Field(ge=0, le=1e6, allow_inf_nan=False, description="Price of a million prompt tokens (text, and audio unless audio_input_per_mtok is set).")
+    output_per_mtok: float = Field(ge=0, le=1e6, allow_inf_nan=False, description="Price of a million completion tokens (text, and audio unless audio_output_per_mtok is set).")
+    audio_input_per_mtok: Optional[float] = Field(None, ge=0, le=1e6, allow_inf_nan=False, description="Price of a million prompt audio tokens (usage.prompt_tokens_details.audio_tokens), when it differs from input_per_mtok.")
+    audio_output_per_mtok: Optional[float] = Field(None, ge=0, le=1e6, allow_inf_nan=False, description="Price of a million completion audio tokens (usage.completion_tokens_details.audio_tokens), when it differs from output_per_mtok.")
+
+
 class ModelInfo(Strict):
     name: str = Field(description="Name of this model in reports and file names. Different names are different models, even with one model id; entries sharing a name are replicas of one model.")
     inference_type: Literal["openai", "vllm", "transcription"] = Field("openai", description="openai / vllm: POST {url}/chat/completions; transcription: POST {url}/audio/transcriptions.")
@@ -107,6 +114,7 @@ class ModelInfo(Strict):
     max_reply_mb: float = Field(16.0, gt=0, le=1024, description="Largest reply body accepted, in MB; a larger reply fails its sample instead of exhausting memory.")
     generation_kwargs: Generation = Field(default_factory=Generation, description="Further sampling settings for this model (top_p, seed, stop, penalties, extra_body, ...); runspecs and overrides may refine them.")
     verify_ssl: bool = Field(True, description="Verify the endpoint's TLS certificate; false accepts any certificate (internal https endpoints with self-signed certificates).")
+    price: Optional[Price] = Field(None, description="What this model's tokens cost, per million (the server's reported usage): gives each score's and the run's cost in final_scores.json, and lets max_cost stop the run.")
 
     @field_validator("url")
     @classmethod
@@ -222,6 +230,7 @@ class JudgeProperties(Strict):
     judge_retry_attempts: int = Field(5, ge=0, le=100, description="Retries of a judge request on transient failures.")
     judge_max_tokens: Optional[int] = Field(None, gt=0, le=10_000_000, description="max_tokens for judge replies (omitted when unset); a judge template that fixes its own wins.")
     judge_verify_ssl: bool = Field(True, description="Verify the judge endpoint's TLS certificate; false accepts any certificate (self-signed).")
+    judge_price: Optional[Price] = Field(None, description="What the judge's tokens cost, per million: its calls count in the run's cost and against max_cost.")
 
     @field_validator("judge_api_endpoint")
     @classmethod
@@ -269,6 +278,8 @@ class Config(Strict):
     cache_dir: Optional[str] = Field(None, description="Folder of the inference cache, relative to the working directory (default: <output_dir>/.cache).")
     cache: bool = Field(False, description="Answer identical requests from the replies of earlier runs (the inference cache in cache_dir), judgments too; `lalmeval run --cache` turns it on for one run, --no-cache off. Off by default: a redeployed model behind the same URL and model id would get yesterday's answers.")
     max_failure_rate: Optional[float] = Field(None, ge=0, le=1, description="Stop the run when more than this share (0-1) of the samples finished so far failed, checked once 20 samples have finished; null: never stop for failures.")
+    max_cost: Optional[float] = Field(None, gt=0, le=1e9, allow_inf_nan=False, description="Stop the run cleanly once its cost (models and judge, from the servers' reported usage and each `price`) reaches this; samples not yet sent are recorded as not run and a resume (after raising the limit) continues. Needs a price for every model (and the judge).")
+    max_run_tokens: Optional[int] = Field(None, gt=0, le=10**15, description="Stop the run cleanly once the tokens it used (prompt plus completion, models and judge, as the servers report them) reach this; as max_cost. Not the per-request max_tokens of a model.")
     cache_sampled: bool = Field(False, description="Also reuse cached replies (and judgments) of requests sampled at temperature > 0 without a seed.")
     judge_properties: Optional[JudgeProperties] = Field(None, description="The LLM judge used by llm_judge_* metrics.")
 
@@ -279,6 +290,13 @@ class Config(Strict):
             for entry in entries:
                 if entry.model is not None and entry.model not in names:
                     raise ValueError(f"{kind} names unknown model '{entry.model}'{closest(entry.model, names)}")
+        if self.max_cost is not None:
+            unpriced = [m.name for m in self.models if m.price is None]
+            if unpriced:
+                raise ValueError(f"max_cost needs a price for every model: give model '{unpriced[0]}' "
+                                 "price: {input_per_mtok: ..., output_per_mtok: ...}")
+            if self.judge_properties is not None and self.judge_properties.judge_price is None:
+                raise ValueError("max_cost needs the judge's price too: give judge_properties.judge_price: {input_per_mtok: ..., output_per_mtok: ...}")
         return self
 
 

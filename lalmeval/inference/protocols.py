@@ -59,12 +59,21 @@ def _object(value: Any, where: str) -> dict:
 
 
 def usage_of(payload: dict) -> Optional[dict[str, int]]:
-    """prompt/completion/total token counts, when the reply reports them as numbers."""
+    """prompt/completion/total token counts, when the reply reports them as numbers; the counts of
+    prompt_tokens_details and completion_tokens_details (audio, cached, reasoning) as prompt_audio_tokens, …"""
     usage = payload.get("usage")
     if not isinstance(usage, dict):
         return None
-    counts = {k: int(v) for k, v in usage.items() if k.endswith("_tokens") and isinstance(v, (int, float)) and not isinstance(v, bool)}
+    counts = {k: int(v) for k, v in usage.items() if k.endswith("_tokens") and _count(v)}
+    for side in ("prompt", "completion"):
+        details = usage.get(f"{side}_tokens_details")
+        if isinstance(details, dict):
+            counts.update({f"{side}_{k}": int(v) for k, v in details.items() if k.endswith("_tokens") and _count(v)})
     return counts or None
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e15
 
 
 class Protocol:

@@ -14,6 +14,7 @@ from lalmeval.inference.protocols import PROTOCOLS
 from lalmeval.judging.templates import JudgeTemplate, placeholders
 from lalmeval.results.cache import InferenceCache, deterministic, request_key
 from lalmeval.results.records import Prompt, Record
+from lalmeval.results.usage import JUDGE_USAGE, Usage
 
 # What each template variant is filled with; every one of them must appear in the template.
 VARIANT_FIELDS = {
@@ -93,6 +94,8 @@ class Judge:
         self.cache = cache
         self.cache_sampled = cache_sampled
         self.protocol = PROTOCOLS.get(props.judge_type)
+        self.usage = Usage()   # every reply of the run's judge; each score's share goes to JUDGE_USAGE
+        self.on_usage: Optional[Callable[[Optional[dict[str, int]]], None]] = None   # the run's budget watch
 
     def template(self, dataset: str, metric: str) -> JudgeTemplate:
         """The template the plan resolved for this dataset and judge metric."""
@@ -134,7 +137,13 @@ class Judge:
             self._in_flight.discard(request)
         if request.cancelled():
             raise Interrupted()
-        return request.result().value.text
+        answer = request.result().value
+        for usage in (self.usage, JUDGE_USAGE.get()):
+            if usage is not None:
+                usage.add(answer.usage)
+        if self.on_usage is not None:
+            self.on_usage(answer.usage)
+        return answer.text
 
     def abandon(self) -> None:
         """The grace period after a stop is over: end the judge requests still in flight."""

@@ -36,6 +36,7 @@ class Metric:
     """Scores successful records one by one, then aggregates; failed records never reach it."""
 
     name = ""
+    lower_is_better = False   # an error rate: a rise is a regression (lalmeval compare, leaderboards)
     # Per-sample fields written to the scores file for people to read, never read by aggregate or
     # sample_stats: they are not kept in memory, which then grows by a few numbers per sample.
     display_fields: frozenset[str] = frozenset()

@@ -230,6 +230,7 @@ class SpeakerDiarization(UnitMetric):
     """Corpus cpWER in percent (as meeteval counts it), with WDER and speaker-count error (DiarizationLM) in details."""
 
     name = "speaker_diarization"
+    lower_is_better = True
 
     def score_record(self, record: Record) -> SampleScore:
         item = score_window(record.reference or "", record.prediction or "", self.units)

@@ -62,6 +62,7 @@ class WordErrorRate(UnitMetric):
     """Σ(S+D+I) / Σ(reference tokens), reported as a percentage."""
 
     name = "word_error_rate"
+    lower_is_better = True
     display_fields = frozenset({"reference_norm", "prediction_norm", "read"})
 
     @classmethod

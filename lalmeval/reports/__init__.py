@@ -12,6 +12,8 @@ from lalmeval.reports.html import run_report
 from lalmeval.reports.leaderboard import build, console_table, leaderboard_html
 from lalmeval.reports.rundir import RunDir, load_run
 from lalmeval.reports.samples import collect
+from lalmeval.reports.side_by_side import payload
+from lalmeval.reports.side_by_side_page import section as samples_section
 from lalmeval.reports.tables import results_csv, results_md
 from lalmeval.results.store import write_atomic
 
@@ -32,7 +34,8 @@ def render_run(run_dir: Path) -> list[Path]:
 
 
 def write_leaderboard(run_dirs: list[Path], out: Path) -> str:
-    """Write the leaderboard of several runs to `out`; returns its console table. Bad run dirs are UserErrors."""
+    """Write the leaderboard of several runs, with their samples side by side, to `out`; returns its console table.
+    Bad run dirs are UserErrors."""
     unique: dict[Path, RunDir] = {}
     for path in run_dirs:
         unique.setdefault(path.resolve(), load_run(path))  # a directory named twice counts once
@@ -42,7 +45,8 @@ def write_leaderboard(run_dirs: list[Path], out: Path) -> str:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise write_failed(out.parent, exc) from None
-    write_atomic(out, leaderboard_html(board, runs, out.resolve().parent))
+    samples = samples_section(payload(runs, out.resolve().parent))
+    write_atomic(out, leaderboard_html(board, runs, out.resolve().parent, samples))
     failed = [f"{run.path}: failed before its first request: {run.failed}" for run in runs if run.failed]
     return "\n".join([console_table(board), *failed])
 

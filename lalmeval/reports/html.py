@@ -13,7 +13,7 @@ from lalmeval.reports.rundir import RunDir, ci95, subsets
 from lalmeval.reports.samples import MAX_FIELD_CHARS, MAX_SAMPLE_BYTES, GroupStats, SampleTable, audio_note
 from lalmeval.reports.settings import model_settings, request_settings
 from lalmeval.reports.plots import Scored, latency_histograms, legend, score_charts, score_histograms
-from lalmeval.reports.tables import PROTOCOL_HEADER, fmt, fmt_ci, fmt_interval, group_cell, protocol_rows
+from lalmeval.reports.tables import PROTOCOL_HEADER, fmt, fmt_ci, fmt_interval, group_cell, not_run, protocol_rows
 
 # Keys of a score's details that other columns already show.
 _SHOWN_ELSEWHERE = ("failures", "subsets", "protocol", "reading")
@@ -91,21 +91,22 @@ def score_rows(run: RunDir) -> tuple[list[str], list[list[str]], list[str]]:
     has_se = any(isinstance(s.get("stderr"), (int, float)) for s in run.scores)
     cached = any(cached_answers(s.get("details") or {}) for s in run.scores)
     pooled = any(len((s.get("details") or {}).get("replicas") or []) > 1 for s in run.scores)
+    stopped = any(not_run(s.get("details") or {}) for s in run.scores)   # never sent: counted apart, not as failed
     header = (["Model", "Dataset", "Metric", "Score"] + (["95% CI"] if has_ci else []) + (["Stderr"] if has_se else []) + ["Samples", "Failed"]
-              + (["Cached"] if cached else []) + (["Replicas"] if pooled else []) + ["Details"])
+              + (["Not run"] if stopped else []) + (["Cached"] if cached else []) + (["Replicas"] if pooled else []) + ["Details"])
     rows, classes = [], []
     badge = partial_badge() if run.partial else ""
     for s in run.scores:
         details = s.get("details") or {}
-        failed = s.get("num_failed") or 0
+        failed = (s.get("num_failed") or 0) - not_run(details)
         rows.append([esc(s["model"]), esc(s["dataset"]), esc(s["metric"]), esc(fmt(s.get("score"))) + badge + _repeats(details),
                      *_interval_cells(s, has_ci, has_se), esc(s.get("num_samples", "")),
-                     f'<span class="reason">{esc(failed)}</span>' if failed else "0", *_provenance_cells(details, cached, pooled),
-                     _details_cell(details)])
+                     f'<span class="reason">{esc(failed)}</span>' if failed else "0", *([esc(not_run(details))] if stopped else []),
+                     *_provenance_cells(details, cached, pooled), _details_cell(details)])
         classes.append("")
         for name, sub in subsets(s).items():
             rows.append(["", esc(f"↳ {name}"), "", esc(fmt(sub.get("score"))), *_interval_cells(sub, has_ci, has_se),
-                         esc(sub.get("num_samples", "")), esc(sub.get("num_failed", "")), *[""] * (cached + pooled), ""])
+                         esc(sub.get("num_samples", "")), esc(sub.get("num_failed", "")), *[""] * (stopped + cached + pooled), ""])
             classes.append("subset")
     return header, rows, classes
 
@@ -277,7 +278,44 @@ def _header(run: RunDir) -> str:
                                                           ("failures", "Failures"), ("settings", "Settings"), ("samples", "Samples"))
                     if optional.get(a, True))
     return (f"<header><h1>Run {esc(run.run_id)}{partial_badge() if run.partial else ''}</h1>"
-            f'<p class="meta">created {esc(run.final.get("created", "?"))} · {esc(versions)}</p>{banner}<nav>{links}</nav></header>')
+            f'<p class="meta">created {esc(run.final.get("created", "?"))} · {esc(versions)}</p>{_provenance_line(run)}{banner}<nav>{links}</nav></header>')
+
+
+def _provenance_line(run: RunDir) -> str:
+    """lalmeval's version and commit, the run's start, end and duration, its config hash, and the data it read."""
+    found = run.final.get("provenance")
+    if not isinstance(found, dict):
+        return ""
+    commit = found.get("commit")
+    code = f"lalmeval {found.get('version', '?')}" + (f" at commit {str(commit)[:12]}{' (dirty)' if found.get('dirty') else ''}" if commit else "")
+    times = f"started {found.get('started', '?')}, finished {found.get('finished', '?')} ({found.get('duration_s', '?')} s)"
+    data = found.get("data_hashes") if isinstance(found.get("data_hashes"), dict) else {}
+    read = "; ".join(f"{name}: {_data_identity(value)}" for name, value in data.items())
+    return (f'<p class="meta" id="provenance">{esc(code)} · {esc(times)} · config sha256 {esc(str(found.get("config_hash", "?"))[:16])}</p>'
+            + (f'<p class="meta">data read: {esc(read)}</p>' if read else "") + _usage_line(run))
+
+
+def _usage_line(run: RunDir) -> str:
+    """The run's tokens (the judge's among them) and its cost, when the servers reported usage."""
+    usage, cost = run.final.get("usage"), run.final.get("cost")
+    if not isinstance(usage, dict) or not usage.get("replies"):
+        return ""
+    judge = usage.get("judge") if isinstance(usage.get("judge"), dict) else None
+    text = f"tokens: {usage.get('prompt_tokens', 0):,} prompt, {usage.get('completion_tokens', 0):,} completion"
+    text += f" (the judge's {judge.get('total_tokens', 0):,} included)" if judge else ""
+    text += f"; {usage['unreported']:,} repl(ies) reported none" if usage.get("unreported") else ""
+    text += f"; cost {cost['total']:.6g}" if isinstance(cost, dict) and isinstance(cost.get("total"), (int, float)) else ""
+    return f'<p class="meta" id="usage">{esc(text)}</p>'
+
+
+def _data_identity(value: Any) -> str:
+    if not isinstance(value, dict):
+        return "?"
+    if value.get("error"):
+        return f"not hashed ({value['error']})"
+    if value.get("hub"):
+        return f"hub {value['hub']} revision {value.get('revision') or 'unknown'}"
+    return f"sha256 {str(value.get('sha256'))[:16]} ({value.get('files')} file(s))"
 
 
 def run_report(run: RunDir, stats: list[GroupStats], samples: SampleTable) -> str:

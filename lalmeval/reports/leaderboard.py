@@ -176,8 +176,8 @@ def _aggregates(board: Leaderboard) -> str:
     return "<h2>Aggregates</h2>" + table(["Model", "Aggregate", "Metric", "Pooled", "Weighted mean", "Unweighted mean", "Scored samples"], rows, [3, 4, 5, 6])
 
 
-def leaderboard_html(board: Leaderboard, runs: Sequence[RunDir], out_dir: Path) -> str:
-    """The leaderboard page: ranked table, runs, a chart per metric and the runs' aggregates."""
+def leaderboard_html(board: Leaderboard, runs: Sequence[RunDir], out_dir: Path, samples: str = "") -> str:
+    """The leaderboard page: ranked table, runs, a chart per metric, the runs' aggregates and (`samples`) their samples side by side."""
     banner = ('<div class="banner partial"><strong>Partial results.</strong> Scores marked partial come from a run that was interrupted or whose data broke off, '
               "and cover only the samples it finished.</div>") if any(r.partial for r in runs) else ""
     banner += "".join(f'<div class="banner partial warning"><strong>Not like for like.</strong> {esc(line[0].upper() + line[1:])}</div>'
@@ -190,5 +190,5 @@ def leaderboard_html(board: Leaderboard, runs: Sequence[RunDir], out_dir: Path) 
             f"best score per column highlighted.</p>{banner}</header>"
             f"{_board_table(board)}<h2>Runs</h2>{_runs_table(runs, out_dir)}"
             f'<h2>Scores</h2><p class="small">Whiskers: 95% interval where the score has one.</p>{legend([e.label for e in board.entries])}'
-            f'<div class="plots">{charts}</div>{_aggregates(board)}')
+            f'<div class="plots">{charts}</div>{_aggregates(board)}{samples}')
     return page("lalmeval leaderboard", body)

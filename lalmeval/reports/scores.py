@@ -10,7 +10,7 @@ from typing import Any, Optional, Sequence, TextIO
 from lalmeval.catalog.runspecs import Catalog
 from lalmeval.config.secrets import NO_SECRETS
 from lalmeval.reports.console import Redact, text_table
-from lalmeval.reports.tables import group_cell
+from lalmeval.reports.tables import group_cell, not_run
 from lalmeval.results.ledger import NOT_RUN
 from lalmeval.results.provenance import cached_answers, provenance_notes
 from lalmeval.results.records import Score
@@ -113,11 +113,13 @@ def score_table(scores: list[Score], aggregate_rows: list[dict[str, Any]], redac
     judged = any("num_judge_failed" in s.details for s in scores)
     cached = any(cached_answers(s.details) for s in scores)
     pooled = any(len(s.details.get("replicas") or []) > 1 for s in scores)
-    rows = [[s.model, s.dataset, s.metric, str(s.num_samples), str(s.num_failed)]
+    stopped = any(not_run(s.details) for s in scores)   # samples a stopped run never sent: counted apart, not as failed
+    rows = [[s.model, s.dataset, s.metric, str(s.num_samples), str(s.num_failed - not_run(s.details))]
+            + ([str(not_run(s.details))] if stopped else [])
             + ([str(s.details.get("num_judge_failed", "-"))] if judged else []) + ([str(cached_answers(s.details))] if cached else [])
             + ([str(len(s.details.get("replicas") or []) or 1)] if pooled else []) + [_fmt(s.score), _fmt_interval(s.ci95)] for s in scores]
-    header = (["Model", "Dataset", "Metric", "Num", "Failed"] + (["Judge failed"] if judged else []) + (["Cached"] if cached else [])
-              + (["Replicas"] if pooled else []) + ["Score", "95% CI"])
+    header = (["Model", "Dataset", "Metric", "Num", "Failed"] + (["Not run"] if stopped else []) + (["Judge failed"] if judged else [])
+              + (["Cached"] if cached else []) + (["Replicas"] if pooled else []) + ["Score", "95% CI"])
     text = text_table(header, rows, range(3, len(header)), redact=redact, stream=stream)
     notes = provenance_notes([s.to_json() for s in scores])
     if notes:

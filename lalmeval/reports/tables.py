@@ -8,10 +8,17 @@ import json
 from typing import Any, Optional
 
 from lalmeval.reports.rundir import RunDir, ci95, subsets
+from lalmeval.results.ledger import NOT_RUN
 
 PROTOCOL_FIELDS = ["protocol", "normalizer", "error_unit", "alignment", "tokenizer", "judge_template", "prompt", "generation"]
 CSV_FIELDS = ["run_id", "model", "dataset", "metric", "subset", "score", "ci_low", "ci_high", "stderr",
               "num_samples", "num_failed", *PROTOCOL_FIELDS, "partial"]
+
+
+def not_run(details: dict[str, Any]) -> int:
+    """How many of a score's failed samples were never sent: a stopped run left them (Ctrl-C, a budget); not failures."""
+    found = (details.get("failures") or {}).get(NOT_RUN) if isinstance(details.get("failures"), dict) else None
+    return int(found) if isinstance(found, int) else 0
 
 
 def fmt(value: Any) -> str:

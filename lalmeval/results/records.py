@@ -105,11 +105,13 @@ class Score:
     details: dict[str, Any]
     ci95: Optional[tuple[float, float]] = None  # same units as score; None when not computable
     stderr: Optional[float] = None
+    usage: Optional[dict[str, int]] = None        # the model's tokens over the records scored (results.usage.Usage.to_json)
+    judge_usage: Optional[dict[str, int]] = None  # the judge's tokens spent scoring them (judge metrics)
     samples: Any = field(default=None, repr=False, compare=False)  # stats.SampleStats, for paired comparisons
 
     def to_json(self) -> dict[str, Any]:
         """The entry of final_scores.json (per-sample statistics stay out)."""
-        out = {name: getattr(self, name) for name in _SCORE_FIELDS if name != "samples"}
+        out = {name: getattr(self, name) for name in _SCORE_FIELDS if name != "samples" and (name != "judge_usage" or self.judge_usage)}
         out["ci95"] = list(self.ci95) if self.ci95 is not None else None
         return out
 

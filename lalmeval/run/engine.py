@@ -12,6 +12,7 @@ from lalmeval.inference.job import InferenceJob
 from lalmeval.metrics.base import Metric, SampleScore
 from lalmeval.results.records import Record, Score, failure_kind
 from lalmeval.results.store import JsonlWriter, RunStore, WriteFailed
+from lalmeval.results.usage import JUDGE_USAGE, Usage
 from lalmeval.stats import Uncertainty, bootstrap
 
 SCORING_FAILED = "scoring failed"
@@ -39,6 +40,8 @@ class Engine:
         except WriteFailed:
             writer = None  # the run is stopping on the disk error; score in memory all the same
         tally = _Tally(writer, self.metric.display_fields)
+        judge_usage = Usage()
+        JUDGE_USAGE.set(judge_usage)   # this model's scoring tasks inherit it: the judge counts its replies there
         try:
             await self._consume(job, self.readers[model], tally)
         finally:
@@ -57,7 +60,7 @@ class Engine:
             details["subsets"] = self._subsets(tally)
         uncertainty, stats = await self._uncertainty(tally.items, value, details, pool=job.repeats > 1)
         return Score(model, self.dataset, self.metric.name, value, len(tally.samples), len(tally.failed_samples), details,
-                     uncertainty.ci95, uncertainty.stderr, stats)
+                     uncertainty.ci95, uncertainty.stderr, tally.usage.to_json(), judge_usage.to_json() if judge_usage.replies else None, stats)
 
     def _repeats(self, items: list[SampleScore], repeats: int, details: dict[str, Any]) -> Optional[float]:
         """The score over repeats: the mean of each repeat's score, with the per-repeat scores and their spread."""
@@ -85,6 +88,7 @@ class Engine:
             async for batch in job.stream.batches(reader):
                 tally.total += len(batch)
                 for record in batch:
+                    tally.usage.add(record.usage, answered=record.reply is not None and not record.extra.get("cached"))
                     if record.failed:
                         tally.fail(record, record.error or "")
                 ok = [r for r in batch if not r.failed]
@@ -157,6 +161,7 @@ class _Tally:
         self.samples: set[str] = set()
         self.failed_samples: set[str] = set()   # a sample with any failed repeat
         self.subsets: dict[str, tuple[set[str], set[str]]] = {}
+        self.usage = Usage()   # the model's tokens over every record of the pass (failed ones too: their tokens were spent)
 
     def _count(self, record: Record, failed: bool) -> None:
         self.samples.add(record.id)

@@ -9,7 +9,7 @@ import signal
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Optional
+from typing import Any, Callable, Optional
 
 from lalmeval.background import abandonable
 from lalmeval.config.options import RunOptions
@@ -29,6 +29,7 @@ from lalmeval.preprocess import PREPROCESSORS
 from lalmeval.results.cache import InferenceCache, cache_file
 from lalmeval.results.records import Score
 from lalmeval.results.store import RunStore, watch_writes
+from lalmeval.run.budget import BudgetWatch
 from lalmeval.run.engine import SCORING_FAILED, Engine
 from lalmeval.run.failure_rate import FailureWatch
 from lalmeval.run.plan import Plan
@@ -57,12 +58,15 @@ class Execution:
         self.data_errors: dict[str, str] = {}   # dataset → why it could not be opened
         self.judge: Optional[Judge] = None
         self.watch = FailureWatch(plan.config.max_failure_rate, self._too_many_failures)
+        self.budget = _budget(plan, self._over_budget)
         if plan.uses_judge and plan.config.judge_properties is not None:
             props = plan.config.judge_properties
             # Without the cross-run cache a run still reuses its own judgments (resume, --reeval): only entries it wrote count.
             own = None if options.use_cache else store.root.name
             cache = InferenceCache(self.cache_dir, f"judge_{props.judge_model}", store.root.name, only_run=own) if options.use_cache or options.run_judgments else None
             self.judge = Judge(props, plan.judge_templates, cache, redactor, cache_sampled=options.cache_sampled, stop=self.stop)
+            if self.budget is not None:
+                self.judge.on_usage = self.budget.observe_judge
 
     @property
     def cache_dir(self) -> Path:
@@ -180,6 +184,11 @@ class Execution:
         print(f"\n{self.watch.stopped}: no new requests; waiting up to {self.options.grace:g}s for those in flight", file=sys.stderr, flush=True)
         self.halt()
 
+    def _over_budget(self) -> None:
+        assert self.budget is not None
+        print(f"\n{self.budget.stopped}: no new requests; waiting up to {self.options.grace:g}s for those in flight", file=sys.stderr, flush=True)
+        self.halt()
+
     def _abandon(self) -> None:
         for task in self._job_tasks:
             task.cancel()
@@ -264,8 +273,10 @@ class Execution:
 
     async def _run_all(self, jobs: Jobs, engines: list[Engine], progress_every: float) -> list[Score]:
         loop = asyncio.get_running_loop()
-        for job in jobs.values():
+        for (_, model), job in jobs.items():
             job.stream.listeners.append(self.watch.observe)
+            if self.budget is not None:
+                job.stream.listeners.append(self.budget.listener(model))
         self._job_tasks = [asyncio.ensure_future(j.run()) for j in jobs.values()]
         self.phase = RUNNING
         watch_writes(lambda reason: loop.call_soon_threadsafe(self.on_write_error, reason))
@@ -293,6 +304,23 @@ class Execution:
             return []
         return [Score(g.name, dataset.name, metric, None, 0, 0, {"error": f"data: {self.data_errors[dataset.name]}"})
                 for dataset, metric in self.plan.pairs if dataset.name in self.data_errors for g in self.plan.groups]
+
+
+def _budget(plan: Plan, stop: Callable[[], None]) -> Optional[BudgetWatch]:
+    """The budget watch when the config sets max_cost or max_run_tokens."""
+    config = plan.config
+    if config.max_cost is None and config.max_run_tokens is None:
+        return None
+    judge = config.judge_properties.judge_price if config.judge_properties is not None else None
+    return BudgetWatch(config.max_cost, config.max_run_tokens, model_prices(plan), judge.model_dump() if judge else None, stop)
+
+
+def model_prices(plan: Plan) -> dict[str, Optional[dict[str, Any]]]:
+    """Each model's price (the first entry of its name: replicas are one model), as a dict."""
+    prices: dict[str, Optional[dict[str, Any]]] = {}
+    for entry in plan.config.models:
+        prices.setdefault(entry.name, entry.price.model_dump() if entry.price is not None else None)
+    return prices
 
 
 async def _guarded(engine: Engine) -> list[Score]:

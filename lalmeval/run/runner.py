@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any, Optional
 
 from lalmeval.config.change import check_config_change
 from lalmeval.config.options import RunOptions
+from lalmeval.data.fingerprint import data_hash
 from lalmeval.config.secrets import (
     Redactor,
     config_secrets,
@@ -30,10 +32,12 @@ from lalmeval.reports.scores import (
     final_scores,
     score_table,
 )
+from lalmeval.results.provenance import run_provenance
 from lalmeval.results.records import Score
 from lalmeval.results.store import RunStore, write_error
+from lalmeval.results.usage import Usage, run_totals
 from lalmeval.run.engine import SCORING_FAILED
-from lalmeval.run.execution import Execution, Jobs
+from lalmeval.run.execution import Execution, Jobs, model_prices
 from lalmeval.run.plan import Plan
 from lalmeval.run.protocol_used import protocol_used
 
@@ -48,7 +52,7 @@ class RunResult:
     interrupted: bool = False
     down: dict[str, str] = field(default_factory=dict)
     refused: dict[str, str] = field(default_factory=dict)   # endpoints that refused every request: the diagnosis of each
-    stopped: Optional[str] = None   # why the run stopped itself (max_failure_rate), if it did
+    stopped: Optional[str] = None   # why the run stopped itself (max_failure_rate, max_cost, max_run_tokens), if it did
     reused: int = 0        # stored predictions published again (resume, --reeval)
     cache_hits: int = 0    # replies and judgments answered by the cache
     write_error: Optional[str] = None   # the disk refused a write: the run stopped early
@@ -56,6 +60,8 @@ class RunResult:
     comparisons: list[dict[str, Any]] = field(default_factory=list)  # model pairs on the same dataset–metric
     data_errors: dict[str, str] = field(default_factory=dict)        # datasets that could not be opened
     broken_off: dict[str, str] = field(default_factory=dict)         # datasets whose read broke off mid-run (streamed)
+    usage: dict[str, Any] = field(default_factory=dict)              # final_scores.json "usage": tokens, per model and judge
+    cost: Optional[dict[str, Any]] = None                            # ... "cost", when every model that used tokens is priced
 
     @property
     def failed_samples(self) -> int:
@@ -88,6 +94,24 @@ def failures(jobs: Jobs) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda row: (row["model"], row["dataset"], row["kind"]))
 
 
+class DataHashes:
+    """The content hash (or hub revision) of every dataset of the plan, computed in a thread beside the run:
+    reading gigabytes of audio must not hold back the first request."""
+
+    def __init__(self, plan: Plan):
+        self.found: dict[str, Any] = {}
+        self._thread = threading.Thread(target=self._compute, args=(plan,), name="lalmeval-data-hashes", daemon=True)
+        self._thread.start()
+
+    def _compute(self, plan: Plan) -> None:
+        for dataset in plan.datasets:
+            self.found[dataset.name] = data_hash(dataset)
+
+    def result(self) -> dict[str, Any]:
+        self._thread.join()
+        return dict(self.found)
+
+
 def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options: RunOptions = RunOptions(), progress_every: float = 15.0,
         name_report: bool = True) -> RunResult:
     """Run a plan end to end and write DIR/<run_id>/.
@@ -103,6 +127,7 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
     check_writable_dir(output_dir / run_id, "run directory")
     store = RunStore(output_dir / run_id)
     stopped = Interrupted("while starting: nothing was requested", resumable=False)  # what a Ctrl-C at this point means
+    started, hashes = time.time(), DataHashes(plan)
     try:
         store.lock()
         try:
@@ -125,7 +150,8 @@ def run(plan: Plan, output_dir: Path, run_id: str, quiet: bool = False, options:
             stopped = Interrupted(f"before final_scores.json was written: {written} are on disk")
             result = _result(state, scores, jobs)
             if not options.skip_eval:
-                _write_final(result, plan, store, run_id, redactor)
+                _write_final(result, plan, store, run_id, redactor, run_provenance(started, time.time(), hashes.result(), redacted_config(plan.config)),
+                             state.judge.usage if state.judge is not None else None)
                 if result.final_path:
                     written = "the records and final_scores.json"
                     stopped = Interrupted(f"while writing the reports: {written} are on disk")
@@ -209,13 +235,14 @@ def _result(state: Execution, scores: list[Score], jobs: Jobs) -> RunResult:
     down = {label: e.refused or e.down_reason for label, e in named if e.down_reason}
     refused = {label: state.redact(e.refused) for label, e in named if e.refused}
     return RunResult(scores, [], None, sum(e.requests_sent for e in state.all_endpoints()), failures(jobs),
-                     state.stop.is_set() and not write_failure, down, refused, state.watch.stopped,
+                     state.stop.is_set() and not write_failure, down, refused, state.watch.stopped or (state.budget.stopped if state.budget else None),
                      reused=sum(j.reused for j in jobs.values()), cache_hits=sum(c.hits for c in caches.values()),
                      write_error=write_failure, unscored=_unscored(scores), data_errors=dict(state.data_errors),
                      broken_off={dataset: job.broken_off for (dataset, _), job in jobs.items() if job.broken_off})
 
 
-def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str, redactor: Redactor) -> None:
+def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str, redactor: Redactor, provenance: dict[str, Any],
+                 judge_usage: Optional[Usage]) -> None:
     for score in result.scores:  # what each score was scored and asked with, as reports print it
         used = protocol_used(plan, score, redactor)
         if used is not None:
@@ -223,8 +250,11 @@ def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str, re
     result.aggregates = aggregates(plan.aggregates, result.scores, plan.catalog, plan.config.bootstrap_resamples, plan.config.seed)
     result.comparisons = comparisons(result.scores, plan.config.bootstrap_resamples, plan.config.seed)
     data = final_scores(run_id, result.scores, result.aggregates, result.comparisons)
+    judge = plan.config.judge_properties
+    data.update(run_totals(data["scores"], judge_usage, model_prices(plan), judge.judge_price.model_dump() if judge and judge.judge_price else None))
+    result.usage, result.cost = data["usage"], data.get("cost")
     data.update(failures=result.failures, interrupted=result.interrupted or bool(result.write_error), stopped=result.stopped, endpoints_down=result.down,
-                data_errors=result.data_errors, broken_off=result.broken_off)
+                data_errors=result.data_errors, broken_off=result.broken_off, provenance=provenance)
     try:
         result.final_path = store.write_final(data)
     except WriteFailed as exc:
@@ -247,6 +277,8 @@ def _print_summary(result: RunResult, store: RunStore, options: RunOptions, reda
         if result.interrupted or result.write_error or result.broken_off:
             print("PARTIAL: the run stopped early; the scores below cover only the samples that finished.")
         print(score_table(result.scores, result.aggregates, redact))
+        if result.usage.get("replies"):
+            print(usage_line(result.usage, result.cost))
         if result.comparisons:
             print(comparison_table(result.comparisons, redact))
     if result.failures:
@@ -265,6 +297,15 @@ def _print_summary(result: RunResult, store: RunStore, options: RunOptions, reda
         print(f"Results: {result.final_path}")
         if name_report and (store.root / "report.html").is_file():
             print(f"Report: {store.root / 'report.html'}")
+
+
+def usage_line(usage: dict[str, Any], cost: Optional[dict[str, Any]]) -> str:
+    """'Tokens: 1234 prompt, 56 completion (judge 78); cost 0.0012' for the console summary."""
+    judge = usage.get("judge")
+    text = f"Tokens: {usage['prompt_tokens']} prompt, {usage['completion_tokens']} completion" + (f" (judge included: {judge['total_tokens']})" if judge else "")
+    if usage.get("unreported"):
+        text += f"; {usage['unreported']} repl(ies) reported no usage"
+    return text + (f"; cost {cost['total']:.6g}" if cost else "")
 
 
 def _event_loop_run(coro):
