@@ -164,7 +164,8 @@ def score_predictions(plan: Any, predictions: Predictions, model: str, output_di
     from lalmeval.results.store import RunStore
 
     config = plan.config
-    source = open_source(plan.datasets[0], config.filters, config.seed, config.streaming)
+    # The file holds the replies: no clip or image is read, so none is refused for lying outside the data's folder.
+    source = open_source(plan.datasets[0], config.filters, config.seed, config.streaming, media=False)
     problem = _no_match(predictions, source.dataset.name, source.ids) if source.ids is not None else None
     if problem:
         raise UserError(problem)

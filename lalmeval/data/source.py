@@ -21,7 +21,7 @@ from lalmeval.data.choices import gold_index, parse_options
 from lalmeval.data.audio_cells import audio_refs
 from lalmeval.data.cells import cell_text, reference_text
 from lalmeval.data.configs import folder_layout
-from lalmeval.data.confine import DataFolders, hub_caches
+from lalmeval.data.confine import DataFolders, folders_to_allow, hub_caches
 from lalmeval.data.fields import FieldPath, heads, paths_of, physical, resolve, with_paths
 from lalmeval.data.filters import RowFilter, Selection, sample_count
 from lalmeval.data.folder import declares_configs
@@ -359,6 +359,7 @@ class Source:
     keep: Optional[RowFilter] = field(default=None, repr=False)
     folders: Optional[DataFolders] = None    # where rows may name files; None: the data's own folder only
     paths: dict[str, FieldPath] = field(default_factory=dict)  # mapped names that are paths into an object column
+    media: bool = True    # False: nothing will read the files rows name (lalmeval score), so none is checked
 
     @property
     def total(self) -> Optional[int]:
@@ -375,6 +376,8 @@ class Source:
 
     def _confined(self, sample: Sample) -> Sample:
         """The sample with the files it names checked against the folders it may read (a refused one fails it)."""
+        if not self.media:
+            return sample
         return (self.folders or DataFolders.of([self.base])).sample(sample)
 
     @property
@@ -414,9 +417,10 @@ def data_folders(dataset: Dataset, base: Path, allowed: Sequence[Path] = ()) -> 
 _FORMAT_CANDIDATES = ["id", "index", "audio_path", "question", "answer", "subset", "audio_content", "messages", "options"]
 
 
-def open_source(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bool = False, allowed: Sequence[Path] = ()) -> Source:
+def open_source(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bool = False, allowed: Sequence[Path] = (),
+                media: bool = True) -> Source:
     """Open, check and select a dataset (blocking: call from a worker thread); its rows may name files
-    under its own folder and the `allowed` ones."""
+    under its own folder and the `allowed` ones (without `media` nothing reads them, and none is checked)."""
     fields = _light_fields(formatted(dataset, _FORMAT_CANDIDATES), filters)
     table, base, where = open_table(dataset, heads(fields), streaming, allowed)
     dataset = formatted(dataset, table.columns)
@@ -428,9 +432,9 @@ def open_source(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bo
     if scan is None:
         if filters.shuffle and filters.num_samples:
             raise UserError(f"dataset '{dataset.name}': filters.shuffle needs the whole dataset, which a stream does not give ahead; drop shuffle or streaming")
-        return Source(dataset, table, base, where, filters, keep=keep, folders=folders, paths=paths)
+        return Source(dataset, table, base, where, filters, keep=keep, folders=folders, paths=paths, media=media)
     indices, ids = _select((with_paths(row, paths) for row in scan), dataset, keep, filters, seed, where)
-    return Source(dataset, table, base, where, filters, indices, ids, keep, folders, paths)
+    return Source(dataset, table, base, where, filters, indices, ids, keep, folders, paths, media)
 
 
 def iter_samples(dataset: Dataset, streaming: bool = False) -> Iterator[Sample]:
@@ -439,8 +443,9 @@ def iter_samples(dataset: Dataset, streaming: bool = False) -> Iterator[Sample]:
 
 
 def row_problems(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bool = False,
-                 allowed: Sequence[Path] = (), audio_limit: Optional[float] = None) -> tuple[int, list[tuple[str, str]]]:
-    """Select a local dataset as a run would and read every selected row: (samples, [(id, problem)]).
+                 allowed: Sequence[Path] = (), audio_limit: Optional[float] = None) -> tuple[int, list[tuple[str, str]], list[str]]:
+    """Select a local dataset as a run would and read every selected row: (samples, [(id, problem)], the
+    folders to allow for the files rows name outside the data's folder).
 
     What a run would fail row by row — a reference that is not text, a placeholder without its
     media, unreadable options or messages, a clip that cannot be opened or decoded or whose header
@@ -453,7 +458,7 @@ def row_problems(dataset: Dataset, filters: Filters, seed: int = 0, streaming: b
         problem = sample.problem or _audio_problem(sample, audio_limit)
         if problem:
             problems.append((sample.id, problem))
-    return count, problems
+    return count, problems, folders_to_allow(source.folders.outside if source.folders else ())
 
 
 def _audio_problem(sample: Sample, limit: Optional[float]) -> Optional[str]:

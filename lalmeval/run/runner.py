@@ -56,6 +56,7 @@ class RunResult:
     comparisons: list[dict[str, Any]] = field(default_factory=list)  # model pairs on the same dataset–metric
     data_errors: dict[str, str] = field(default_factory=dict)        # datasets that could not be opened
     broken_off: dict[str, str] = field(default_factory=dict)         # datasets whose read broke off mid-run (streamed)
+    outside: list[str] = field(default_factory=list)   # folders to allow (--allow-data-dir) for the files rows named outside their data
 
     @property
     def failed_samples(self) -> int:
@@ -212,7 +213,8 @@ def _result(state: Execution, scores: list[Score], jobs: Jobs) -> RunResult:
                      state.stop.is_set() and not write_failure, down, refused, state.watch.stopped,
                      reused=sum(j.reused for j in jobs.values()), cache_hits=sum(c.hits for c in caches.values()),
                      write_error=write_failure, unscored=_unscored(scores), data_errors=dict(state.data_errors),
-                     broken_off={dataset: job.broken_off for (dataset, _), job in jobs.items() if job.broken_off})
+                     broken_off={dataset: job.broken_off for (dataset, _), job in jobs.items() if job.broken_off},
+                     outside=state.outside())
 
 
 def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str, redactor: Redactor) -> None:
