@@ -135,6 +135,10 @@ def add_declared(parser: argparse.ArgumentParser, models: bool = True) -> None:
 def from_args(args: argparse.Namespace) -> Overrides:
     """The overrides a parsed command line asks for; flags that cannot go together are one error line."""
     listed = {key: tuple(dict.fromkeys(n for value in getattr(args, key, None) or [] for n in _names(value))) for key in ("models", "datasets", "metrics")}
+    for key, names in listed.items():   # an empty list would otherwise mean "all" and run everything
+        given = getattr(args, key, None)
+        if given and not names:
+            raise UserError(f"--{key} {shlex.quote(','.join(given))} names no {key[:-1]}: give at least one name (or leave the flag out for the config's)")
     hub = None
     if getattr(args, "hf_dataset", None):
         hub = HubDataset(args.hf_dataset, args.subset, args.split, args.audio_column, args.target_column, args.id_column,
