@@ -124,3 +124,38 @@ def _narrow(draw, rows):
             os.environ.pop("COLUMNS")
         else:
             os.environ["COLUMNS"] = previous
+
+
+def test_reeval_adds_a_metric_without_allow_config_change_and_sends_nothing(tmp_path):
+    from tests.support.endpoint import ScriptedEndpoint, answer_by_number
+    from tests.support.workspace import Workspace, model
+
+    ws = Workspace(tmp_path)
+    ws.text_questions(3)
+    with ScriptedEndpoint(answer_by_number) as ep:
+        ws.config([model(ep.url)], [["qs", "word_error_rate"]])
+        first = cli("run", "--config", "config.yaml", "--run-id", "r", cwd=tmp_path)
+        assert first.returncode == 0, first.stderr
+        again = cli("run", "--config", "config.yaml", "--run-id", "r", "--reeval", "--metrics", "word_error_rate,bleu", cwd=tmp_path)
+        assert again.returncode == 0, again.stderr
+        assert len(ep.requests) == 3
+    final = json.loads((tmp_path / "runs" / "r" / "final_scores.json").read_text())
+    assert sorted(s["metric"] for s in final["scores"]) == ["bleu", "word_error_rate"]
+    assert all(s["num_samples"] == 3 and s["num_failed"] == 0 for s in final["scores"])
+    # Another dataset is another evaluation, --reeval or not: its answers were never asked for.
+    other = cli("run", "--config", "config.yaml", "--run-id", "r", "--reeval", "--datasets", "demo_commands", cwd=tmp_path)
+    assert other.returncode == 2 and "holds a run of a different config" in other.stderr
+
+
+def test_when_no_dataset_can_run_every_one_is_named_with_its_reason(tmp_path):
+    from tests.support.workspace import Workspace, model
+
+    ws = Workspace(tmp_path)
+    ws.runspec("qa", "questions", {name: {"hf_repo": f"data/{name}.jsonl", "id_column": "id", "modality": "text",
+                                          "textual_input_column": "question", "audio_column": None} for name in ("first", "second", "third")})
+    ws.config([model("http://127.0.0.1:9/v1")], [["first", "word_error_rate"], ["second", "word_error_rate"], ["third", "word_error_rate"]])
+    out = cli("run", "--config", "config.yaml", cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    line = out.stderr.strip().splitlines()[-1]
+    assert line.startswith("error: none of the 3 datasets can be evaluated: ")
+    assert all(f"[{name}]" in line and f"{name}.jsonl" in line for name in ("first", "second", "third")), line
