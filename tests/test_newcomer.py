@@ -159,3 +159,21 @@ def test_when_no_dataset_can_run_every_one_is_named_with_its_reason(tmp_path):
     line = out.stderr.strip().splitlines()[-1]
     assert line.startswith("error: none of the 3 datasets can be evaluated: ")
     assert all(f"[{name}]" in line and f"{name}.jsonl" in line for name in ("first", "second", "third")), line
+
+
+def test_list_marks_local_data_present_or_missing(tmp_path):
+    from tests.support.workspace import Workspace, model
+
+    ws = Workspace(tmp_path)
+    ws.text_questions(2, name="here")
+    spec = json.loads((tmp_path / "runspecs" / "qa" / "questions.json").read_text())
+    spec["gone"] = {**spec["here"], "hf_repo": "../../data/gone.jsonl"}
+    (tmp_path / "runspecs" / "qa" / "questions.json").write_text(json.dumps(spec))
+    ws.config([model("http://127.0.0.1:9/v1")], [["here", "word_error_rate"]])
+    out = cli("list", "questions", "--config", "config.yaml", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = {line.split()[0]: line for line in out.stdout.splitlines()[1:]}
+    assert "; local data: present]" in lines["here"]
+    assert f"; local data: missing ({(tmp_path / 'data' / 'gone.jsonl').resolve()})]" in lines["gone"]
+    demo = cli("list", "demo_commands", cwd=tmp_path)
+    assert "local data: present" in demo.stdout
