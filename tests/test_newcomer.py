@@ -177,3 +177,31 @@ def test_list_marks_local_data_present_or_missing(tmp_path):
     assert f"; local data: missing ({(tmp_path / 'data' / 'gone.jsonl').resolve()})]" in lines["gone"]
     demo = cli("list", "demo_commands", cwd=tmp_path)
     assert "local data: present" in demo.stdout
+
+
+def _protocol_config(tmp_path: Path, metric: str, protocol: str) -> None:
+    from tests.support.workspace import Workspace, model
+
+    ws = Workspace(tmp_path)
+    ws.text_questions(2)
+    spec_path = tmp_path / "runspecs" / "qa" / "questions.json"
+    spec = json.loads(spec_path.read_text())
+    spec["qs"]["protocol"] = protocol
+    spec_path.write_text(json.dumps(spec))
+    ws.config([model("http://127.0.0.1:9/v1")], [["qs", metric]])
+
+
+@pytest.mark.parametrize("metric", ["accuracy", "bleu", "rouge"])
+def test_a_protocol_on_a_metric_it_cannot_change_is_refused_at_start(tmp_path, metric):
+    _protocol_config(tmp_path, metric, "kimi")
+    out = cli("validate", "--config", "config.yaml", cwd=tmp_path)
+    assert out.returncode == 2, out.stdout + out.stderr
+    line = out.stderr.strip().splitlines()[-1]
+    assert f"dataset 'qs': protocol 'kimi' sets error_unit, normalizer, which {metric} does not read" in line
+    assert "word_error_rate" in line and "Traceback" not in out.stderr
+
+
+def test_a_protocol_on_a_metric_it_changes_is_accepted(tmp_path):
+    _protocol_config(tmp_path, "word_error_rate", "kimi")
+    out = cli("validate", "--config", "config.yaml", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
