@@ -19,7 +19,7 @@ from lalmeval.config.schema import Filters
 from lalmeval.data import audiofolder, hub, webdataset  # noqa: F401  (register their formats)
 from lalmeval.data.choices import gold_index, parse_options
 from lalmeval.data.audio_cells import audio_refs
-from lalmeval.data.cells import cell_text, reference_text
+from lalmeval.data.cells import cell_text, check_reference_size, reference_text
 from lalmeval.data.configs import folder_layout
 from lalmeval.data.confine import DataFolders, folders_to_allow, hub_caches
 from lalmeval.data.fields import FieldPath, heads, paths_of, physical, resolve, with_paths
@@ -283,7 +283,8 @@ def _texts(row: dict[str, Any], spec: Any) -> dict[str, Optional[str]]:
     texts = {name: cell_text(row.get(getattr(spec, field)), getattr(spec, field)) if getattr(spec, field) else None
              for name, field in _TEXT_FIELDS.items()}
     if isinstance(spec.target_column, list):  # several columns: the reference is their values as one JSON object (IFEval, BFCL)
-        texts["reference"] = json.dumps({c: row.get(c) for c in spec.target_column}, ensure_ascii=False, default=str)
+        texts["reference"] = check_reference_size(json.dumps({c: row.get(c) for c in spec.target_column}, ensure_ascii=False, default=str),
+                                                  ", ".join(spec.target_column))
     elif spec.target_column:
         texts["reference"] = reference_text(row.get(spec.target_column), spec.target_column, per_turn=bool(spec.turns_column))
     return texts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import uuid
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from lalmeval.media.audio import PreparedAudio
 from lalmeval.media.images import ImagePart
 from lalmeval.registry import Registry
 from lalmeval.results.records import Prompt
+from lalmeval.text import printable
 
 _AUDIO_SLOT = "@@lalmeval-audio-{}@@"
 
@@ -63,7 +65,14 @@ def usage_of(payload: dict) -> Optional[dict[str, int]]:
     usage = payload.get("usage")
     if not isinstance(usage, dict):
         return None
-    counts = {k: int(v) for k, v in usage.items() if k.endswith("_tokens") and isinstance(v, (int, float)) and not isinstance(v, bool)}
+    counts = {}
+    for key, value in usage.items():
+        if not key.endswith("_tokens") or not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        # JSON from a broken server may say Infinity, NaN or 1e400 (read as infinity), or a negative count.
+        if not math.isfinite(value) or value < 0:
+            raise ReplyError(f"usage.{printable(key)[:40]} is {value!r}, not a count of tokens")
+        counts[key] = int(value)
     return counts or None
 
 
