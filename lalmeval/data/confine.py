@@ -22,6 +22,7 @@ from typing import Any, Iterable, Optional, Sequence
 from lalmeval.media.images import ImageError, ImageRef, local_file
 from lalmeval.files import system_tree
 from lalmeval.results.records import AudioRef, Sample
+from lalmeval.text import clipped
 
 ALLOW_KEY = "allowed_data_dirs"
 ALLOW_FLAG = "--allow-data-dir"
@@ -67,7 +68,7 @@ class DataFolders:
     def check(self, path: str, what: str) -> str:
         """The real path of the file `path` names when the dataset may read it; Refused saying why not."""
         real = os.path.realpath(path)
-        shown = path if real == os.path.abspath(path) else f"{path} (a link to {real})"
+        shown = clipped(path) if real == os.path.abspath(path) else f"{clipped(path)} (a link to {clipped(real)})"
         tree = system_tree(real)
         if tree is not None:
             raise Refused(f"{what} {shown} is a system file under {tree}: never read")

@@ -27,7 +27,7 @@ from lalmeval.data.filters import RowFilter, Selection, sample_count
 from lalmeval.data.folder import declares_configs
 from lalmeval.media.images import ImageRef, image_ref, is_missing
 from lalmeval.data.layouts import folder_format
-from lalmeval.data.messages import check_placeholders, from_openai_messages
+from lalmeval.data.messages import check_placeholders, from_openai_messages, place_images
 from lalmeval.data.tables import FORMATS, MemoryTable, Table, TableRequest
 from lalmeval.errors import UserError
 from lalmeval.config.languages import iso_code
@@ -152,8 +152,9 @@ def _format_columns(fmt: str, columns: list[str]) -> dict[str, Any]:
     if fmt == "kimi":
         return {"id_column": "index", "audio_column": "audio_path", "additional_instruction_column": "question", "target_column": "answer",
                 "subset_column": _present(columns, "subset"), "transcript_column": _present(columns, "audio_content")}
-    if fmt == "general_vqa":
-        return {"messages_column": "messages", "target_column": _present(columns, "answer"), "id_column": _present(columns, "id", "index")}
+    if fmt == "general_vqa":   # EvalScope's newer layout puts <image k> in the messages and the images in image_1 .. image_100
+        return {"messages_column": "messages", "target_column": _present(columns, "answer"), "id_column": _present(columns, "id", "index"),
+                "image_column": _numbered(columns, "image") or None}
     if fmt == "general_vmcq":
         images, audios = _numbered(columns, "image"), _numbered(columns, "audio")
         # audio_1 .. audio_100 beside the images: the clips go where <audio k> stands, so the question is sent with its audio
@@ -254,7 +255,10 @@ def _rich_fields(row: dict[str, Any], spec: Any, base: Path) -> dict[str, Any]:
     gold = gold_index(row.get(spec.target_column), choices) if choices and spec.target_column else None
     conversation = from_openai_messages(row.get(spec.messages_column), base) if spec.messages_column else None
     turns = _turns(row.get(spec.turns_column)) if spec.turns_column else ()
-    return {"choices": tuple(choices), "gold": gold, "images": _images(row, spec, base), "conversation": conversation, "turns": turns}
+    images = _images(row, spec, base)
+    if conversation is not None:   # a message list places the image columns itself (<image k>), else they follow it
+        conversation, images = place_images(conversation, images), ()
+    return {"choices": tuple(choices), "gold": gold, "images": images, "conversation": conversation, "turns": turns}
 
 
 def _audio(row: dict[str, Any], spec: Any, base: Path) -> tuple[AudioRef, ...]:
