@@ -137,3 +137,18 @@ def test_the_folders_to_allow_are_the_files_common_folder_and_never_the_whole_di
     assert folders_to_allow(["/srv/corpus/a/1.flac"]) == ["/srv/corpus/a"]
     assert folders_to_allow(["/srv/corpus/a/1.flac", "/data/x/2.flac"]) == ["/data/x", "/srv/corpus"]
     assert folders_to_allow([]) == []
+
+
+def test_scores_hint_asks_for_predictions_only_when_predictions_are_what_is_missing(tmp_path):
+    from lalmeval.data.cells import MAX_REFERENCE_CHARS
+
+    rows = [{"id": "a", "prediction": "a b", "reference": "a b"}, {"id": "b", "prediction": "c", "reference": "c " * MAX_REFERENCE_CHARS}]
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = cli("score", "--predictions", "p.jsonl", "--metric", "word_error_rate", "-o", "runs", "--run-id", "s", cwd=tmp_path)
+    assert out.returncode == 3
+    assert "add their predictions" not in out.stderr and "fix what the reasons above name (the data, or the rows of p.jsonl)" in out.stderr
+    (tmp_path / "q.jsonl").write_text(json.dumps({"id": "a", "prediction": "a b"}) + "\n")
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps({"id": i, "reference": "a b"}) + "\n" for i in ("a", "b")))
+    missing = cli("score", "--predictions", "q.jsonl", "--hf-dataset", "data.jsonl", "--id-column", "id", "--modality", "text",
+                  "--text-column", "reference", "--metric", "word_error_rate", "-o", "runs", "--run-id", "t", cwd=tmp_path)
+    assert missing.returncode == 3 and "add their predictions to q.jsonl and score again" in missing.stderr, missing.stderr

@@ -192,8 +192,8 @@ def _conclude(result: RunResult, again: str) -> int:
         print(f"error: {result.write_error}. Free space (or fix the folder), then resume with: {again}", file=sys.stderr)
         return EXIT_WRITE_FAILED
     if result.stopped:
-        print(f"error: {result.stopped}; the scores above are partial. Fix the cause (see the failures above), then resume with: {again}",
-              file=sys.stderr)
+        print(f"error: {result.stopped}; the scores above are partial. Fix the cause (see the failures above), then resume with: "
+              f"{again}{_allow_flags(result)}", file=sys.stderr)
         return EXIT_FAILED_SAMPLES
     if result.interrupted:
         print(f"Interrupted: the scores above are partial. Resume with: {again}", file=sys.stderr)
@@ -221,12 +221,19 @@ def _conclude(result: RunResult, again: str) -> int:
 _DATA_KINDS = frozenset({"data", "audio"})
 
 
+def _allow_flags(result: RunResult) -> str:
+    """--allow-data-dir for every folder whose files rows named outside their data ('' when none did)."""
+    from lalmeval.data.confine import ALLOW_FLAG
+
+    return "".join(f" {ALLOW_FLAG} {shlex.quote(folder)}" for folder in result.outside)
+
+
 def _retry(result: RunResult, again: str) -> str:
     """The retry hint for failed samples, saying first what must change when a plain retry would fail again."""
-    from lalmeval.data.confine import ALLOW_FLAG, ALLOW_KEY
+    from lalmeval.data.confine import ALLOW_KEY
 
     if result.outside:   # the one change that lets them in: allowing their folder
-        flags = "".join(f" {ALLOW_FLAG} {shlex.quote(folder)}" for folder in result.outside)
+        flags = _allow_flags(result)
         keys = ", ".join(result.outside)
         return (f"Some name files outside their data's folder: allow {keys} ({flags.strip()} or {ALLOW_KEY}: [{keys}] in the config) "
                 f"and retry them with: {again}{flags}")
