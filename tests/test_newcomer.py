@@ -205,3 +205,11 @@ def test_a_protocol_on_a_metric_it_changes_is_accepted(tmp_path):
     _protocol_config(tmp_path, "word_error_rate", "kimi")
     out = cli("validate", "--config", "config.yaml", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.parametrize("value", ["", ",", []])
+def test_the_python_api_refuses_an_empty_selection_too(tmp_path, value):
+    import lalmeval
+
+    with pytest.raises(UserError, match="models=.* names no model: give at least one name"):
+        lalmeval.evaluate(str(config_file(tmp_path)), models=value, quiet=True)
