@@ -290,9 +290,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for line in short_secret_warnings(plan.config):
         print(line, file=sys.stderr)
     problems = 0
+    allowed = allowed_dirs(plan.config.allowed_data_dirs, plan.base) + [Path(f) for f in given_allowed(args.allow_data_dir or [])]
     for dataset in plan.datasets:  # open every data file, check every mapped column, read every selected local row
         try:
-            allowed = allowed_dirs(plan.config.allowed_data_dirs, plan.base) + [Path(f) for f in given_allowed(args.allow_data_dir or [])]
             columns = inspect(dataset, plan.config.streaming, allowed)
             problems += _validate_rows(dataset, plan, len(columns), allowed, args.config)
         except UserError as exc:
