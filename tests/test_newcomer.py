@@ -177,6 +177,8 @@ def test_list_marks_local_data_present_or_missing(tmp_path):
     assert f"; local data: missing ({(tmp_path / 'data' / 'gone.jsonl').resolve()})]" in lines["gone"]
     demo = cli("list", "demo_commands", cwd=tmp_path)
     assert "local data: present" in demo.stdout
+    families = cli("list", "--config", "config.yaml", cwd=tmp_path).stdout
+    assert next(line for line in families.splitlines() if line.startswith("  questions (2)")).endswith(" · local data: 1 of 2 present")
 
 
 def _protocol_config(tmp_path: Path, metric: str, protocol: str) -> None:

@@ -43,8 +43,11 @@ def _family_line(task_type: str, datasets: list[Dataset]) -> str:
     shown = languages[0] if len(languages) == 1 else f"{len(languages)} languages"
     peers = Counter(peer_of(d) for d in datasets)
     metrics = sorted({m for d in datasets for m in d.spec.metrics})
+    local = [local_data(d) for d in datasets]
+    placed = [state for state in local if state]
+    present = f" · local data: {sum(s.endswith('present') for s in placed)} of {len(placed)} present" if placed else ""
     return (f"  {task_type} ({len(datasets)}): {shown} · " + ", ".join(f"{p} {n}" for p, n in sorted(peers.items()))
-            + f" · {', '.join(metrics) or 'no metrics'}")
+            + f" · {', '.join(metrics) or 'no metrics'}{present}")
 
 
 def _wrapped(first: str, items: list[str], width: int = 120) -> Iterator[str]:
