@@ -129,7 +129,7 @@ def test_a_retry_that_would_read_the_same_broken_data_says_to_fix_it_first(tmp_p
         out = cli("run", "--hf-dataset", "data/missing.csv", "--id-column", "id", "--metric", "word_error_rate",
                   "--model-url", ep.url, "--model", "m", "-o", "runs", "--run-id", "r", cwd=tmp_path)
     assert out.returncode == 3
-    assert "A retry reads the same data: fix it (see the reasons above), then retry them with: " in out.stderr
+    assert "As they stand these would fail again: fix what the reasons above name (the data, or max_audio_seconds for a long clip), then retry them with: " in out.stderr
 
 
 def test_the_folders_to_allow_are_the_files_common_folder_and_never_the_whole_disk():

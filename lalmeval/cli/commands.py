@@ -238,7 +238,7 @@ def _retry(result: RunResult, again: str) -> str:
         return (f"Some name files outside their data's folder: allow {keys} ({flags.strip()} or {ALLOW_KEY}: [{keys}] in the config) "
                 f"and retry them with: {again}{flags}")
     if result.failures and all(f["kind"] in _DATA_KINDS for f in result.failures):
-        return f"A retry reads the same data: fix it (see the reasons above), then retry them with: {again}"
+        return f"As they stand these would fail again: fix what the reasons above name (the data, or max_audio_seconds for a long clip), then retry them with: {again}"
     return f"Retry them with: {again}"
 
 
