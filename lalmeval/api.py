@@ -46,10 +46,13 @@ def _load(config: Union[str, Path, Mapping[str, Any]], overrides: Any = None):
     return build_plan(apply(parsed, overrides, path), path)
 
 
-def _names(value: Union[str, Sequence[str], None]) -> tuple[str, ...]:
-    """'a,b' or ['a', 'b'] as names."""
+def _names(value: Union[str, Sequence[str], None], key: str = "names") -> tuple[str, ...]:
+    """'a,b' or ['a', 'b'] as names; None is no selection, and a given selection naming nothing ('' , [], ',') is refused."""
     items = [value] if isinstance(value, str) else list(value or [])
-    return tuple(dict.fromkeys(n.strip() for item in items for n in item.split(",") if n.strip()))
+    names = tuple(dict.fromkeys(n.strip() for item in items for n in item.split(",") if n.strip()))
+    if value is not None and not names:   # it would otherwise mean "all" and run everything
+        raise UserError(f"{key}={value!r} names no {key[:-1]}: give at least one name (or None for the config's)")
+    return names
 
 
 class _Sink:
@@ -118,7 +121,7 @@ def evaluate(config: Union[str, Path, Mapping[str, Any]], *, output_dir: Union[s
 
     if limit is not None and not (isinstance(limit, int) and 0 < limit <= 10**9):
         raise UserError(f"limit must be a whole number of samples from 1 to 1000000000, got {limit!r}")
-    overrides = Overrides(limit, _names(models), _names(datasets), _names(metrics))
+    overrides = Overrides(limit, _names(models, "models"), _names(datasets, "datasets"), _names(metrics, "metrics"))
     with _silenced(quiet):
         trackers = chosen(_names(log))
         plan = _load(config, overrides)

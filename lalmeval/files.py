@@ -19,6 +19,20 @@ from lalmeval.text import mended, may_spell_surrogates
 MAX_YAML_NODES = 200_000
 
 
+def data_path(source: str, base: Optional[Path]) -> Path:
+    """The file a data row names, by the one rule for audio and images: an absolute (or ~) path as is; a relative
+    one against the data's folder, else against the working folder when it exists only there (EvalScope's examples
+    name files from where they are run). Whether the dataset may read it is decided apart (lalmeval.data.confine)."""
+    path = Path(source).expanduser()
+    if path.is_absolute():
+        return path
+    here = base / path if base is not None else None
+    if here is not None and os.path.lexists(here):
+        return here
+    there = Path.cwd() / path
+    return there if here is None or os.path.lexists(there) else here
+
+
 def open_error(path: Path, exc: OSError, what: str) -> UserError:
     """A one-line error for a file that cannot be opened."""
     if isinstance(exc, FileNotFoundError):

@@ -43,3 +43,12 @@ def may_spell_surrogates(text: str) -> bool:
 def printable(text: str) -> str:
     """`text` for a message: control characters other than tab and newline written as `\\xNN`."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+QUOTE_LIMIT = 200   # characters of user data a message quotes: a cell may hold 100 KB of base64
+
+
+def clipped(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """User data as a message quotes it: printable, and cut to `limit` characters with its full length said."""
+    text = printable(text)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"

@@ -23,11 +23,28 @@ def port_is_free(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) != 0
 
 
+_BOX = ("╭", "│", "├", "╰")
+
+
+def table_lines(text: str) -> list[str]:
+    """The lines of the tables rich drew in `text`, in order."""
+    return [line.rstrip() for line in text.splitlines() if line.startswith(_BOX)]
+
+
+def readme_demo_tables() -> list[str]:
+    """The tables the README's quick start shows the demo printing (its first code block holding a table)."""
+    blocks = (REPO / "README.md").read_text(encoding="utf-8").split("```")[1::2]
+    shown = next(block for block in blocks if "│ Model" in block)
+    return table_lines(shown)
+
+
 @pytest.mark.slow
-def test_evaluate_sh_runs_the_shipped_demo_end_to_end(tmp_path):
-    """Whisper tiny.en and pocketsphinx, each launched by the config on a free port, side by side."""
+def test_evaluate_sh_runs_the_shipped_demo_end_to_end_and_prints_the_readmes_tables(tmp_path):
+    """Whisper tiny.en and pocketsphinx, each launched by the config on a free port, side by side; the
+    README's quick start shows exactly the tables the run prints (scores, intervals, the comparison)."""
     out = subprocess.run(["bash", "evaluate.sh", "--output-dir", str(tmp_path), "--run-id", "demo"], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
+    assert table_lines(out.stdout) == readme_demo_tables()
     assert "│ whisper-tiny.en   │ demo_commands │ word_error_rate │  40 │      0 │" in out.stdout
     assert "│ pocketsphinx-demo │ demo_commands │ word_error_rate │  40 │      0 │" in out.stdout
     assert "│ demo_commands │ word_error_rate │ whisper-tiny.en │ pocketsphinx-demo │  40 │" in out.stdout  # the paired comparison

@@ -89,8 +89,9 @@ def test_audio_outside_the_data_folder_fails_its_sample_until_its_folder_is_allo
         for key, shown in (("climbs", ws.root / "data" / "../elsewhere/b.flac"), ("absolute", outside / "b.flac"),
                            ("link", ws.root / "data" / "audio" / "link.flac"), ("list", ws.root / "data" / "../elsewhere/b.flac")):
             assert errors[key].startswith(f"data: audio file {shown}"), errors[key]
-            assert errors[key].endswith(f"is outside the data's folder {data}: a dataset reads files only under its own folder "
-                                        f"or the config's allowed_data_dirs"), errors[key]
+            elsewhere = os.path.realpath(outside)
+            assert errors[key].endswith(f"is outside the data's folder {data}: to read it, allow its folder: "
+                                        f"--allow-data-dir {elsewhere} (or allowed_data_dirs: [{elsewhere}] in the config)"), errors[key]
         assert "(a link to " in errors["link"]
 
         ws.config([model(ep.url)], [["cmds", "word_error_rate"]], output_dir=str(ws.root / "runs"), allowed_data_dirs=["elsewhere"])

@@ -52,13 +52,28 @@ def test_rate_limit_headers_of_a_limit_not_used_up_leave_the_wait_to_backoff(ws)
     assert record["error"] is None and 0 < record["retry_wait"] <= 0.5   # backoff's first step, not six minutes
 
 
-def test_a_wait_above_the_cap_is_said_with_the_endpoint_and_both_waits(ws, monkeypatch, capsys):
-    monkeypatch.setattr(client, "MAX_RETRY_AFTER", 0.2)
-    ep, record = run_once(ws, limited({"x-ratelimit-reset-requests": "6m0s", "x-ratelimit-remaining-requests": "0"}))
-    assert record["error"] is None and record["retry_wait"] == 0.2
-    lines = [line for line in capsys.readouterr().err.splitlines() if "asked to wait" in line]
-    assert lines == [f"warning: model 'm' ({ep.url}) asked to wait 360s before retrying (x-ratelimit-reset-requests); "
-                     "waiting 0.2s, the most a retry waits"]
+@pytest.mark.parametrize("headers, shown", [({"Retry-After": "3600"}, "3,600s (retry-after)"),
+                                           ({"x-ratelimit-reset-requests": "6m0s", "x-ratelimit-remaining-requests": "0"},
+                                            "360s (x-ratelimit-reset-requests)")])
+def test_a_wait_beyond_the_runs_patience_fails_the_samples_at_once_saying_when_to_resume(ws, headers, shown):
+    """Sleeping an hour would stall the run; retrying sooner would be refused again. The first sample fails with
+    the server's wait and when to resume, the others without being sent; a resume after it succeeds."""
+    later = {"open": False}
+    handler = lambda seen, n: answer_by_number(seen, n) if later["open"] else Reply(status=429, headers=headers,
+                                                                                   payload={"error": {"message": "rate limited"}})
+    with ScriptedEndpoint(handler) as ep:
+        text_questions_config(ws, [model(ep.url, retry_attempts=3, batch_size=1)], count=3)
+        result = ws.run()
+        errors = [r["error"] for r in ws.records("qs", "m")]
+        assert len(ep.requests) == 1   # no retry, no second sample sent into the same refusal
+        assert errors[0].startswith(f"HTTP 429: rate limited (the server asked to wait {shown} before a retry, more than "
+                                    "the 300s a retry waits: resume the run after "), errors[0]
+        assert all(e.startswith(f"endpoint down (it asked to wait {shown}, until ") for e in errors[1:]), errors
+        assert result.failed_samples == 3
+        later["open"] = True
+        again = ws.run(fresh=False)
+    latest = {r["id"]: r["error"] for r in ws.records("qs", "m")}   # a resume appends each sample's new record
+    assert again.failed_samples == 0 and list(latest.values()) == [None] * 3 and len(ep.requests) == 4
 
 
 def test_wait_forms_parse_as_their_senders_write_them():

@@ -279,3 +279,27 @@ def test_reading_a_64_mb_configuration_holds_a_page_not_the_files_and_converts_n
     assert got["count"] == 8192 and got["sha1"] == hashlib.sha1(b"".join(blobs)).hexdigest()
     assert got["grew_mb"] < 24, f"reading a 64 MB configuration grew peak memory by {got['grew_mb']:.0f} MB"
     assert not any((tmp_path / "datasets-cache").rglob("*.arrow"))
+
+
+def test_a_configs_glob_matching_a_link_to_a_file_outside_the_dataset_folder_is_refused(ws):
+    root = pushed_repo(ws.root / "data" / "snap")
+    elsewhere = ws.root / "elsewhere"
+    elsewhere.mkdir()
+    shard = root / "accented" / "validation-00000-of-00001.parquet"
+    shard.rename(elsewhere / "secret.parquet")
+    shard.symlink_to(elsewhere / "secret.parquet")
+    with pytest.raises(UserError, match=r"is a link to .*secret\.parquet, outside the dataset's folder .*snap: a dataset reads only its own files"):
+        samples(ws, subset="accented", split="validation")
+    assert [s.id for s in samples(ws, subset="accented")] == [f"accented-{r['id']}" for r in demo_rows()[3:5]]   # its own files still read
+
+
+@pytest.mark.parametrize("front, problem", [("configs: [unclosed\n", "is not YAML (line "),
+                                            ("- just\n- a list\n", "is YAML but not a mapping of keys")])
+def test_a_dataset_card_whose_front_matter_is_broken_is_an_error_not_ignored(ws, front, problem):
+    root = pushed_repo(ws.root / "data" / "snap")
+    (root / "README.md").write_text(f"---\n{front}---\n# speech\n")
+    with pytest.raises(UserError) as raised:
+        samples(ws, subset="accented")
+    message = str(raised.value)
+    assert message.startswith(f"{root / 'README.md'}: the dataset card's front matter (between its --- lines) {problem}"), message
+    assert "\n" not in message and message.endswith("fix it, or remove it to have the files read by their places")

@@ -225,7 +225,7 @@ def test_report_html_shows_a_protocols_section(protocol_run):
 def test_a_judge_template_is_printed_with_the_protocol_of_a_judged_score(ws):
     rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(2)]
     ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text", "textual_input_column": "question",
-                                          "audio_column": None, "language": "zh", "protocol": "kimi", "judge_template": "kimi_yes_no"}})
+                                          "audio_column": None, "language": "zh", "judge_template": "kimi_yes_no"}})
     verdicts = ["Explanation: same.\nResult: yes", "Explanation: different.\nResult: no"]
     with ScriptedEndpoint(lambda seen, n: f"answer {seen.text.split()[-1]}") as m, \
             ScriptedEndpoint(lambda seen, n: verdicts[int(re.search(r"question (\d+)", seen.text).group(1))]) as j:
@@ -233,11 +233,11 @@ def test_a_judge_template_is_printed_with_the_protocol_of_a_judged_score(ws):
         ws.run()
     run_dir = ws.root / "runs" / "t"
     details = json.loads((run_dir / "final_scores.json").read_text())["scores"][0]["details"]
-    assert details["protocol"]["name"] == "kimi" and details["protocol"]["judge_template"] == details["judge_template"]
+    assert details["protocol"]["name"] == "lalmeval" and details["protocol"]["judge_template"] == details["judge_template"]
     assert details["judge_template"]["name"] == "kimi_yes_no" and len(details["judge_template"]["sha256"]) == 64
     row = next(csv.DictReader((run_dir / "results.csv").open()))
     assert row["judge_template"] == f"kimi_yes_no (sha256 {details['judge_template']['sha256'][:12]})" and row["normalizer"] == ""
-    assert f"| kimi@1 |  |  |  |  | kimi_yes_no (sha256 {details['judge_template']['sha256'][:12]}) |" in (run_dir / "results.md").read_text()
+    assert f"| lalmeval@2 |  |  |  |  | kimi_yes_no (sha256 {details['judge_template']['sha256'][:12]}) |" in (run_dir / "results.md").read_text()
 
 
 def _kaldialign_cell_by_cell(reference: list[str], hypothesis: list[str]) -> tuple[int, int, int]:

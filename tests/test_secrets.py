@@ -269,3 +269,48 @@ def test_a_launched_servers_log_hides_masked_keys_and_url_passwords(ws):
     assert f"Incorrect API key provided: {REDACTED}*" in log and f"http://svc:{REDACTED}@10.0.0.1:3128 ready" in log
     assert "hunter2" not in log
     assert_no_runs_anywhere(ws, out, KEY)
+
+
+def echoed_spellings(key: str) -> dict[str, str]:
+    """How a careless endpoint or server may echo a token: base64 (standard, URL-safe, with or without `Bearer `), case-changed."""
+    raw, bearer = key.encode(), f"Bearer {key}".encode()
+    return {"b64": base64.b64encode(raw).decode(), "b64url": base64.urlsafe_b64encode(raw).decode(),
+            "b64 bearer": base64.b64encode(bearer).decode(), "b64url bearer": base64.urlsafe_b64encode(bearer).decode().rstrip("="),
+            "b64 inside": base64.b64encode(b"auth=" + bearer + b";").decode(), "upper": key.upper(), "lower": key.lower()}
+
+
+# A key whose base64 differs between the standard and URL-safe alphabets, and that changes under upper() and lower().
+ODD_KEY = "sk-Zz~~>>??Qq-77mixedCASE-0x9f"
+
+
+@pytest.mark.parametrize("spelling", list(echoed_spellings(ODD_KEY)))
+def test_a_token_echoed_in_base64_or_another_case_reaches_no_record_report_or_console(ws, spelling):
+    ws.text_questions(2)
+    shown = echoed_spellings(ODD_KEY)[spelling]
+    with ScriptedEndpoint(lambda seen, n: f"you sent {shown} here") as ep:
+        ws.config([model(ep.url, auth_token="${LALM_TOKEN}")], [["qs", "accuracy"]], output_dir=str(ws.root / "runs"))
+        out = run_cli(ws, "s", env_key=ODD_KEY)
+    assert out.returncode == 0, out.stderr
+    assert all(REDACTED in r["prediction"] for r in ws.records("qs", "m", "s"))
+    for where, text in everything(ws, out).items():
+        assert shown not in text and shown[:12] not in text, where
+    assert_no_runs_anywhere(ws, out, ODD_KEY)
+
+
+def test_a_launched_servers_log_hides_a_base64_or_upper_cased_token(ws):
+    ws.text_questions(1)
+    spelled = echoed_spellings(ODD_KEY)
+    launch = f"echo 'auth {spelled['b64 bearer']} {spelled['b64url']} {spelled['upper']}'; sleep 30"
+    ws.config([model("http://127.0.0.1:9/v1", auth_token="${LALM_TOKEN}", launch=launch, launch_timeout=1)], [["qs", "accuracy"]],
+              output_dir=str(ws.root / "runs"))
+    out = run_cli(ws, "L", env_key=ODD_KEY)
+    assert out.returncode == 2
+    log = (ws.root / "runs" / "L" / "launch_m.log").read_text()
+    assert log.count(REDACTED) >= 3 and not any(spelled[k] in log for k in ("b64 bearer", "b64url", "upper")), log
+
+
+def test_ordinary_text_and_a_short_tokens_spellings_are_left_alone():
+    redactor = Redactor([ODD_KEY])
+    text = "the quick brown fox; SGVsbG8gd29ybGQ= is hello world"
+    assert redactor(text) == text
+    assert Redactor(["EMPTY"])("empty EMPTY ZW1wdHk=") == "empty EMPTY ZW1wdHk="

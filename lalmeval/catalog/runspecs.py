@@ -13,6 +13,7 @@ from lalmeval.catalog import bundled
 from lalmeval.catalog.protocols import resolve as resolve_protocol
 from lalmeval.config.generation import Generation
 from lalmeval.config.languages import iso_code
+from lalmeval.config.numbers import NoBooleanNumbers
 from lalmeval.errors import UserError, closest
 from lalmeval.files import load_json
 from lalmeval.judging.templates import BINARY_METRIC, GRADED_METRIC
@@ -21,7 +22,7 @@ BUILTIN_DIR = bundled.RUNSPECS
 JUDGE_METRICS = (BINARY_METRIC, GRADED_METRIC)  # the metrics a judge template is chosen for
 
 
-class DatasetSpec(BaseModel):
+class DatasetSpec(NoBooleanNumbers):
     """One dataset entry of a runspec file."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

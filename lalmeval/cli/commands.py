@@ -55,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--skip-eval", action="store_true", help="inference only; score later with --reeval")
     mode.add_argument("--reeval", action="store_true", help="rescore the stored predictions of --run-id/--resume without any request")
     mode.add_argument("--force-reinfer", action="store_true", help="ignore stored predictions and cached replies; request everything again")
-    from lalmeval.cli.overrides import add_declared, add_selection
+    from lalmeval.cli.overrides import add_allowed, add_declared, add_selection
     from lalmeval.trackers import add_argument as add_log
 
     add_selection(run)
@@ -77,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
 
     validate = sub.add_parser("validate", parents=[common], help="check config and runspecs without sending a request")
     _add_config(validate)
+    add_allowed(validate)
 
     check = sub.add_parser("check", parents=[common], help="send one tiny request to every endpoint (each replica, the judge)",
                            description="Send one real, tiny request to every model endpoint (each replica) and the judge; servers the config "
@@ -201,7 +202,8 @@ def _conclude(result: RunResult, again: str) -> int:
         return EXIT_WRITE_FAILED
     if result.stopped:
         fix = BUDGET_FIX if result.stopped.startswith(BUDGET_STOP) else "Fix the cause (see the failures above)"
-        print(f"error: {result.stopped}; the scores above are partial. {fix}, then resume with: {again}", file=sys.stderr)
+        print(f"error: {result.stopped}; the scores above are partial. {fix}, then resume with: {again}{_allow_flags(result)}",
+              file=sys.stderr)
         return EXIT_FAILED_SAMPLES
     if result.interrupted:
         print(f"Interrupted: the scores above are partial. Resume with: {again}", file=sys.stderr)
@@ -220,9 +222,34 @@ def _conclude(result: RunResult, again: str) -> int:
             parts.append(f"{result.failed_samples} sample(s) failed ({_breakdown(result.failures)})")
         if result.unscored:
             parts.append(f"{result.unscored} prediction(s) could not be scored")
-        print(f"{' and '.join(parts)}; they are excluded from the scores. Retry them with: {again}", file=sys.stderr)
+        print(f"{' and '.join(parts)}; they are excluded from the scores. {_retry(result, again)}", file=sys.stderr)
         return EXIT_FAILED_SAMPLES
     return 0
+
+
+# Failures a retry meets again unless the data changes: the sample's own fields or files, its audio.
+_DATA_KINDS = frozenset({"data", "audio"})
+
+
+def _allow_flags(result: RunResult) -> str:
+    """--allow-data-dir for every folder whose files rows named outside their data ('' when none did)."""
+    from lalmeval.data.confine import ALLOW_FLAG
+
+    return "".join(f" {ALLOW_FLAG} {shlex.quote(folder)}" for folder in result.outside)
+
+
+def _retry(result: RunResult, again: str) -> str:
+    """The retry hint for failed samples, saying first what must change when a plain retry would fail again."""
+    from lalmeval.data.confine import ALLOW_KEY
+
+    if result.outside:   # the one change that lets them in: allowing their folder
+        flags = _allow_flags(result)
+        keys = ", ".join(result.outside)
+        return (f"Some name files outside their data's folder: allow {keys} ({flags.strip()} or {ALLOW_KEY}: [{keys}] in the config) "
+                f"and retry them with: {again}{flags}")
+    if result.failures and all(f["kind"] in _DATA_KINDS for f in result.failures):
+        return f"As they stand these would fail again: fix what the reasons above name (the data, or max_audio_seconds for a long clip), then retry them with: {again}"
+    return f"Retry them with: {again}"
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -251,6 +278,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from lalmeval.config.secrets import Redactor, config_secrets, short_secret_warnings
+    from lalmeval.cli.overrides import given_allowed
     from lalmeval.data.confine import allowed_dirs
     from lalmeval.data.source import inspect
 
@@ -272,11 +300,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for line in short_secret_warnings(plan.config):
         print(line, file=sys.stderr)
     problems = 0
+    allowed = allowed_dirs(plan.config.allowed_data_dirs, plan.base) + [Path(f) for f in given_allowed(args.allow_data_dir or [])]
     for dataset in plan.datasets:  # open every data file, check every mapped column, read every selected local row
         try:
-            allowed = allowed_dirs(plan.config.allowed_data_dirs, plan.base)
             columns = inspect(dataset, plan.config.streaming, allowed)
-            problems += _validate_rows(dataset, plan, len(columns), allowed)
+            problems += _validate_rows(dataset, plan, len(columns), allowed, args.config)
         except UserError as exc:
             problems += 1
             print(f"error: {exc}", file=sys.stderr)
@@ -289,7 +317,7 @@ def _audio_limit(dataset: "Dataset", plan: "Plan") -> Optional[float]:
     return None if truncating else plan.config.max_audio_seconds
 
 
-def _validate_rows(dataset: "Dataset", plan: "Plan", columns: int, allowed: "Sequence[Path]" = ()) -> int:
+def _validate_rows(dataset: "Dataset", plan: "Plan", columns: int, allowed: "Sequence[Path]" = (), config_path: str = "the config") -> int:
     """Read a local dataset's selected rows as a run would; print what would fail (at most 3, then a count). 1 when some would."""
     from lalmeval.data.source import locate, row_problems
 
@@ -298,11 +326,16 @@ def _validate_rows(dataset: "Dataset", plan: "Plan", columns: int, allowed: "Seq
         print(f"  data of {dataset.name}: OK ({columns} columns; a hub dataset's rows are read by the run)")
         return 0
     config = plan.config
-    count, problems = row_problems(dataset, config.filters, config.seed, config.streaming, allowed, _audio_limit(dataset, plan))
+    count, problems, outside = row_problems(dataset, config.filters, config.seed, config.streaming, allowed, _audio_limit(dataset, plan))
     for sample_id, problem in problems[:3]:
         print(f"error: dataset '{dataset.name}' ({dataset.source}): sample '{sample_id}' would fail: {problem}", file=sys.stderr)
     if len(problems) > 3:
         print(f"error: dataset '{dataset.name}': {len(problems) - 3} more sample(s) would fail", file=sys.stderr)
+    if outside:   # one line that lets every such file in, where each sample's reason names its own folder
+        from lalmeval.data.confine import ALLOW_KEY
+
+        print(f"error: dataset '{dataset.name}': its rows name files outside its folder: add {ALLOW_KEY}: [{', '.join(outside)}] "
+              f"to {config_path}", file=sys.stderr)
     if not problems:
         print(f"  data of {dataset.name}: OK ({columns} columns, {count} sample(s) selected)")
     return int(bool(problems))

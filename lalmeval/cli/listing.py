@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterator, Optional
 
-from lalmeval.catalog.runspecs import Catalog, Dataset
+from lalmeval.catalog.runspecs import Catalog, Dataset, kimi_file
 from lalmeval.config.languages import NAMES
 from lalmeval.errors import UserError, closest
 
@@ -20,8 +20,19 @@ def _language(dataset: Dataset) -> str:
     return dataset.iso_language if dataset.spec.language.lower() in NAMES else dataset.spec.language
 
 
+def local_data(dataset: Dataset) -> str:
+    """For data that must be put in place by hand (a local path, Kimi's dataset_root): whether it is there; '' for a hub id."""
+    if dataset.data_root is not None:
+        path = kimi_file(dataset)
+    elif dataset.spec.hf_repo.startswith((".", "/", "~")):
+        path = dataset.resolve_path(dataset.spec.hf_repo)
+    else:
+        return ""
+    return "; local data: present" if path.exists() else f"; local data: missing ({path})"
+
+
 def _dataset_line(dataset: Dataset, width: int) -> str:
-    local = "; local data" if dataset.spec.hf_repo.startswith((".", "/", "~")) else ""  # the data must be put there by hand
+    local = local_data(dataset)
     peer = "" if peer_of(dataset) == "lalmeval" else f"; {peer_of(dataset)}"
     return f"    {dataset.name:<{width}}  [{_language(dataset)}; {', '.join(dataset.spec.metrics) or 'no metrics'}{local}{peer}]"
 
@@ -32,8 +43,11 @@ def _family_line(task_type: str, datasets: list[Dataset]) -> str:
     shown = languages[0] if len(languages) == 1 else f"{len(languages)} languages"
     peers = Counter(peer_of(d) for d in datasets)
     metrics = sorted({m for d in datasets for m in d.spec.metrics})
+    local = [local_data(d) for d in datasets]
+    placed = [state for state in local if state]
+    present = f" · local data: {sum(s.endswith('present') for s in placed)} of {len(placed)} present" if placed else ""
     return (f"  {task_type} ({len(datasets)}): {shown} · " + ", ".join(f"{p} {n}" for p, n in sorted(peers.items()))
-            + f" · {', '.join(metrics) or 'no metrics'}")
+            + f" · {', '.join(metrics) or 'no metrics'}{present}")
 
 
 def _wrapped(first: str, items: list[str], width: int = 120) -> Iterator[str]:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from lalmeval.catalog.declared import HF_FLAG, HubDataset, model_entry, note_language
+from lalmeval.data.confine import ALLOW_FLAG, ALLOW_KEY
 from lalmeval.errors import UserError, closest
 
 if TYPE_CHECKING:   # the parser is built from this module on every command: the schema is imported when a config is read
@@ -49,6 +50,7 @@ class Overrides:
     model_url: Optional[str] = None
     model: Optional[str] = None
     model_name: Optional[str] = None
+    allowed: tuple[str, ...] = ()   # --allow-data-dir: absolute folders rows may also name files in
 
     def supplied(self) -> dict[str, Any]:
         """The required keys these flags supply, so a config may leave them out (a file of models only, with --hf-dataset)."""
@@ -71,6 +73,7 @@ class Overrides:
                       ("--instruction", hub.instruction), ("--language", hub.language), ("--dataset-name", hub.name),
                       ("--modality", hub.modality)]
         pairs += [("--model-url", self.model_url), ("--model", self.model), ("--model-name", self.model_name)]
+        pairs += [(ALLOW_FLAG, folder) for folder in self.allowed]
         return "".join(f" {flag} {shlex.quote(value)}" for flag, value in pairs if value is not None)
 
 
@@ -98,6 +101,14 @@ def add_selection(parser: argparse.ArgumentParser, choose: bool = True) -> None:
                                  "each keeps the metrics the config gives it, else its runspec's")
     parser.add_argument("--metrics", "--metric", dest="metrics", action="append", metavar="NAMES",
                         help="score every dataset with these metrics (comma-separated) instead of the config's")
+    add_allowed(parser)
+
+
+def add_allowed(parser: argparse.ArgumentParser) -> None:
+    """--allow-data-dir DIR (repeatable): the config's allowed_data_dirs, from the command line."""
+    parser.add_argument(ALLOW_FLAG, dest="allow_data_dir", action="append", metavar="DIR",
+                        help="a folder outside the data's own in which its rows may name audio and image files "
+                             f"(the config's {ALLOW_KEY}; repeat for several)")
 
 
 def add_declared(parser: argparse.ArgumentParser, models: bool = True) -> None:
@@ -124,6 +135,10 @@ def add_declared(parser: argparse.ArgumentParser, models: bool = True) -> None:
 def from_args(args: argparse.Namespace) -> Overrides:
     """The overrides a parsed command line asks for; flags that cannot go together are one error line."""
     listed = {key: tuple(dict.fromkeys(n for value in getattr(args, key, None) or [] for n in _names(value))) for key in ("models", "datasets", "metrics")}
+    for key, names in listed.items():   # an empty list would otherwise mean "all" and run everything
+        given = getattr(args, key, None)
+        if given and not names:
+            raise UserError(f"--{key} {shlex.quote(','.join(given))} names no {key[:-1]}: give at least one name (or leave the flag out for the config's)")
     hub = None
     if getattr(args, "hf_dataset", None):
         hub = HubDataset(args.hf_dataset, args.subset, args.split, args.audio_column, args.target_column, args.id_column,
@@ -140,7 +155,19 @@ def from_args(args: argparse.Namespace) -> Overrides:
         raise UserError(f"{'--model' if model else '--model-name'} goes with --model-url (the model's base URL)")
     if url is not None and listed["models"]:
         raise UserError("--model-url gives the one model to evaluate; --models chooses among a config's: give one of them")
-    return Overrides(getattr(args, "limit", None), listed["models"], listed["datasets"], listed["metrics"], hub, url, model, name)
+    return Overrides(getattr(args, "limit", None), listed["models"], listed["datasets"], listed["metrics"], hub, url, model, name,
+                     given_allowed(getattr(args, "allow_data_dir", None) or []))
+
+
+def given_allowed(folders: list[str]) -> tuple[str, ...]:
+    """--allow-data-dir folders, absolute (the stored config is read from anywhere); one that is no folder is refused."""
+    found = []
+    for folder in folders:
+        path = Path(folder).expanduser()
+        if not folder.strip() or not path.is_dir():
+            raise UserError(f"{ALLOW_FLAG} {folder!r}: no such folder")
+        found.append(str(path.resolve()))
+    return tuple(dict.fromkeys(found))
 
 
 def config_file(given: Optional[str], overrides: Overrides) -> Optional[str]:
@@ -184,6 +211,8 @@ def apply(config: Optional[Config], overrides: Overrides, path: Path) -> Config:
     if overrides.metrics and overrides.hub is None:
         data["dataset_metric"] = _unique([[name, m] for name, _ in data.get("dataset_metric", []) for m in overrides.metrics])
         pairs_changed = True
+    if overrides.allowed:
+        data[ALLOW_KEY] = list(dict.fromkeys([*data.get(ALLOW_KEY, []), *overrides.allowed]))
     if overrides.limit is not None:
         data["filters"] = {**data.get("filters", {}), "num_samples": overrides.limit}
     if pairs_changed and data.get("aggregate"):

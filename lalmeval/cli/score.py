@@ -126,8 +126,12 @@ def _conclude(outcome: "Outcome", plan: Any, predictions: Any) -> int:
     if outcome.no_match:
         raise UserError(outcome.no_match)
     if not outcome.complete:
+        # Only a missing prediction is mended by adding it; any other reason (a bad reference, a row the data
+        # cannot give) would fail again as it stands.
+        fix = (f"add their predictions to {predictions.path}" if outcome.only_missing
+               else f"fix what the reasons above name (the data, or the rows of {predictions.path})")
         print(f"{outcome.failed} of {outcome.samples} sample(s) have no score (see above) and are left out of the scores: "
-              f"add their predictions to {predictions.path} and score again", file=sys.stderr)
+              f"{fix} and score again", file=sys.stderr)
         return EXIT_FAILED_SAMPLES
     return 0
 
@@ -142,6 +146,7 @@ class Outcome:
     final_path: Path
     no_match: Optional[str] = None  # not one id of the file named a selected sample: the wrong file or dataset
     broken_off: Optional[str] = None
+    only_missing: bool = True       # every failure is a sample the file has no prediction for
 
     @property
     def complete(self) -> bool:
@@ -166,7 +171,8 @@ def score_predictions(plan: Any, predictions: Predictions, model: str, output_di
 
     config = plan.config
     started = time.time()
-    source = open_source(plan.datasets[0], config.filters, config.seed, config.streaming)
+    # The file holds the replies: no clip or image is read, so none is refused for lying outside the data's folder.
+    source = open_source(plan.datasets[0], config.filters, config.seed, config.streaming, media=False)
     problem = _no_match(predictions, source.dataset.name, source.ids) if source.ids is not None else None
     if problem:
         raise UserError(problem)
@@ -288,4 +294,6 @@ def _write(plan: Any, store: Any, run_id: str, scores: list[Any], file_pass: Any
     samples = max((s.num_samples for s in scores), default=file_pass.stream.count)
     no_score = max((s.num_failed for s in scores), default=0) + sum(1 for s in scores if s.score is None and not s.num_failed)
     no_match = _no_match(file_pass.predictions, dataset, file_pass.first_ids)   # a stream's ids are known only now
-    return Outcome(samples, no_score, unmatched, final_path, no_match, broken)
+    kinds = [f["kind"] for f in failed] + [kind for s in scores for kind in (s.details.get("failures") or {})]
+    only_missing = all(kind.startswith("no prediction") for kind in kinds)
+    return Outcome(samples, no_score, unmatched, final_path, no_match, broken, only_missing)

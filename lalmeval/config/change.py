@@ -34,12 +34,14 @@ OPERATIONAL_MODEL = frozenset({
 OPERATIONAL_JUDGE = frozenset({
     "judge_api_key", "judge_concurrency", "judge_timeout", "judge_retry_attempts", "judge_verify_ssl", "judge_price",
 })
+# What only decides how stored predictions are scored: --reeval may change it freely (nothing is requested again).
+SCORING = frozenset({"aggregate", "bootstrap_resamples", "judge_properties"})
 SHOWN = 3  # differences named in the message; the rest are counted
 
 
 def meaningful(config: dict[str, Any], reeval: bool = False) -> dict[str, Any]:
     """The parts of a dumped config that decide what a run evaluates, in a comparable form."""
-    out = {k: v for k, v in config.items() if k not in OPERATIONAL}
+    out = {k: v for k, v in config.items() if k not in OPERATIONAL and not (reeval and k in SCORING)}
     # Models are compared by name: listing them in another order asks for the same evaluation.
     # --reeval sends nothing and scores the stored predictions, so only the names matter then.
     # Entries sharing a name are the replicas of one model: compared as the set of them, in any order.
@@ -48,8 +50,10 @@ def meaningful(config: dict[str, Any], reeval: bool = False) -> dict[str, Any]:
         if isinstance(m, dict):
             entries.setdefault(m.get("name"), []).append({} if reeval else {k: v for k, v in m.items() if k not in OPERATIONAL_MODEL})
     out["models"] = {name: group[0] if len(group) == 1 or reeval else sorted(group, key=repr) for name, group in entries.items()}
-    out["dataset_metric"] = sorted(list(pair) for pair in config.get("dataset_metric") or [])
-    if isinstance(config.get("judge_properties"), dict):
+    pairs = config.get("dataset_metric") or []
+    # --reeval scores the stored predictions again: adding (or dropping) a metric asks for no other answers.
+    out["dataset_metric"] = sorted({str(p[0]) for p in pairs if p}) if reeval else sorted(list(pair) for pair in pairs)
+    if isinstance(config.get("judge_properties"), dict) and not reeval:
         out["judge_properties"] = {k: v for k, v in config["judge_properties"].items() if k not in OPERATIONAL_JUDGE}
     return out
 

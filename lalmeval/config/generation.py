@@ -16,11 +16,13 @@ from typing import Any, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from lalmeval.config.numbers import NoBooleanNumbers
+
 # Request fields that generation settings may not replace through extra_body.
 RESERVED = frozenset({"model", "messages", "stream", "n"})
 
 
-class Generation(BaseModel):
+class Generation(NoBooleanNumbers):
     """Sampling settings of a request; unset ones are not sent (the server's defaults apply)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)

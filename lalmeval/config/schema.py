@@ -21,12 +21,13 @@ from pydantic import (
 from lalmeval.config.aliases import read_aliases
 from lalmeval.config.generation import Generation
 from lalmeval.config.interpolate import interpolate
+from lalmeval.config.numbers import NoBooleanNumbers
 from lalmeval.config.secrets import Redactor, raw_secrets
 from lalmeval.errors import UserError, closest
 from lalmeval.files import load_yaml
 
 
-class Strict(BaseModel):
+class Strict(NoBooleanNumbers):
     # Infinite or NaN numbers are never meaningful here (`timeout: .inf` would wait for ever).
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 

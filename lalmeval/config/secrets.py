@@ -29,9 +29,30 @@ END_LENGTH = 6
 USERINFO_HOLD = 512
 
 
+def _base64_forms(value: str) -> set[str]:
+    """A secret as base64 (standard and URL-safe) of itself or of `Bearer <secret>`: whole, padded or not, and the
+    characters that spell it at any of the three byte offsets it can take inside a longer encoded text."""
+    forms = set()
+    for data in (value.encode("utf-8"), b"Bearer " + value.encode("utf-8")):
+        for shift in range(3):
+            encoded = base64.b64encode(b"\0" * shift + data).decode("ascii")
+            first = -(-8 * shift // 6)                      # the first character made of the secret's bits only
+            last = (8 * (shift + len(data))) // 6           # one past the last such character
+            core = encoded[first:last]
+            whole = [encoded, encoded.rstrip("=")] if shift == 0 else []
+            for text in (core, *whole):
+                forms |= {text, text.translate(_URL_SAFE)}
+    return {f for f in forms if len(f) >= MIN_SECRET_LENGTH}
+
+
+_URL_SAFE = str.maketrans("+/", "-_")
+
+
 def _forms(value: str) -> set[str]:
-    """The spellings a secret can take once it is embedded in text: raw, JSON-escaped, repr, URL-quoted."""
-    forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], repr(value)[1:-1], quote(value, safe="")}
+    """The spellings a secret can take once it is embedded in text: raw, upper- and lower-cased, JSON-escaped,
+    repr, URL-quoted, base64 (an endpoint echoing an Authorization header encoded)."""
+    forms = {value, value.upper(), value.lower(), json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
+             repr(value)[1:-1], quote(value, safe="")} | _base64_forms(value)
     # A JSON-encoded reply that itself holds a repr (or the reverse) doubles the backslashes again.
     forms |= {json.dumps(form)[1:-1] for form in list(forms)}
     # PHP, Jackson and many gateways write `/` as `\/` (valid JSON for the same string).

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any, Optional
 
+from lalmeval.files import data_path
 from lalmeval.media.images import is_missing
 from lalmeval.results.records import AudioRef
 
@@ -57,8 +58,7 @@ def _one_audio(value: Any, base: Path) -> Optional[AudioRef]:
     if isinstance(value, (bytes, bytearray, memoryview)) and value:
         return AudioRef(bytes(value), span)
     if isinstance(value, str) and value:
-        path = Path(value).expanduser()
-        return AudioRef(str(path if path.is_absolute() else base / path), span)
+        return AudioRef(str(data_path(value, base)), span)
     if is_missing(value) or value == b"":
         return None
     raise ValueError(f"expected a path, bytes, {{bytes, path}} or {{path, start, end}}, got {type(value).__name__} {_shown(value)[:80]!r}")

@@ -75,8 +75,26 @@ def cell_text(value: Any, column: str) -> Optional[str]:
     raise ValueError(f"{column}: {_kind(value)} is not a text (a cell is never scored as its JSON); map the column that holds the text")
 
 
+# A reference is one answer, a transcript at most: a longer cell is a broken row, and scoring it would take
+# minutes (an alignment grows with the product of the lengths). The sample fails at once, saying so.
+MAX_REFERENCE_CHARS = 1_000_000
+
+
+def check_reference_size(text: Optional[str], column: str) -> Optional[str]:
+    """`text` when it is within MAX_REFERENCE_CHARS; a ValueError naming the column otherwise."""
+    if text is not None and len(text) > MAX_REFERENCE_CHARS:
+        raise ValueError(f"{column}: the reference is {len(text):,} characters, over the limit of {MAX_REFERENCE_CHARS:,}")
+    return text
+
+
 def reference_text(value: Any, column: str, per_turn: bool = False) -> Optional[str]:
-    """A reference cell as text; with `per_turn` a list is kept as a JSON list of texts (one per turn)."""
+    """A reference cell as text (at most MAX_REFERENCE_CHARS); with `per_turn` a list is kept as a JSON list of texts (one per turn)."""
+    if isinstance(value, str):   # the common case, checked before anything walks the text
+        return check_reference_size(value, column)
+    return check_reference_size(_reference_text(value, column, per_turn), column)
+
+
+def _reference_text(value: Any, column: str, per_turn: bool) -> Optional[str]:
     value = _plain(value)
     if isinstance(value, (list, tuple)):
         if not value:

@@ -91,8 +91,9 @@ def by_config(paths: Sequence[str]) -> Optional[Layout]:
     return Layout({config: {split: sorted(files) for split, files in splits.items()} for config, splits in sorted(configs.items())})
 
 
-def card_configs(readme: str) -> Optional[list[dict[str, Any]]]:
-    """The `configs:` entries of a dataset card's YAML front matter; None when it has none (or cannot be read)."""
+def card_configs(readme: str, where: str = "README.md") -> Optional[list[dict[str, Any]]]:
+    """The `configs:` entries of a dataset card's YAML front matter; None when it has none. Front matter that is
+    not a YAML mapping is a UserError naming `where`: ignored, it would read files the card never meant."""
     import yaml
 
     if not readme.startswith("---"):
@@ -100,8 +101,15 @@ def card_configs(readme: str) -> Optional[list[dict[str, Any]]]:
     head = readme[3:].split("\n---", 1)[0]
     try:
         meta = yaml.safe_load(head)
-    except yaml.YAMLError:
-        return None  # `datasets` reports a broken card in its own words
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" (line {mark.line + 2})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UserError(f"{where}: the dataset card's front matter (between its --- lines) is not YAML{at}: {problem}; "
+                        "fix it, or remove it to have the files read by their places") from None
+    if meta is not None and not isinstance(meta, dict):
+        raise UserError(f"{where}: the dataset card's front matter (between its --- lines) is YAML but not a mapping of keys "
+                        f"(it is a {type(meta).__name__}); fix it, or remove it to have the files read by their places")
     configs = meta.get("configs") if isinstance(meta, dict) else None
     if not isinstance(configs, list) or not all(isinstance(c, dict) and c.get("config_name") for c in configs):
         return None
@@ -165,10 +173,10 @@ def card_layout(configs: list[dict[str, Any]], files: Sequence[str]) -> Layout:
     return Layout(layout, default, options, patterns=patterns)
 
 
-def layout_of(files: Sequence[str], readme: Optional[str]) -> Optional[Layout]:
+def layout_of(files: Sequence[str], readme: Optional[str], where: str = "README.md") -> Optional[Layout]:
     """The layout of a repository's files (relative paths) given its README's text; None when the
     README declares no configurations and the files are not laid out by configuration."""
-    configs = card_configs(readme) if readme else None
+    configs = card_configs(readme, where) if readme else None
     return card_layout(configs, files) if configs else by_config(files)
 
 
@@ -204,11 +212,34 @@ def folder_layout(folder: Path) -> Optional[Layout]:
     """A local folder's layout by configuration (a snapshot of a hub repository or of its parquet
     conversion, the hub cache's included); None when it is not laid out so."""
     readme = _readme(folder)
-    if readme and card_configs(readme):
+    where = str(folder / "README.md")
+    if readme and card_configs(readme, where):
         files = [p.relative_to(folder).as_posix() for p in sorted(folder.rglob("*")) if p.is_file()]
     else:
         files = [p.relative_to(folder).as_posix() for p in data_files(folder)]
-    return layout_of(files, readme)
+    return layout_of(files, readme, where)
+
+
+def own_root(folder: Path) -> Path:
+    """The folder whose files a dataset folder may read: itself, or for a snapshot in the hub cache
+    (…/datasets--x--y/snapshots/<rev>, its files links into …/blobs) the repository's cache folder."""
+    real = Path(os.path.realpath(folder))
+    return real.parent.parent if real.parent.name == "snapshots" and (real.parent.parent / "blobs").is_dir() else real
+
+
+def confined_files(folder: Path, files: Sequence[str]) -> list[str]:
+    """The local paths of `files` (relative to `folder`); one whose real path (links resolved) lies outside the
+    dataset's folder is a UserError, as a file a row names would be (see lalmeval.data.confine)."""
+    root = str(own_root(folder))
+    paths = []
+    for name in files:
+        path = folder / name
+        real = os.path.realpath(path)
+        if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+            raise UserError(f"{path}: a data file the dataset card's configs match is a link to {real}, outside the dataset's folder "
+                            f"{root}: a dataset reads only its own files; copy the file into the folder")
+        paths.append(str(path))
+    return paths
 
 
 @dataclass(frozen=True)
@@ -225,7 +256,7 @@ class Located:
     def paths(self, files: Sequence[str], remote: bool, name: str) -> list[str]:
         """Where to read the files: local paths, hf:// addresses when `remote`, else downloaded copies."""
         if self.folder is not None:
-            return [str(self.folder / f) for f in files]
+            return confined_files(self.folder, files)
         assert self.repo is not None
         if remote:
             return [hub_url(self.repo, self.revision, f) for f in files]
@@ -256,9 +287,11 @@ def hub_layout(repo: str, revision: Optional[str]) -> Optional[Located]:
         readme = None
         if "README.md" in files:
             readme = Path(hf_hub_download(repo, "README.md", repo_type="dataset", revision=revision)).read_text(encoding="utf-8", errors="replace")
+    except UserError:
+        raise   # a broken card in the local cache: said, not read past
     except Exception:  # noqa: BLE001 - not listable: the usual loading path reports it in its own words
         return None
-    layout = layout_of(files, readme)
+    layout = layout_of(files, readme, f"{repo}: README.md")
     return Located(layout, repo=repo, revision=revision) if layout is not None else None
 
 

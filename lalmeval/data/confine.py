@@ -15,19 +15,38 @@ A row that names a file outside fails alone, with a one-line reason.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
 from lalmeval.media.images import ImageError, ImageRef, local_file
 from lalmeval.files import system_tree
 from lalmeval.results.records import AudioRef, Sample
+from lalmeval.text import clipped
 
 ALLOW_KEY = "allowed_data_dirs"
+ALLOW_FLAG = "--allow-data-dir"
 
 
 class Refused(ValueError):
     """A file a row names that the dataset may not read; the message is the sample's reason."""
+
+
+def allow_line(folder: str) -> str:
+    """The one line that lets a dataset read under `folder`: the flag, or the config key."""
+    return f"{ALLOW_FLAG} {folder} (or {ALLOW_KEY}: [{folder}] in the config)"
+
+
+def folders_to_allow(files: Iterable[str]) -> list[str]:
+    """The folders to allow so that every one of `files` (real paths) is read: their common folder, or
+    when they share only the root, each one's top two levels (never the whole disk)."""
+    files = sorted(set(files))
+    if not files:
+        return []
+    common = os.path.commonpath([os.path.dirname(f) for f in files])
+    if common != os.sep:
+        return [common]
+    return sorted({os.sep.join(f.split(os.sep)[:3]) if f.count(os.sep) > 2 else os.path.dirname(f) for f in files})
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -39,6 +58,7 @@ class DataFolders:
     """The folders (real paths) a dataset's rows may name files in; the first is the data's own."""
 
     roots: tuple[str, ...]
+    outside: set[str] = field(default_factory=set, compare=False)   # refused files that an allowed folder would let in
 
     @classmethod
     def of(cls, folders: Iterable[Path]) -> "DataFolders":
@@ -48,13 +68,14 @@ class DataFolders:
     def check(self, path: str, what: str) -> str:
         """The real path of the file `path` names when the dataset may read it; Refused saying why not."""
         real = os.path.realpath(path)
-        shown = path if real == os.path.abspath(path) else f"{path} (a link to {real})"
+        shown = clipped(path) if real == os.path.abspath(path) else f"{clipped(path)} (a link to {clipped(real)})"
         tree = system_tree(real)
         if tree is not None:
             raise Refused(f"{what} {shown} is a system file under {tree}: never read")
         if not any(_inside(real, root) for root in self.roots):
+            self.outside.add(real)   # a set's add is atomic: readers of one source may share it
             raise Refused(f"{what} {shown} is outside the data's folder {self.roots[0] if self.roots else '(none)'}: "
-                          f"a dataset reads files only under its own folder or the config's {ALLOW_KEY}")
+                          f"to read it, allow its folder: {allow_line(os.path.dirname(real))}")
         return real
 
     def sample(self, sample: Sample) -> Sample:

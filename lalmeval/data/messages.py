@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
+from lalmeval.files import data_path
 from lalmeval.media.images import ImageError, ImagePart, ImageRef, image_ref, image_url, is_missing
 from lalmeval.results.records import AudioRef
 from lalmeval.text import mended
@@ -140,8 +141,7 @@ def _clip(value: Any, where: str, base: Optional[Path], bare_base64: bool) -> Au
                          "give a local path, base64 or a data URI")
     if bare_base64 and "." not in text:  # base64 has no dot; a file name has one
         return AudioRef(_decoded(text, where))
-    path = Path(text.removeprefix("file://")).expanduser()
-    return AudioRef(str(path if path.is_absolute() or base is None else base / path))
+    return AudioRef(str(data_path(text.removeprefix("file://"), base)))
 
 
 def _audio_part(part: dict, kind: str, where: str, base: Optional[Path]) -> AudioRef:
@@ -283,6 +283,47 @@ def _add_text(parts: list[Part], segment: str, strip_end: bool) -> None:
     segment = segment.rstrip(" \t") if strip_end else segment
     if segment.strip():
         parts.append(Text(segment))
+
+
+_IMAGE_PLACEHOLDER = re.compile(r"<image[ _](\d+)>")
+
+
+def place_images(conversation: Conversation, images: Sequence[ImageRef]) -> Conversation:
+    """EvalScope's newer general_vqa layout: `<image k>` in a message's text, the image in column image_k. Each
+    placeholder becomes its image where it stands, images no placeholder names follow the last user message;
+    a placeholder without its image is a ValueError (the question would be sent about a picture never shown)."""
+    used: set[int] = set()
+    turns = []
+    for i, turn in enumerate(conversation.turns):
+        parts: list[Part] = []
+        for part in turn.parts:
+            if not (isinstance(part, Text) and _IMAGE_PLACEHOLDER.search(part.text)):
+                parts.append(part)
+            elif turn.role != "user":
+                raise ValueError(f"messages: {_IMAGE_PLACEHOLDER.search(part.text).group(0)} in an {turn.role} message: images go in user messages")
+            else:
+                parts += _with_images(part.text, images, used)
+        turns.append(Turn(turn.role, tuple(parts)))
+    rest = tuple(Image(ref) for k, ref in enumerate(images) if k not in used)
+    if rest:
+        turns[-1] = Turn(turns[-1].role, turns[-1].parts + rest)
+    return Conversation(conversation.system, tuple(turns), conversation.audio)
+
+
+def _with_images(text: str, images: Sequence[ImageRef], used: set[int]) -> list[Part]:
+    """One text part with each `<image k>` replaced by images[k-1] in place (spaces next to it dropped)."""
+    pieces = _IMAGE_PLACEHOLDER.split(text)   # text, number, text, number, ..., text
+    parts: list[Part] = []
+    for n, match in enumerate(_IMAGE_PLACEHOLDER.finditer(text)):
+        _add_text(parts, pieces[2 * n].lstrip(" \t") if n else pieces[2 * n], strip_end=True)
+        k = int(match.group(1))
+        if not 1 <= k <= min(len(images), MAX_IMAGES):
+            raise ValueError(f"messages: {match.group(0)} refers to image {k}, but the sample has {len(images)} "
+                             f"(columns image_1 .. image_{MAX_IMAGES} hold them)")
+        parts.append(Image(images[k - 1]))
+        used.add(k - 1)
+    _add_text(parts, pieces[-1].lstrip(" \t"), strip_end=False)
+    return parts
 
 
 _IMAGE_COLUMN = re.compile(r"image_([1-9][0-9]*)")

@@ -19,15 +19,15 @@ from lalmeval.config.schema import Filters
 from lalmeval.data import audiofolder, hub, webdataset  # noqa: F401  (register their formats)
 from lalmeval.data.choices import gold_index, parse_options
 from lalmeval.data.audio_cells import audio_refs
-from lalmeval.data.cells import cell_text, reference_text
+from lalmeval.data.cells import cell_text, check_reference_size, reference_text
 from lalmeval.data.configs import folder_layout
-from lalmeval.data.confine import DataFolders, hub_caches
+from lalmeval.data.confine import DataFolders, folders_to_allow, hub_caches
 from lalmeval.data.fields import FieldPath, heads, paths_of, physical, resolve, with_paths
 from lalmeval.data.filters import RowFilter, Selection, sample_count
 from lalmeval.data.folder import declares_configs
 from lalmeval.media.images import ImageRef, image_ref, is_missing
 from lalmeval.data.layouts import folder_format
-from lalmeval.data.messages import check_placeholders, from_openai_messages
+from lalmeval.data.messages import check_placeholders, from_openai_messages, place_images
 from lalmeval.data.tables import FORMATS, MemoryTable, Table, TableRequest
 from lalmeval.errors import UserError
 from lalmeval.config.languages import iso_code
@@ -152,8 +152,9 @@ def _format_columns(fmt: str, columns: list[str]) -> dict[str, Any]:
     if fmt == "kimi":
         return {"id_column": "index", "audio_column": "audio_path", "additional_instruction_column": "question", "target_column": "answer",
                 "subset_column": _present(columns, "subset"), "transcript_column": _present(columns, "audio_content")}
-    if fmt == "general_vqa":
-        return {"messages_column": "messages", "target_column": _present(columns, "answer"), "id_column": _present(columns, "id", "index")}
+    if fmt == "general_vqa":   # EvalScope's newer layout puts <image k> in the messages and the images in image_1 .. image_100
+        return {"messages_column": "messages", "target_column": _present(columns, "answer"), "id_column": _present(columns, "id", "index"),
+                "image_column": _numbered(columns, "image") or None}
     if fmt == "general_vmcq":
         images, audios = _numbered(columns, "image"), _numbered(columns, "audio")
         # audio_1 .. audio_100 beside the images: the clips go where <audio k> stands, so the question is sent with its audio
@@ -254,7 +255,10 @@ def _rich_fields(row: dict[str, Any], spec: Any, base: Path) -> dict[str, Any]:
     gold = gold_index(row.get(spec.target_column), choices) if choices and spec.target_column else None
     conversation = from_openai_messages(row.get(spec.messages_column), base) if spec.messages_column else None
     turns = _turns(row.get(spec.turns_column)) if spec.turns_column else ()
-    return {"choices": tuple(choices), "gold": gold, "images": _images(row, spec, base), "conversation": conversation, "turns": turns}
+    images = _images(row, spec, base)
+    if conversation is not None:   # a message list places the image columns itself (<image k>), else they follow it
+        conversation, images = place_images(conversation, images), ()
+    return {"choices": tuple(choices), "gold": gold, "images": images, "conversation": conversation, "turns": turns}
 
 
 def _audio(row: dict[str, Any], spec: Any, base: Path) -> tuple[AudioRef, ...]:
@@ -283,7 +287,8 @@ def _texts(row: dict[str, Any], spec: Any) -> dict[str, Optional[str]]:
     texts = {name: cell_text(row.get(getattr(spec, field)), getattr(spec, field)) if getattr(spec, field) else None
              for name, field in _TEXT_FIELDS.items()}
     if isinstance(spec.target_column, list):  # several columns: the reference is their values as one JSON object (IFEval, BFCL)
-        texts["reference"] = json.dumps({c: row.get(c) for c in spec.target_column}, ensure_ascii=False, default=str)
+        texts["reference"] = check_reference_size(json.dumps({c: row.get(c) for c in spec.target_column}, ensure_ascii=False, default=str),
+                                                  ", ".join(spec.target_column))
     elif spec.target_column:
         texts["reference"] = reference_text(row.get(spec.target_column), spec.target_column, per_turn=bool(spec.turns_column))
     return texts
@@ -359,6 +364,7 @@ class Source:
     keep: Optional[RowFilter] = field(default=None, repr=False)
     folders: Optional[DataFolders] = None    # where rows may name files; None: the data's own folder only
     paths: dict[str, FieldPath] = field(default_factory=dict)  # mapped names that are paths into an object column
+    media: bool = True    # False: nothing will read the files rows name (lalmeval score), so none is checked
 
     @property
     def total(self) -> Optional[int]:
@@ -375,6 +381,8 @@ class Source:
 
     def _confined(self, sample: Sample) -> Sample:
         """The sample with the files it names checked against the folders it may read (a refused one fails it)."""
+        if not self.media:
+            return sample
         return (self.folders or DataFolders.of([self.base])).sample(sample)
 
     @property
@@ -414,9 +422,10 @@ def data_folders(dataset: Dataset, base: Path, allowed: Sequence[Path] = ()) -> 
 _FORMAT_CANDIDATES = ["id", "index", "audio_path", "question", "answer", "subset", "audio_content", "messages", "options"]
 
 
-def open_source(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bool = False, allowed: Sequence[Path] = ()) -> Source:
+def open_source(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bool = False, allowed: Sequence[Path] = (),
+                media: bool = True) -> Source:
     """Open, check and select a dataset (blocking: call from a worker thread); its rows may name files
-    under its own folder and the `allowed` ones."""
+    under its own folder and the `allowed` ones (without `media` nothing reads them, and none is checked)."""
     fields = _light_fields(formatted(dataset, _FORMAT_CANDIDATES), filters)
     table, base, where = open_table(dataset, heads(fields), streaming, allowed)
     dataset = formatted(dataset, table.columns)
@@ -428,9 +437,9 @@ def open_source(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bo
     if scan is None:
         if filters.shuffle and filters.num_samples:
             raise UserError(f"dataset '{dataset.name}': filters.shuffle needs the whole dataset, which a stream does not give ahead; drop shuffle or streaming")
-        return Source(dataset, table, base, where, filters, keep=keep, folders=folders, paths=paths)
+        return Source(dataset, table, base, where, filters, keep=keep, folders=folders, paths=paths, media=media)
     indices, ids = _select((with_paths(row, paths) for row in scan), dataset, keep, filters, seed, where)
-    return Source(dataset, table, base, where, filters, indices, ids, keep, folders, paths)
+    return Source(dataset, table, base, where, filters, indices, ids, keep, folders, paths, media)
 
 
 def iter_samples(dataset: Dataset, streaming: bool = False) -> Iterator[Sample]:
@@ -439,8 +448,9 @@ def iter_samples(dataset: Dataset, streaming: bool = False) -> Iterator[Sample]:
 
 
 def row_problems(dataset: Dataset, filters: Filters, seed: int = 0, streaming: bool = False,
-                 allowed: Sequence[Path] = (), audio_limit: Optional[float] = None) -> tuple[int, list[tuple[str, str]]]:
-    """Select a local dataset as a run would and read every selected row: (samples, [(id, problem)]).
+                 allowed: Sequence[Path] = (), audio_limit: Optional[float] = None) -> tuple[int, list[tuple[str, str]], list[str]]:
+    """Select a local dataset as a run would and read every selected row: (samples, [(id, problem)], the
+    folders to allow for the files rows name outside the data's folder).
 
     What a run would fail row by row — a reference that is not text, a placeholder without its
     media, unreadable options or messages, a clip that cannot be opened or decoded or whose header
@@ -453,7 +463,7 @@ def row_problems(dataset: Dataset, filters: Filters, seed: int = 0, streaming: b
         problem = sample.problem or _audio_problem(sample, audio_limit)
         if problem:
             problems.append((sample.id, problem))
-    return count, problems
+    return count, problems, folders_to_allow(source.folders.outside if source.folders else ())
 
 
 def _audio_problem(sample: Sample, limit: Optional[float]) -> Optional[str]:

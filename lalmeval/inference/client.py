@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Optional, TypeVar
@@ -139,7 +138,6 @@ class Endpoint:
         self._last_400: Optional[str] = None   # the message of a streak of identical 400s
         self.answered = 0   # requests that got a usable reply
         self.down_reason: Optional[str] = None
-        self.capped_wait: Optional[Wait] = None   # the first wait asked for beyond MAX_RETRY_AFTER
         self.refused: Optional[str] = None   # when every request is refused: status, URL and the likely fix, in one line
         self._token = info.auth_token.get_secret_value() if info.auth_token else ""
 
@@ -290,15 +288,17 @@ class Endpoint:
             return f"endpoint refused: {self.refused}"
         return f"endpoint down ({self.down_reason}): {self.shown_url}"
 
-    def _pause(self, asked: Wait) -> float:
-        """The wait a server asked for, up to MAX_RETRY_AFTER; a longer one is said once, not cut silently."""
-        if asked.seconds <= MAX_RETRY_AFTER:
-            return asked.seconds
-        if self.capped_wait is None:
-            self.capped_wait = asked
-            print(f"warning: model '{self.info.name}' ({self.shown_url}) asked to wait {asked.seconds:,.0f}s before retrying "
-                  f"({asked.header}); waiting {MAX_RETRY_AFTER:g}s, the most a retry waits", file=sys.stderr, flush=True)
-        return MAX_RETRY_AFTER
+    def _beyond_patience(self, outcome: _Outcome) -> str:
+        """A wait asked for beyond MAX_RETRY_AFTER: sleeping it would stall the run, retrying sooner would only be
+        refused again (and may lengthen a rate limiter's ban). The sample fails saying when to retry, and so does
+        every later request to this endpoint, without being sent (a resume after that time asks them again)."""
+        asked = outcome.wait
+        assert asked is not None
+        until = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(time.time() + asked.seconds))
+        if self.down_reason is None:
+            self.down_reason = f"it asked to wait {asked.seconds:,.0f}s ({asked.header}), until {until}"
+        return (f"{outcome.reason} (the server asked to wait {asked.seconds:,.0f}s ({asked.header}) before a retry, more than "
+                f"the {MAX_RETRY_AFTER:g}s a retry waits: resume the run after {until})")
 
     def _check_stop(self, attempt: int, waited: float) -> None:
         if self.stop is not None and self.stop.is_set():
@@ -329,7 +329,10 @@ class Endpoint:
             if not outcome.retryable or attempt == attempts_allowed:
                 self._settle(outcome, path)
                 raise RequestFailed(outcome.reason, attempt, waited, latency, queued)
-            pause = self._pause(outcome.wait) if outcome.wait is not None else backoff(attempt)
+            if outcome.wait is not None and outcome.wait.seconds > MAX_RETRY_AFTER:
+                self._settle(outcome, path)
+                raise RequestFailed(self._beyond_patience(outcome), attempt, waited, latency, queued)
+            pause = outcome.wait.seconds if outcome.wait is not None else backoff(attempt)
             self.retries += 1
             self.retry_wait += pause
             waited += pause

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import uuid
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from lalmeval.media.audio import PreparedAudio
 from lalmeval.media.images import ImagePart
 from lalmeval.registry import Registry
 from lalmeval.results.records import Prompt
+from lalmeval.text import printable
 
 _AUDIO_SLOT = "@@lalmeval-audio-{}@@"
 
@@ -64,16 +66,25 @@ def usage_of(payload: dict) -> Optional[dict[str, int]]:
     usage = payload.get("usage")
     if not isinstance(usage, dict):
         return None
-    counts = {k: int(v) for k, v in usage.items() if k.endswith("_tokens") and _count(v)}
+    counts = dict(_token_counts(usage, ""))
     for side in ("prompt", "completion"):
         details = usage.get(f"{side}_tokens_details")
         if isinstance(details, dict):
-            counts.update({f"{side}_{k}": int(v) for k, v in details.items() if k.endswith("_tokens") and _count(v)})
+            counts.update(_token_counts(details, f"{side}_"))
     return counts or None
 
 
-def _count(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e15
+def _token_counts(counts: dict, prefix: str) -> list[tuple[str, int]]:
+    """The `*_tokens` numbers of a usage object; a count that is no count fails the reply, never the sum."""
+    found = []
+    for key, value in counts.items():
+        if not key.endswith("_tokens") or not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        # JSON from a broken server may say Infinity, NaN or 1e400 (read as infinity), or a negative count.
+        if not math.isfinite(value) or value < 0:
+            raise ReplyError(f"usage.{prefix}{printable(key)[:40]} is {value!r}, not a count of tokens")
+        found.append((f"{prefix}{key}", int(value)))
+    return found
 
 
 class Protocol:

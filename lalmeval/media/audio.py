@@ -21,6 +21,7 @@ import soxr
 
 from lalmeval.data.containers import AvClip, ContainerError
 from lalmeval.files import system_tree
+from lalmeval.text import clipped
 
 TARGET_RATE = 16000
 
@@ -33,14 +34,14 @@ def _check_regular(path: str) -> os.stat_result:
     """A named pipe or a device would block the reader for ever; a directory is not a clip; /proc holds secrets."""
     tree = system_tree(path)
     if tree is not None:
-        raise AudioError(f"audio path is a system file under {tree}, never read: {path}")
+        raise AudioError(f"audio path is a system file under {tree}, never read: {clipped(str(path))}")
     try:
         info = os.stat(path)
     except OSError as exc:
-        raise AudioError(f"audio file not readable: {exc.strerror or exc}: {path}") from None
+        raise AudioError(f"audio file not readable: {exc.strerror or exc}: {clipped(str(path))}") from None
     if not stat.S_ISREG(info.st_mode):
         kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
-        raise AudioError(f"audio path is {kind}: {path}")
+        raise AudioError(f"audio path is {kind}: {clipped(str(path))}")
     return info
 
 
@@ -66,7 +67,7 @@ def source_digest(source: Union[bytes, str]) -> str:
             while chunk := handle.read(1 << 20):
                 digest.update(chunk)
     except OSError as exc:
-        raise AudioError(f"audio file not readable: {exc.strerror or exc}: {source}") from None
+        raise AudioError(f"audio file not readable: {exc.strerror or exc}: {clipped(str(source))}") from None
     with _FILE_DIGESTS_LOCK:
         if len(_FILE_DIGESTS) > 100_000:
             _FILE_DIGESTS.clear()

@@ -18,13 +18,15 @@ import hashlib
 import math
 import mimetypes
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
 from urllib.parse import unquote, urlsplit
 
-from lalmeval.files import system_tree
+from lalmeval.files import data_path, system_tree
+from lalmeval.text import clipped
 
 
 class ImageError(ValueError):
@@ -132,15 +134,13 @@ def _mime_of_file(data: bytes, path: Path) -> str:
 
 
 def resolve(source: str, base: Optional[Path]) -> Path:
-    """The file a local path names: absolute or ~ as is; relative against `base`, then the working directory."""
+    """The file a local path names, by the rule audio paths follow too (lalmeval.files.data_path)."""
     path = Path(source).expanduser()
-    if path.is_absolute():
-        return path
+    found = data_path(source, base)
+    if path.is_absolute() or os.path.lexists(found):
+        return found
     candidates = ([base / path] if base is not None else []) + [Path.cwd() / path]
-    for candidate in candidates:
-        if os.path.lexists(candidate):
-            return candidate
-    raise ImageError(f"image file not found: {source!r} (looked for {' and '.join(str(c) for c in candidates)})")
+    raise ImageError(f"image file not found: {describe(source)} (looked for {' and '.join(clipped(str(c)) for c in candidates)})")
 
 
 def read_file(path: Path, max_bytes: Optional[int] = None) -> bytes:
@@ -254,6 +254,24 @@ def is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, str) and not value.strip()) or (isinstance(value, float) and math.isnan(value))
 
 
+_BASE64 = re.compile(r"[A-Za-z0-9+/_\-\s]+={0,2}\s*")
+_SHORTEST_IMAGE = 64   # characters: no image file is smaller, and a path this long without a dot is rare
+
+
+def raw_base64_image(text: str) -> Optional[bytes]:
+    """A cell holding an image as bare base64 (no data: prefix), as some exports write it: its bytes when they
+    decode (standard or URL-safe alphabet) to an image; None for anything else (a path, a URL)."""
+    if len(text) < _SHORTEST_IMAGE or "." in text[:_SHORTEST_IMAGE] or not _BASE64.fullmatch(text):
+        return None
+    compact = re.sub(r"\s+", "", text)
+    try:
+        data = base64.b64decode(compact + "=" * (-len(compact) % 4), altchars=b"-_" if ("-" in compact or "_" in compact) else None,
+                                validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return data if sniff(data) else None
+
+
 def image_ref(value: Any, base: Optional[Path]) -> ImageRef:
     """An ImageRef from a dataset cell: a string, bytes, or a Hugging Face Image struct {bytes, path}."""
     if isinstance(value, dict):
@@ -267,5 +285,6 @@ def image_ref(value: Any, base: Optional[Path]) -> ImageRef:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return ImageRef(bytes(value), base)
     if isinstance(value, str) and not is_missing(value):
-        return ImageRef(value, base)
+        data = raw_base64_image(value)
+        return ImageRef(data if data is not None else value, base)
     raise ImageError(f"an image cell must be a path, URL, data URI, bytes or {{bytes, path}}, not {'an empty value' if is_missing(value) else type(value).__name__}")

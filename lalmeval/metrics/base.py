@@ -59,6 +59,12 @@ class Metric:
         raise NotImplementedError
 
     @classmethod
+    def reads_fields(cls, dataset: Dataset) -> frozenset[str]:
+        """The runspec fields that only scoring reads (normalizer, error_unit) this metric reads on `dataset`: a
+        `protocol` presetting none of them cannot change its score."""
+        return frozenset()
+
+    @classmethod
     def check_dataset(cls, dataset: Dataset) -> None:
         """Refuse to start (UserError) when the metric cannot score this dataset, e.g. a tokenizer is missing."""
 

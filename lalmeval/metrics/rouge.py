@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Optional
 
+from lalmeval.catalog.runspecs import Dataset
 from lalmeval.config.languages import default_error_unit, default_normalizer
 from lalmeval.metrics.base import METRICS, MeanMetric, SampleScore, empty_reference, text_pair, unscored
 from lalmeval.metrics.normalize import normalizer, units_of
@@ -27,6 +28,11 @@ class Rouge(MeanMetric):
     runspec's normalizer and error unit (rouge-score's default tokenizer drops non-ASCII letters)."""
 
     name = "rouge"
+
+    @classmethod
+    def reads_fields(cls, dataset: Dataset) -> frozenset[str]:
+        # English goes through rouge-score's own tokenizer and stemmer; other languages through the normalizer.
+        return frozenset() if dataset.iso_target_language == "en" else frozenset({"normalizer", "error_unit"})
 
     @functools.cached_property
     def _scorer(self) -> Any:

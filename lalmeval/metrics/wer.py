@@ -48,6 +48,10 @@ class UnitMetric(Metric):
     """A metric that counts normalized units of text (the dataset's `Units`)."""
 
     @classmethod
+    def reads_fields(cls, dataset: Dataset) -> frozenset[str]:
+        return frozenset({"normalizer", "error_unit"})
+
+    @classmethod
     def check_dataset(cls, dataset: Dataset) -> None:
         """Refuse to start when the dataset's normalizer needs a package that is not installed."""
         require(dataset.spec.normalizer or default_normalizer(dataset.iso_language), f"{dataset.source}: dataset '{dataset.name}'", dataset.iso_language)

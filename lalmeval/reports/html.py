@@ -14,6 +14,7 @@ from lalmeval.reports.samples import MAX_FIELD_CHARS, MAX_SAMPLE_BYTES, GroupSta
 from lalmeval.reports.settings import model_settings, request_settings
 from lalmeval.reports.plots import Scored, latency_histograms, legend, score_charts, score_histograms
 from lalmeval.reports.tables import PROTOCOL_HEADER, fmt, fmt_ci, fmt_interval, group_cell, not_run, protocol_rows
+from lalmeval.reports.tables import fmt_p
 
 # Keys of a score's details that other columns already show.
 _SHOWN_ELSEWHERE = ("failures", "subsets", "protocol", "reading")
@@ -205,7 +206,7 @@ def _comparisons_section(run: RunDir) -> str:
     rows = []
     for c in run.comparisons:
         p = c.get("p_value")
-        p_text = "n/a" if not isinstance(p, (int, float)) else ("< 0.001" if p < 0.001 else f"{p:.3f}")
+        p_text = fmt_p(p)
         rows.append([esc(c.get("dataset")), esc(c.get("metric")), esc(c.get("model_a")), esc(c.get("model_b")),
                      esc(fmt(c.get("difference"))), esc(fmt_ci(c)), esc(p_text) + (" <strong>*</strong>" if isinstance(p, (int, float)) and p < 0.05 else "")])
     header = ["Dataset", "Metric", "Model A", "Model B", "A − B", "95% CI", "p"]

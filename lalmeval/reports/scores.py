@@ -11,6 +11,7 @@ from lalmeval.catalog.runspecs import Catalog
 from lalmeval.config.secrets import NO_SECRETS
 from lalmeval.reports.console import Redact, text_table
 from lalmeval.reports.tables import group_cell, not_run
+from lalmeval.reports.tables import fmt_p
 from lalmeval.results.ledger import NOT_RUN
 from lalmeval.results.provenance import cached_answers, provenance_notes
 from lalmeval.results.records import Score
@@ -136,7 +137,7 @@ def score_table(scores: list[Score], aggregate_rows: list[dict[str, Any]], redac
 def comparison_table(rows: list[dict[str, Any]], redact: Redact = NO_SECRETS, stream: Optional[TextIO] = None) -> str:
     """Pairs of models on the same dataset–metric: A − B over shared samples, its interval and p-value."""
     body = [[c["dataset"], c["metric"], c["model_a"], c["model_b"], str(c["num_samples"]), f"{c['difference']:+.2f}",
-             _fmt_interval(c["ci95"]), f"{c['p_value']:.3f}"] for c in rows]
+             _fmt_interval(c["ci95"]), fmt_p(c["p_value"])] for c in rows]
     return text_table(["Dataset", "Metric", "A", "B", "Num", "A − B", "95% CI", "p"], body, (4, 5, 6, 7),
                       title="Paired comparisons (A − B on shared samples, paired bootstrap)", redact=redact, stream=stream)
 

@@ -26,6 +26,13 @@ def fmt(value: Any) -> str:
     return f"{value:.2f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "n/a"
 
 
+def fmt_p(value: Any) -> str:
+    """A p-value as every report prints it: three decimals, '< 0.001' below that, 'n/a' when there is none."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "n/a"
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
 def fmt_ci(score: dict[str, Any]) -> str:
     """'[low, high]' with two decimals, or '' when the score has no interval."""
     interval = ci95(score)
@@ -82,8 +89,20 @@ def results_csv(run: RunDir) -> str:
     writer = csv.DictWriter(out, CSV_FIELDS, lineterminator="\n")
     writer.writeheader()
     for row in result_rows(run):
-        writer.writerow({k: ("" if v is None else str(v).lower() if isinstance(v, bool) else v) for k, v in row.items()})
+        writer.writerow({k: ("" if v is None else str(v).lower() if isinstance(v, bool) else spreadsheet_safe(v)) for k, v in row.items()})
     return out.getvalue()
+
+
+# What a spreadsheet reads as the start of a formula (or, for tab and CR, a cell shifted to one).
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """A text cell a spreadsheet shows as text, never runs: one starting like a formula gets a leading
+    apostrophe (OWASP's CSV injection rule); numbers stay numbers."""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def _md_cell(value: Any) -> str:

@@ -12,16 +12,21 @@ what to write instead:
   system prompts, an `audio_format`, `max_tokens` or other generation settings, and datasets with
   images, message lists or dialogues;
 - a model's `long_audio` without its `chunk_size` (no audio is ever longer than no limit);
-- an `aggregate` whose metric scores none of the datasets it names in this run (an empty aggregate).
+- an `aggregate` whose metric scores none of the datasets it names in this run (an empty aggregate);
+- a runspec's `protocol` that presets only scoring fields (normalizer, error_unit) on a dataset scored by a
+  metric that reads neither (accuracy, a judge): the score would carry a label that changed nothing.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lalmeval.catalog.protocols import resolve as resolve_protocol
 from lalmeval.catalog.runspecs import CHOICE_FORMATS, Dataset
 from lalmeval.config.schema import ModelInfo
 from lalmeval.errors import UserError
+from lalmeval.metrics import METRICS
+from lalmeval.metrics.reading import READING_METRICS
 
 if TYPE_CHECKING:
     from lalmeval.run.plan import Plan
@@ -90,12 +95,37 @@ def _check_aggregates(plan: "Plan") -> None:
                             f"aggregate would be empty; name datasets that dataset_metric pairs with {metric}, or drop it")
 
 
+# Runspec fields only a metric reads: a protocol presetting nothing else changes only the metrics that read them.
+SCORING_FIELDS = frozenset({"normalizer", "error_unit", "reading"})
+
+
+def _reads(metric: str, dataset: Dataset) -> frozenset[str]:
+    """The scoring fields `metric` reads on `dataset`: its own, and `reading` for the metrics that read replies."""
+    return METRICS.get(metric).reads_fields(dataset) | ({"reading"} if metric in READING_METRICS else frozenset())
+
+
+def _check_protocols(plan: "Plan") -> None:
+    for dataset, metric in plan.pairs:
+        spec = dataset.spec
+        if "protocol" not in spec.model_fields_set or spec.reproduces:  # a peer's entry names whose convention it follows
+            continue
+        protocol = resolve_protocol(spec.protocol, f"{dataset.source}: dataset '{dataset.name}': protocol")
+        preset = set(protocol.fields(dataset.iso_language))
+        if not preset or preset - SCORING_FIELDS or preset & _reads(metric, dataset):
+            continue
+        readers = [m for m in METRICS.names() if preset & _reads(m, dataset)]
+        raise UserError(f"{dataset.source}: dataset '{dataset.name}': protocol '{spec.protocol}' sets {', '.join(sorted(preset))}, which "
+                        f"{metric} does not read, so it cannot change that score: drop `protocol`, or score the dataset with "
+                        f"{' or '.join(readers)}")
+
+
 def check_settings_apply(plan: "Plan") -> None:
     """Refuse (UserError, one line) every setting this plan would read and then not use."""
     filters = plan.config.filters
     if filters.shuffle and not filters.num_samples:
         raise UserError("filters.shuffle draws filters.num_samples samples at random, and num_samples is not set")
     _check_aggregates(plan)
+    _check_protocols(plan)
     for model in plan.config.models:
         _check_model(model)
         for dataset in plan.datasets:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 from lalmeval.background import abandonable
 from lalmeval.config.options import RunOptions
 from lalmeval.config.secrets import Redactor
-from lalmeval.data.confine import allowed_dirs
+from lalmeval.data.confine import allowed_dirs, folders_to_allow
 from lalmeval.data.source import Source, open_source
 from lalmeval.errors import Interrupted, UserError
 from lalmeval.inference.client import Endpoint
@@ -56,6 +56,7 @@ class Execution:
         self.launcher: Optional[Launcher] = None
         self.write_error: Optional[str] = None
         self.data_errors: dict[str, str] = {}   # dataset → why it could not be opened
+        self.sources: dict[str, Source] = {}    # the datasets opened, by name
         self.judge: Optional[Judge] = None
         self.watch = FailureWatch(plan.config.max_failure_rate, self._too_many_failures)
         self.budget = _budget(plan, self._over_budget)
@@ -104,6 +105,10 @@ class Execution:
             else:
                 sources[dataset.name] = result
         return sources
+
+    def outside(self) -> list[str]:
+        """The folders to allow so that every file a row named outside its data's folder is read."""
+        return folders_to_allow(f for source in self.sources.values() if source.folders for f in source.folders.outside)
 
     def jobs(self, sources: dict[str, Source]) -> Jobs:
         """One inference job per (dataset, model group): the pass every metric of that dataset reads."""
@@ -246,9 +251,9 @@ class Execution:
 
     async def _execute(self, progress_every: float) -> tuple[list[Score], Jobs]:
         self.phase = "opening the data"
-        sources = await self.open_sources()
-        if not sources and self.data_errors:  # nothing to evaluate: the first problem is the whole story
-            raise UserError(next(iter(self.data_errors.values())))
+        sources = self.sources = await self.open_sources()
+        if not sources and self.data_errors:  # nothing to evaluate: every dataset's problem is the story
+            raise UserError(unavailable(self.data_errors))
         jobs = self.jobs(sources)
         engines = [] if self.options.skip_eval else self.engines(jobs)
         self.phase = "reading the stored records and the cache"
@@ -331,3 +336,10 @@ async def _guarded(engine: Engine) -> list[Score]:
         reason = f"{SCORING_FAILED}: {type(exc).__name__}: {exc}"
         return [Score(model, engine.dataset, engine.metric.name, None, job.stream.count, job.stream.count, {"error": reason})
                 for model, job in engine.jobs.items()]
+
+
+def unavailable(errors: dict[str, str]) -> str:
+    """One line naming every dataset that could not be opened and why (the first alone when it is the only one)."""
+    if len(errors) == 1:
+        return next(iter(errors.values()))
+    return f"none of the {len(errors)} datasets can be evaluated: " + "; ".join(f"[{name}] {reason}" for name, reason in errors.items())

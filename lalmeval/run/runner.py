@@ -62,6 +62,7 @@ class RunResult:
     broken_off: dict[str, str] = field(default_factory=dict)         # datasets whose read broke off mid-run (streamed)
     usage: dict[str, Any] = field(default_factory=dict)              # final_scores.json "usage": tokens, per model and judge
     cost: Optional[dict[str, Any]] = None                            # ... "cost", when every model that used tokens is priced
+    outside: list[str] = field(default_factory=list)   # folders to allow (--allow-data-dir) for the files rows named outside their data
 
     @property
     def failed_samples(self) -> int:
@@ -238,7 +239,8 @@ def _result(state: Execution, scores: list[Score], jobs: Jobs) -> RunResult:
                      state.stop.is_set() and not write_failure, down, refused, state.watch.stopped or (state.budget.stopped if state.budget else None),
                      reused=sum(j.reused for j in jobs.values()), cache_hits=sum(c.hits for c in caches.values()),
                      write_error=write_failure, unscored=_unscored(scores), data_errors=dict(state.data_errors),
-                     broken_off={dataset: job.broken_off for (dataset, _), job in jobs.items() if job.broken_off})
+                     broken_off={dataset: job.broken_off for (dataset, _), job in jobs.items() if job.broken_off},
+                     outside=state.outside())
 
 
 def _write_final(result: RunResult, plan: Plan, store: RunStore, run_id: str, redactor: Redactor, provenance: dict[str, Any],
