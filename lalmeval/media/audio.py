@@ -96,6 +96,11 @@ def audio_identity(source: Union[bytes, str], span: Optional[Span] = None) -> st
     return digest if span is None else f"{digest}@{span[0]:.3f}-{span[1]:.3f}"
 
 
+def identity_digest(identity: str) -> str:
+    """The source's digest an audio_identity (or a piece's, `…@truncated`) starts with."""
+    return identity.partition("@")[0]
+
+
 BLOCK_SECONDS = 20.0        # source audio decoded (and resampled) at a time: a long clip never exists as float copies whole
 UNKNOWN_FRAMES = 2**63 - 1  # libsndfile's frame count when the header does not say (a streamed FLAC, some MP3s)
 TRUNCATE_MARGIN = 0.1       # seconds decoded past a truncation, so the resampler's edge falls in what is cut off
