@@ -4,7 +4,8 @@
 
 Every SAMPLE_SECONDS a sampler thread reads each thread's CPU clock and charges the CPU that thread
 used since the last sample to the stage its Python stack is in at that moment (the innermost frame
-a rule in STAGES names; imports first, wherever they happen). Unlike cProfile, whose per-call cost
+a rule in STAGES names; imports first, wherever they happen), or, when the thread is found waiting
+for work, to the stage it was in at the sample before (its CPU went to that work, not to the wait). Unlike cProfile, whose per-call cost
 inflates code made of many small Python calls (the event loop, scoring) several times over and
 leaves C work (decoding, base64) as it is, sampling costs the same whatever runs, so the shares are
 the run's own; the sampler's own CPU is charged to `profiler`. OUT.json gets {"stages": {stage: CPU seconds},
@@ -64,13 +65,17 @@ STAGES: list[tuple[str, str, Optional[frozenset[str]]]] = [
     ("orchestration (feed, jobs, records)", "lalmeval/inference/", None),
     ("orchestration (feed, jobs, records)", "lalmeval/results/", None),
     ("orchestration (feed, jobs, records)", "lalmeval/run/", None),
-    ("event loop and threads", "asyncio/", None),
-    ("event loop and threads", "concurrent/futures/", None),
-    ("event loop and threads", "threading.py", None),
-    ("event loop and threads", "queue.py", None),
+    ("event loop", "asyncio/", None),
+    ("hand-offs between threads", "concurrent/futures/", None),
+    ("hand-offs between threads", "threading.py", None),
+    ("hand-offs between threads", "queue.py", None),
     ("startup (config, plan, runspecs)", "lalmeval/", None),
 ]
 IMPORTS = "<frozen importlib._bootstrap"
+# Innermost frames of a thread waiting for work (an executor's worker, the record writer, a wait). CPU a
+# thread used since the last sample and is found waiting at this one went to the work it did before it
+# waited: it is charged to the stage of the previous sample, not to the wait.
+IDLE = frozenset({("thread.py", "_worker"), ("store.py", "_run"), ("threading.py", "wait"), ("queue.py", "get")})
 
 
 def stage_of(frame: Optional[FrameType]) -> str:
@@ -96,6 +101,7 @@ class Sampler:
         self.seconds: dict[str, float] = {}
         self.functions: dict[str, float] = {}   # CPU by innermost frame (file:function), to look further
         self._last: dict[int, float] = {}
+        self._doing: dict[int, tuple[str, str]] = {}   # thread -> (stage, function) at its last busy sample
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="cpu-sampler", daemon=True)
 
@@ -129,10 +135,15 @@ class Sampler:
                 continue
             spent = used - self._last.get(ident, 0.0)
             self._last[ident] = used
+            where = (frame.f_code.co_filename.rsplit("/", 1)[-1], frame.f_code.co_name)
+            if where in IDLE:  # waiting now: what it used went to the work it was doing at the last sample
+                stage, function = self._doing.pop(ident, ("hand-offs between threads", ":".join(where)))
+            else:
+                stage, function = stage_of(frame), ":".join(where)
+                self._doing[ident] = (stage, function)
             if spent > 0:
-                self._charge(stage_of(frame), spent)
-                where = f"{frame.f_code.co_filename.rsplit('/', 2)[-1]}:{frame.f_code.co_name}"
-                self.functions[where] = self.functions.get(where, 0.0) + spent
+                self._charge(stage, spent)
+                self.functions[function] = self.functions.get(function, 0.0) + spent
 
 
 def main() -> int:
