@@ -45,3 +45,17 @@ def test_notes_that_need_the_disk_say_so_rather_than_touch_it(tmp_path):
     assert notes(sample, ClipKeeper(tmp_path), write=False) is LATER
     assert not (tmp_path / "audio").exists()
     assert notes(sample, ClipKeeper(tmp_path)) == [{"path": "clips/a.wav"}, {"copy": "audio/" + hashlib.sha1(b"RIFF" + bytes(96)).hexdigest() + ".wav"}]
+
+
+def test_preparing_a_clip_file_resolves_its_path_once_for_decoding_and_digest(monkeypatch):
+    import os
+
+    from lalmeval.media.audio import audio_identity
+
+    path = str(DEMO / demo_rows(1)[0]["audio"])
+    resolved = []
+    real = os.path.realpath
+    monkeypatch.setattr(os.path, "realpath", lambda p, *a, **k: resolved.append(p) or real(p, *a, **k))
+    prepared = prepare(path)
+    assert resolved == [path]   # each resolution stats every component of the path: once is enough
+    assert prepared.digest == audio_identity(path) and len(prepared.pcm) > 0
