@@ -370,6 +370,7 @@ def onegroup2000(work: Path, repeat: int = 1) -> None:
     data = make_data("one-row-group parquet", work, "onegroup", 2000, SPEECH_3_7)
     client, endpoint = cpu_split()
     where = f"client on CPU {sorted(client)}, endpoint on CPU {sorted(endpoint)}" if client else "not pinned (one CPU)"
+    fixed = fixed_cost(work, repeat)
     for latency in (0.0, 0.2):
         ours, raw = [], []
         for attempt in range(repeat):
@@ -382,7 +383,28 @@ def onegroup2000(work: Path, repeat: int = 1) -> None:
               f"             raw client {_figures(raw)}\n"
               f"             lalmeval's CPU / the raw client's: {_spread(ratios, 2)} by round; "
               f"load average at the end {os.getloadavg()[0]:.1f}", flush=True)
+        if not latency:
+            per = [f"{name} {1e3 * (_median([r['cpu'] for r in runs]) - fixed[name]) / 1999:.2f} ms" for name, runs in (("lalmeval", ours), ("raw client", raw))]
+            print(f"             CPU per request beyond a one-clip run's: {', '.join(per)}", flush=True)
     breakdown(work, data, 2000)
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return (ordered[(len(ordered) - 1) // 2] + ordered[len(ordered) // 2]) / 2
+
+
+def fixed_cost(work: Path, repeat: int) -> dict[str, float]:
+    """Median CPU seconds of a run over one clip (starting, reading the config, reporting), both clients in turns."""
+    data = make_data("one-row-group parquet", work, "oneclip", 1, SPEECH_3_7)
+    ours, raw = [], []
+    for attempt in range(repeat):
+        ours.append(client_round(work, data, 1, 0.0, f"oneclip-{attempt}"))
+        raw.append(client_round(work, data, 1, 0.0))
+    print(f"oneclip      the same over ONE clip (what a run costs beyond its requests), median (range):\n"
+          f"             lalmeval   {_figures(ours)}\n"
+          f"             raw client {_figures(raw)}", flush=True)
+    return {"lalmeval": _median([r["cpu"] for r in ours]), "raw client": _median([r["cpu"] for r in raw])}
 
 
 def breakdown(work: Path, data: str, rows: int) -> None:
