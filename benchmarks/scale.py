@@ -1,13 +1,15 @@
 """Scale of a whole run through `bash evaluate.sh`: memory, time to first request, throughput, fan-out.
 
-    python benchmarks/scale.py [--only SCENARIOS] [--repeat N]
+    python benchmarks/scale.py [--only SCENARIOS] [--repeat N] [--interpreter PYTHON]
 
 parquet100    100 clips of 3-7 s as FLAC bytes in a parquet of row groups of 100, zero-latency
               endpoint: time to first request after `bash evaluate.sh` starts, wall time, peak RSS.
 parquet2000   the same with 2000 clips.
 onegroup2000  2000 distinct clips of 3-7 s in a parquet of ONE row group (as pyarrow and pandas
-              write it), zero-latency 64-slot endpoint; in the same run, the raw-client floor
-              (benchmarks/raw_client.py: the same requests from a minimal aiohttp client).
+              write it), 64-slot endpoint at 0 ms and at 200 ms; lalmeval and the raw-client floor
+              (benchmarks/raw_client.py: the same requests from a minimal aiohttp client) take turns,
+              each reported with its CPU seconds, wall time, peak RSS and time to first request;
+              then one more lalmeval run under benchmarks/cpu_profile.py: where its CPU goes, per request.
 clips20000    20 000 distinct one-second clips in three layouts: one-row-group parquet,
               save_to_disk folder (Arrow), many small files listed in a jsonl.
 stream100k    100 000 one-second clips listed in a jsonl: RSS sampled through the run (flat?).
@@ -16,7 +18,9 @@ fanout        3 models x 4 datasets (one per layout) x 2 metrics (WER, binary LL
               its ideal (the busiest one decides the run's length).
 slots         2000 clips of 5 s, endpoint 64 slots x 200 ms, batch_size 64: inference phase vs ideal.
 replicas      two replicas, one 3x slower: share of requests each served; then one killed mid-run.
-Each run is a fresh process (warm environment: the venv exists, files are in the page cache).
+Each run is a fresh process (warm environment: the venv exists, files are in the page cache). With two
+CPUs or more, endpoints run on the last one and the client on the others (the fan-out's client on any).
+CPU seconds are the client process's own (user + system, all its threads), from the kernel.
 Clips are real speech (demo utterances); the *2000/*20000/fanout ones are all different clips, as
 in a real dataset (a parquet writer's dictionary would fold repeated clips into one).
 """
@@ -36,7 +40,7 @@ import time
 import urllib.request
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 import numpy as np
 import soundfile as sf
@@ -181,10 +185,26 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def cpu_split() -> tuple[Optional[set[int]], Optional[set[int]]]:
+    """(the client's CPUs, the endpoints' CPUs): the endpoints get the last CPU and the client the others, so the
+    client's cost is not hidden by the endpoint's, nor slowed by it; (None, None) on one CPU or without affinity."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None, None
+    return (set(cpus[:-1]), {cpus[-1]}) if len(cpus) >= 2 else (None, None)
+
+
+def pinned(cpus: Optional[set[int]]):
+    """A preexec_fn that pins the child to `cpus` (None: no pinning)."""
+    return None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
+
+
 def start_endpoint(latency: float, capacity: int, reply: str = REFERENCE) -> tuple[subprocess.Popen, str]:
+    """A benchmark endpoint in its own process, on the endpoints' CPU (see cpu_split)."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, str(REPO / "benchmarks" / "endpoint.py"), "--port", str(port), "--latency", str(latency),
-                             "--capacity", str(capacity), "--reply", reply])
+                             "--capacity", str(capacity), "--reply", reply], preexec_fn=pinned(cpu_split()[1]))
     for _ in range(100):
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1)
@@ -212,24 +232,45 @@ def write_config(work: Path, data: "str | dict[str, str]", models: list[dict], m
     return path
 
 
-def evaluate(config: Path, run_id: str, sample_rss: bool = False) -> dict:
-    """Run `bash evaluate.sh` as a user would; wall time, exit code, the python process's peak RSS."""
+INTERPRETER: Optional[str] = None   # --interpreter: run `INTERPRETER -m lalmeval run` in this checkout, not `bash evaluate.sh`
+
+
+def lalmeval_command(*arguments: str) -> tuple[list[str], dict[str, str]]:
+    """The command (and environment) that runs `lalmeval run` with `arguments` as a user would: `bash evaluate.sh`,
+    or with --interpreter that Python on this checkout (for a checkout whose environment was set up elsewhere)."""
+    if INTERPRETER is None:
+        return ["bash", "evaluate.sh", *arguments], dict(os.environ)
+    return [INTERPRETER, "-m", "lalmeval", "run", *arguments], {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def measure(command: list[str], env: Optional[dict[str, str]] = None, cpus: Optional[set[int]] = None, sample_rss: bool = False) -> dict:
+    """Run `command` (pinned to `cpus`): wall time, exit code, and the process's own CPU seconds (user + system,
+    its threads and children included) and peak RSS, as the kernel counts them."""
     started = time.time()
-    proc = subprocess.Popen(["bash", "evaluate.sh", "--config", str(config), "--run-id", run_id, "--no-cache"], cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=pinned(cpus))
     trace: list[tuple[float, float]] = []
     done = threading.Event()
     if sample_rss:
         threading.Thread(target=_sample_rss, args=(proc.pid, started, trace, done), daemon=True).start()
+    stdout_lines: list[str] = []
     stderr_lines: list[str] = []
-    reader = threading.Thread(target=lambda: stderr_lines.extend(proc.stderr), daemon=True)
-    reader.start()
-    _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak RSS, not the endpoint's
+    readers = [threading.Thread(target=lambda: stdout_lines.extend(proc.stdout), daemon=True),
+               threading.Thread(target=lambda: stderr_lines.extend(proc.stderr), daemon=True)]
+    for reader in readers:
+        reader.start()
+    _, status, usage = os.wait4(proc.pid, 0)  # this child's own figures, not the endpoint's
     done.set()
-    reader.join(5)
+    for reader in readers:
+        reader.join(5)
     proc.returncode = os.waitstatus_to_exitcode(status)
     return {"started": started, "wall": time.time() - started, "code": proc.returncode, "cpu": usage.ru_utime + usage.ru_stime,
-            "peak_mb": usage.ru_maxrss / 1024, "trace": trace, "stderr": "".join(stderr_lines[-5:])}
+            "peak_mb": usage.ru_maxrss / 1024, "trace": trace, "stdout": "".join(stdout_lines[-20:]), "stderr": "".join(stderr_lines[-5:])}
+
+
+def evaluate(config: Path, run_id: str, sample_rss: bool = False, cpus: Optional[set[int]] = None) -> dict:
+    """Run lalmeval on `config` as a user would; wall time, exit code, CPU seconds and peak RSS of its process."""
+    command, env = lalmeval_command("--config", str(config), "--run-id", run_id, "--no-cache")
+    return measure(command, env, cpus, sample_rss)
 
 
 def _sample_rss(pid: int, started: float, trace: list, done: threading.Event) -> None:
@@ -263,30 +304,41 @@ def _spread(values: list[float], digits: int = 0) -> str:
     return f"{median:.{digits}f}" + (f" ({ordered[0]:.{digits}f}-{ordered[-1]:.{digits}f})" if len(ordered) > 1 else "")
 
 
+def stop_endpoint(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    proc.wait(10)
+
+
 def zero_latency_run(work: Path, data: str, rows: int, run_id: str) -> dict:
-    """One `bash evaluate.sh` over `data` against a fresh zero-latency 64-slot endpoint; every sample must be scored."""
-    proc, base = start_endpoint(0.0, 64)
+    """One lalmeval run over `data` against a fresh zero-latency 64-slot endpoint; every sample must be scored."""
+    return client_round(work, data, rows, 0.0, run_id)
+
+
+def client_round(work: Path, data: str, rows: int, latency: float, run_id: Optional[str] = None, profile: Optional[Path] = None) -> dict:
+    """One client against a fresh 64-slot endpoint of `latency` seconds, the client on the client's CPUs: lalmeval
+    (`run_id`; under benchmarks/cpu_profile.py writing `profile` when given), or else benchmarks/raw_client.py.
+    Every sample must be answered (and, by lalmeval, scored). `first`: seconds from start to the first request."""
+    proc, base = start_endpoint(latency, 64)
     try:
-        out = evaluate(write_config(work, data, [model(base)]), run_id)
+        if run_id is None:
+            out = measure([sys.executable, str(REPO / "benchmarks" / "raw_client.py"), "--data", str(work / data), "--url", base + "/v1"],
+                          cpus=cpu_split()[0])
+        else:
+            arguments = ("--config", str(write_config(work, data, [model(base)])), "--run-id", run_id, "--no-cache")
+            command, env = lalmeval_command(*arguments)
+            if profile is not None:  # in-process under the sampler: the Python evaluate.sh would run
+                python = INTERPRETER or str(REPO / ".venv" / "bin" / "python")
+                command, env = [python, str(REPO / "benchmarks" / "cpu_profile.py"), str(profile), "run", *arguments], {**os.environ, "PYTHONPATH": str(REPO)}
+            out = measure(command, env, cpu_split()[0])
         stats = stats_of(base)
     finally:
-        proc.terminate()
-    score = final(work, run_id)
-    assert out["code"] == 0 and score["num_samples"] == rows and score["num_failed"] == 0, (out, score)
+        stop_endpoint(proc)
+    if run_id is None:
+        assert out["code"] == 0 and json.loads(out["stdout"])["answered"] == rows, out
+    else:
+        score = final(work, run_id)
+        assert out["code"] == 0 and score["num_samples"] == rows and score["num_failed"] == 0, (out, score)
     return {**out, "first": stats["first_arrival"] - out["started"]}
-
-
-def raw_floor(work: Path, data: str, rows: int) -> float:
-    """Wall time of benchmarks/raw_client.py sending the same requests (process start to last reply)."""
-    proc, base = start_endpoint(0.0, 64)
-    try:
-        started = time.time()
-        out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "raw_client.py"), "--data", str(work / data), "--url", base + "/v1"],
-                             capture_output=True, text=True, check=True)
-    finally:
-        proc.terminate()
-    assert json.loads(out.stdout)["answered"] == rows, out.stdout
-    return time.time() - started
 
 
 def parquet_run(work: Path, label: str, rows: int, seconds: list[float], repeat: int) -> None:
@@ -307,17 +359,64 @@ def parquet2000(work: Path, repeat: int = 1) -> None:
     parquet_run(work, "parquet2000", 2000, [3 + 4 * i / 49 for i in range(50)], repeat)
 
 
+def _figures(runs: list[dict]) -> str:
+    return (f"CPU {_spread([r['cpu'] for r in runs], 2)} s, wall {_spread([r['wall'] for r in runs], 1)} s, "
+            f"peak RSS {_spread([r['peak_mb'] for r in runs])} MB, first request {_spread([r['first'] for r in runs], 2)} s")
+
+
 def onegroup2000(work: Path, repeat: int = 1) -> None:
-    """2000 distinct clips of 3-7 s in one row group; lalmeval and the raw client take turns."""
+    """2000 distinct clips of 3-7 s in one row group, at 0 and 200 ms: lalmeval and the raw client take turns
+    (drift on a shared machine then falls on both alike); then one lalmeval run under the CPU sampler."""
     data = make_data("one-row-group parquet", work, "onegroup", 2000, SPEECH_3_7)
-    runs, floors = [], []
+    client, endpoint = cpu_split()
+    where = f"client on CPU {sorted(client)}, endpoint on CPU {sorted(endpoint)}" if client else "not pinned (one CPU)"
+    fixed = fixed_cost(work, repeat)
+    for latency in (0.0, 0.2):
+        ours, raw = [], []
+        for attempt in range(repeat):
+            ours.append(client_round(work, data, 2000, latency, f"onegroup-{latency:g}-{attempt}"))
+            raw.append(client_round(work, data, 2000, latency))
+        ratios = [o["cpu"] / r["cpu"] for o, r in zip(ours, raw)]
+        print(f"onegroup2000 2000 distinct clips of 3-7 s ({size_mb(work / data):.0f} MB parquet, one row group), {latency * 1000:.0f} ms x 64 slots, "
+              f"{repeat} interleaved round(s), {where}, median (range):\n"
+              f"             lalmeval   {_figures(ours)}\n"
+              f"             raw client {_figures(raw)}\n"
+              f"             lalmeval's CPU / the raw client's: {_spread(ratios, 2)} by round; "
+              f"load average at the end {os.getloadavg()[0]:.1f}", flush=True)
+        if not latency:
+            per = [f"{name} {1e3 * (_median([r['cpu'] for r in runs]) - fixed[name]) / 1999:.2f} ms" for name, runs in (("lalmeval", ours), ("raw client", raw))]
+            print(f"             CPU per request beyond a one-clip run's: {', '.join(per)}", flush=True)
+    breakdown(work, data, 2000)
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return (ordered[(len(ordered) - 1) // 2] + ordered[len(ordered) // 2]) / 2
+
+
+def fixed_cost(work: Path, repeat: int) -> dict[str, float]:
+    """Median CPU seconds of a run over one clip (starting, reading the config, reporting), both clients in turns."""
+    data = make_data("one-row-group parquet", work, "oneclip", 1, SPEECH_3_7)
+    ours, raw = [], []
     for attempt in range(repeat):
-        floors.append(raw_floor(work, data, 2000))
-        runs.append(zero_latency_run(work, data, 2000, f"onegroup-{attempt}"))
-    walls = [r["wall"] for r in runs]
-    print(f"onegroup2000 2000 distinct clips of 3-7 s ({size_mb(work / data):.0f} MB parquet, one row group), zero latency, {repeat} run(s), "
-          f"median (range): first request {_spread([r['first'] for r in runs], 2)} s; wall {_spread(walls, 1)} s vs raw client "
-          f"{_spread(floors, 1)} s -> {_spread([w / f for w, f in zip(walls, floors)], 2)}x the floor; peak RSS {_spread([r['peak_mb'] for r in runs])} MB")
+        ours.append(client_round(work, data, 1, 0.0, f"oneclip-{attempt}"))
+        raw.append(client_round(work, data, 1, 0.0))
+    print(f"oneclip      the same over ONE clip (what a run costs beyond its requests), median (range):\n"
+          f"             lalmeval   {_figures(ours)}\n"
+          f"             raw client {_figures(raw)}", flush=True)
+    return {"lalmeval": _median([r["cpu"] for r in ours]), "raw client": _median([r["cpu"] for r in raw])}
+
+
+def breakdown(work: Path, data: str, rows: int) -> None:
+    """One more zero-latency lalmeval run under benchmarks/cpu_profile.py: where its CPU goes, per request."""
+    path = work / "cpu_profile.json"
+    out = client_round(work, data, rows, 0.0, "onegroup-profiled", profile=path)
+    stages = json.loads(path.read_text())["stages"]
+    sampled = sum(stages.values())
+    print(f"             where lalmeval's CPU goes at 0 ms (one more run, sampled: {sampled:.2f} s of the process's {out['cpu']:.2f} s; "
+          f"µs per request, share):")
+    for stage, seconds in sorted(stages.items(), key=lambda item: -item[1]):
+        print(f"               {stage:<38} {seconds * 1e6 / rows:7.0f} µs  {100 * seconds / sampled:4.1f}%")
 
 
 def clips20000(work: Path, repeat: int = 1) -> None:
@@ -340,7 +439,7 @@ def stream100k(work: Path) -> None:
     try:
         out = evaluate(write_config(work, "set100k.jsonl", [model(base)]), "s100k", sample_rss=True)
     finally:
-        proc.terminate()
+        stop_endpoint(proc)
     score = final(work, "s100k")
     assert out["code"] == 0 and score["num_samples"] == 100_000 and score["num_failed"] == 0, (out, score)
     trace = out["trace"]
@@ -356,7 +455,7 @@ def slots(work: Path) -> None:
         out = evaluate(write_config(work, "set5s.parquet", [model(base)]), "slots")
         stats = stats_of(base)
     finally:
-        proc.terminate()
+        stop_endpoint(proc)
     assert out["code"] == 0, out
     ideal = 2000 / 64 * 0.2
     busy = stats["last_end"] - stats["first_start"]
@@ -404,14 +503,17 @@ def fanout(work: Path) -> None:
         stats = {name: stats_of(base) for name, (_, base) in started.items()}
     finally:
         for proc, _ in [*started.values(), (judge, judge_url)]:
-            proc.terminate()
+            stop_endpoint(proc)
     scores = all_scores(work, "fanout")
     assert out["code"] == 0 and len(scores) == 24 and all(s["num_samples"] == 500 and s["num_failed"] == 0 for s in scores), (out, scores)
     shares = {name: (stats[name]["requests"] / slots * latency) / (stats[name]["last_end"] - stats[name]["first_start"])
               for name, (slots, latency) in shapes.items()}
     busiest = max(shapes, key=lambda n: stats[n]["requests"] / shapes[n][0] * shapes[n][1])
-    print(f"fanout       3 models x 4 datasets x 2 metrics (WER, binary judge), 6000 requests + 6000 judgments: wall {out['wall']:.1f} s "
-          f"(CPU {out['cpu']:.1f} s); "
+    first = min(s["first_arrival"] for s in stats.values()) - out["started"]
+    # The client is not pinned here: the busiest endpoint's share is about wall time, and the run needs more than one core.
+    print(f"fanout       3 models x 4 datasets x 2 metrics (WER, binary judge), 6000 requests + 6000 judgments, endpoints on CPU "
+          f"{sorted(cpu_split()[1] or [])}, lalmeval on any: wall {out['wall']:.1f} s (CPU {out['cpu']:.1f} s, "
+          f"{out['cpu'] * 1e3 / 12000:.2f} ms per request or judgment); first request {first:.2f} s; load average at the end {os.getloadavg()[0]:.1f}; "
           f"peak RSS {out['peak_mb']:.0f} MB; share of ideal " + ", ".join(f"{n} ({shapes[n][0]} slots) {v:.3f}" for n, v in shares.items())
           + f"; busiest ({busiest}) {shares[busiest]:.3f}")
 
@@ -425,7 +527,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated scenarios")
     parser.add_argument("--repeat", type=int, default=5, help="runs of each repeated scenario (the shared VM varies run to run)")
+    parser.add_argument("--interpreter", help="run `INTERPRETER -m lalmeval run` on this checkout instead of `bash evaluate.sh` "
+                                              "(a checkout whose environment was set up elsewhere)")
     args = parser.parse_args()
+    global INTERPRETER
+    INTERPRETER = args.interpreter
+    print(f"[{time.strftime('%Y-%m-%d %H:%M %Z')}]", flush=True)
     for name in args.only.split(","):
         # Time figures need a quiet machine; the load says how quiet it was (RSS figures do not depend on it).
         print(f"[{name}: load average {' / '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs]", flush=True)

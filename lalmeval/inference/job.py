@@ -14,8 +14,8 @@ from lalmeval.background import abandonable
 from lalmeval.results.cache import EARLIER_RUN, InferenceCache, deterministic, request_key
 from lalmeval.config.schema import ModelInfo
 from lalmeval.data.choices import LETTERS
-from lalmeval.results.clips import notes as clip_notes
-from lalmeval.media.audio import AudioError, PreparedAudio, audio_identity
+from lalmeval.results.clips import LATER, notes as clip_notes
+from lalmeval.media.audio import AudioError, PreparedAudio, audio_identity, identity_digest
 from lalmeval.media.images import ImageError, ImagePart
 from lalmeval.data.messages import Conversation, Text, Turn, image_parts
 from lalmeval.data.source import Source
@@ -379,12 +379,11 @@ class InferenceJob:
     async def infer(self, sample: Sample, prompt: Prompt, home: Endpoint, repeat: int = 0) -> Record:
         """The record for one (sample, repeat): a prediction, or the reason there is none."""
         record = self._record(sample, prompt, repeat)
-        loop = asyncio.get_running_loop()
-        if sample.audio:  # where the clip came from, for the report's player
-            record.extra["audio"] = await loop.run_in_executor(None, clip_notes, sample, self.store.clips)
         try:
             audio = await self._audio(sample, prompt)
-            images = await loop.run_in_executor(None, _images, prompt)
+            await self._note_clips(record, sample, audio)
+            # Images are read from files: off the loop, and only when the prompt has a conversation that may hold them.
+            images = await asyncio.get_running_loop().run_in_executor(None, _images, prompt) if prompt.conversation is not None else []
             record.key = request_key(self.info, prompt, self.shown_params, [a.digest for a in audio], self.language, url=self.identity,
                                      image_digests=[i.digest for i in images], repeat=self._repeat_key(repeat), long_audio=self.long_audio)
             cached = self.cache.get(record.key) if self._cacheable() else None
@@ -404,6 +403,7 @@ class InferenceJob:
             record.error = f"image: {exc}"
         except AudioError as exc:
             record.error = f"audio: {exc}"
+            await self._note_clips(record, sample, [])
         except RequestError as exc:
             record.error = f"request: {exc}"
         except RequestFailed as exc:
@@ -412,6 +412,18 @@ class InferenceJob:
         except ReplyError as exc:
             record.error = f"bad reply: {exc}"
         return record
+
+    async def _note_clips(self, record: Record, sample: Sample, audio: list[PreparedAudio]) -> None:
+        """Where the sample's clips came from, for the report's player. The digests of the clips prepared
+        for the request are reused, and the disk (a copy to write) is left to a worker thread only when needed."""
+        if not sample.audio or "audio" in record.extra:
+            return
+        digests = [identity_digest(a.digest) for a in audio]
+        known = digests if len(digests) == len(sample.audio) and all(digests) else None
+        found = clip_notes(sample, self.store.clips, known, write=False) if known is not None else LATER
+        if found is LATER:
+            found = await asyncio.get_running_loop().run_in_executor(None, clip_notes, sample, self.store.clips, known)
+        record.extra["audio"] = found
 
     def _cacheable(self) -> bool:
         return self.cache is not None and not self.options.force_reinfer and (deterministic(self.params) or self.options.cache_sampled)

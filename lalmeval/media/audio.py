@@ -49,14 +49,15 @@ _FILE_DIGESTS: dict[tuple[str, int, int], str] = {}
 _FILE_DIGESTS_LOCK = threading.Lock()
 
 
-def source_digest(source: Union[bytes, str]) -> str:
+def source_digest(source: Union[bytes, str], info: Optional[os.stat_result] = None) -> str:
     """SHA-1 of the clip's bytes as stored (embedded bytes, or the file's content).
 
     This is the identity of "the audio behind an id": a changed file changes it. File digests are
-    remembered by (path, size, mtime) so that resuming a run does not hash a file twice."""
+    remembered by (path, size, mtime) so that resuming a run does not hash a file twice. `info`: the
+    file's stat from _check_regular, when the caller has checked it already."""
     if isinstance(source, bytes):
         return hashlib.sha1(source).hexdigest()
-    info = _check_regular(source)
+    info = info or _check_regular(source)
     key = (source, info.st_size, info.st_mtime_ns)
     with _FILE_DIGESTS_LOCK:
         if key in _FILE_DIGESTS:
@@ -91,10 +92,15 @@ def _frames(span: Span, rate: int, total: int) -> tuple[int, int]:
     return first, max(1, last - first)
 
 
-def audio_identity(source: Union[bytes, str], span: Optional[Span] = None) -> str:
+def audio_identity(source: Union[bytes, str], span: Optional[Span] = None, info: Optional[os.stat_result] = None) -> str:
     """What identifies the audio a request carries: the source's digest, and the span cut from it."""
-    digest = source_digest(source)
+    digest = source_digest(source, info)
     return digest if span is None else f"{digest}@{span[0]:.3f}-{span[1]:.3f}"
+
+
+def identity_digest(identity: str) -> str:
+    """The source's digest an audio_identity (or a piece's, `…@truncated`) starts with."""
+    return identity.partition("@")[0]
 
 
 BLOCK_SECONDS = 20.0        # source audio decoded (and resampled) at a time: a long clip never exists as float copies whole
@@ -228,8 +234,8 @@ def _open(source: Union[bytes, str]) -> Union[sf.SoundFile, AvClip]:
 
 @contextmanager
 def _decoder(source: Union[bytes, str], span: Optional[Span], max_seconds: Optional[float], first_seconds: Optional[float],
-             pcm16_if_ready: bool) -> Iterator[_Decoder]:
-    if isinstance(source, str):
+             pcm16_if_ready: bool, checked: bool = False) -> Iterator[_Decoder]:
+    if isinstance(source, str) and not checked:
         _check_regular(source)
     with _read_errors(), _open(source) as handle:
         yield _Decoder(handle, span, max_seconds, first_seconds, pcm16_if_ready)
@@ -268,10 +274,11 @@ def decode(source: Union[bytes, str], target_rate: int = TARGET_RATE, span: Opti
 
 
 def pcm16(source: Union[bytes, str], span: Optional[Span] = None, max_seconds: Optional[float] = None,
-          first_seconds: Optional[float] = None) -> np.ndarray:
+          first_seconds: Optional[float] = None, checked: bool = False) -> np.ndarray:
     """The clip (its span, its first seconds) as 16-bit 16 kHz mono, decoded and resampled block by block:
-    memory holds the result and one block, never the clip in float (16-bit 16 kHz mono is taken as is)."""
-    with _decoder(source, span, max_seconds, first_seconds, True) as decoder:
+    memory holds the result and one block, never the clip in float (16-bit 16 kHz mono is taken as is).
+    `checked`: the caller has checked a path source with _check_regular already."""
+    with _decoder(source, span, max_seconds, first_seconds, True, checked) as decoder:
         pieces = (p if p.dtype == np.int16 else to_pcm16(p) for p in _resampled(decoder, TARGET_RATE))
         return _gather(pieces, _expected(decoder, TARGET_RATE), np.int16)
 
@@ -378,4 +385,6 @@ def prepare(source: Union[bytes, str], span: Optional[Span] = None, max_seconds:
 
     A clip longer than `max_seconds` (max_audio_seconds) fails with an AudioError before it is decoded
     whole. The identity is the whole clip's (or span's): a truncation is the model's setting, not the audio."""
-    return PreparedAudio(pcm16(source, span, max_seconds, first_seconds), audio_identity(source, span)).encoded()
+    # The path is checked once for decoding and digest alike: the check resolves it, a component at a time.
+    info = _check_regular(source) if isinstance(source, str) else None
+    return PreparedAudio(pcm16(source, span, max_seconds, first_seconds, checked=True), audio_identity(source, span, info)).encoded()

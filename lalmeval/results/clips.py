@@ -13,7 +13,7 @@ import hashlib
 import os
 import threading
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence, Union
 
 from lalmeval.results.records import Sample
 
@@ -34,32 +34,50 @@ def extension(data: bytes) -> str:
 
 class ClipKeeper:
     """Copies of embedded clips under `<run>/audio/`, KEEP_BYTES in all (those kept by earlier sessions of
-    the run included); safe to call from worker threads."""
+    the run included); safe to call from worker threads. What the folder holds is read once, then kept
+    in memory: after that, a clip already kept or one past the fill is answered without the disk."""
 
     def __init__(self, root: Path, limit: int = KEEP_BYTES):
         self.folder = root / FOLDER
         self.limit = limit
         self._lock = threading.Lock()
         self._used: Optional[int] = None
+        self._names: set[str] = set()
 
-    def _kept(self) -> int:
+    def _scan(self) -> None:
+        """The copies earlier sessions of the run left, and the bytes the folder holds (once)."""
+        if self._used is not None:
+            return
+        used = 0
         try:
-            return sum(entry.stat().st_size for entry in os.scandir(self.folder) if entry.is_file())
+            for entry in os.scandir(self.folder):
+                if entry.is_file():
+                    used += entry.stat().st_size
+                    if not entry.name.startswith("."):  # not a copy cut short while it was written
+                        self._names.add(entry.name)
         except OSError:
-            return 0
+            pass
+        self._used = used
 
-    def keep(self, data: bytes) -> Optional[str]:
-        """The run-relative path of a copy of `data`, or None once the run holds its fill (or the disk refuses)."""
-        name = hashlib.sha1(data).hexdigest() + extension(data)
-        path = self.folder / name
+    def keep(self, data: bytes, digest: Optional[str] = None, write: bool = True) -> Union[Optional[str], object]:
+        """The run-relative path of a copy of `data` (whose SHA-1 is `digest` when the caller knows it), or None
+        once the run holds its fill (or the disk refuses). With `write` off, LATER when answering would need the
+        disk (the first look at the folder, or a copy to write): then call again, off the event loop."""
+        name = (digest or hashlib.sha1(data).hexdigest()) + extension(data)
         with self._lock:
-            if path.is_file() and path.stat().st_size == len(data):
+            if self._used is None and not write:
+                return LATER
+            self._scan()
+            assert self._used is not None
+            if name in self._names:
                 return f"{FOLDER}/{name}"
-            if self._used is None:
-                self._used = self._kept()
             if self._used + len(data) > self.limit:
                 return None
+            if not write:
+                return LATER
             self._used += len(data)
+            self._names.add(name)   # a second caller with the same clip uses this copy rather than writing its own
+        path = self.folder / name
         tmp = path.with_name(f".{name}.{threading.get_ident()}.tmp")
         try:
             self.folder.mkdir(exist_ok=True)
@@ -68,24 +86,35 @@ class ClipKeeper:
         except OSError:
             with contextlib.suppress(OSError):
                 tmp.unlink(missing_ok=True)
+            with self._lock:
+                self._names.discard(name)
             return None
         return f"{FOLDER}/{name}"
 
 
-def notes(sample: Sample, keeper: Optional[ClipKeeper]) -> list[dict[str, Any]]:
+LATER = object()   # what ClipKeeper.keep and notes answer, with `write` off, when the answer needs the disk
+
+
+def notes(sample: Sample, keeper: Optional[ClipKeeper], digests: Optional[Sequence[str]] = None,
+          write: bool = True) -> Union[list[dict[str, Any]], object]:
     """One note per clip of `sample`: {"path", "span"?} for a file, {"copy", "span"?} for kept bytes, else
-    {"bytes"} (blocking: call in an executor). Never raises: a note is no reason to fail a sample."""
+    {"bytes"}. `digests`: the SHA-1 of each clip's bytes when known (they are not hashed again). Blocking:
+    call in an executor, unless `write` is off, which answers LATER rather than touch the disk. Never
+    raises: a note is no reason to fail a sample."""
     found = []
-    for ref in sample.audio:
+    for index, ref in enumerate(sample.audio):
         note: dict[str, Any]
         if isinstance(ref.source, str):
             note = {"path": ref.source}
         else:
             kept = None
             try:
-                kept = keeper.keep(ref.source) if keeper is not None else None
+                digest = digests[index] if digests is not None else None
+                kept = keeper.keep(ref.source, digest, write) if keeper is not None else None
             except Exception:  # noqa: BLE001 - the copy is a courtesy; the request goes on without it
                 kept = None
+            if kept is LATER:
+                return LATER
             note = {"copy": kept} if kept else {"bytes": len(ref.source)}
         if ref.span is not None:
             note["span"] = [ref.span[0], ref.span[1]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -109,15 +110,39 @@ class _WriterThread:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: Optional[threading.Thread] = None
         self._lock = threading.Lock()
+        self._pending: list[tuple[BinaryIO, dict[str, Any], None]] = []   # lines queued on an event loop, not handed over yet
+        self._flush_on: Optional[asyncio.AbstractEventLoop] = None        # the loop a hand-over is scheduled on
         self.error: Optional[str] = None
         self.on_error: Optional[Callable[[str], None]] = None
 
     def submit(self, file: BinaryIO, item: Optional[dict[str, Any]], done: Optional[threading.Event] = None) -> None:
+        """Queue a line, or (item None) a mark: `done` is set once every line queued before it is written.
+
+        Lines queued on an event loop are handed to the thread together once per turn of the loop: waking
+        the thread for each line would cost the loop more than the line's own writing."""
+        loop = _running_loop() if item is not None and done is None else None
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="lalmeval-writer", daemon=True)
                 self._thread.start()
-        self._queue.put((file, item, done))
+            if loop is not None:
+                self._pending.append((file, item, None))
+                if self._flush_on is not loop:
+                    self._flush_on = loop
+                    loop.call_soon(self._hand_over)
+                return
+            self._hand_over_locked()   # what an event loop queued goes first: a mark waits for it too
+            self._queue.put((file, item, done))
+
+    def _hand_over(self) -> None:
+        with self._lock:
+            self._hand_over_locked()
+
+    def _hand_over_locked(self) -> None:
+        self._flush_on = None
+        if self._pending:
+            self._queue.put(self._pending)
+            self._pending = []
 
     def reset(self) -> None:
         """Forget an earlier failure (a new run in the same process)."""
@@ -125,9 +150,13 @@ class _WriterThread:
 
     def _run(self) -> None:
         while True:
-            batch = [self._queue.get()]
-            while not self._queue.empty():
-                batch.append(self._queue.get_nowait())
+            batch: list = []
+            entry = self._queue.get()
+            while True:
+                batch.extend(entry) if isinstance(entry, list) else batch.append(entry)
+                if self._queue.empty():
+                    break
+                entry = self._queue.get_nowait()
             try:
                 self._write(batch)
             except BaseException as exc:  # noqa: BLE001 - the thread must outlive any failure
@@ -156,6 +185,13 @@ class _WriterThread:
             self.error = reason
             if self.on_error is not None:
                 self.on_error(reason)
+
+
+def _running_loop() -> Optional[asyncio.AbstractEventLoop]:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def json_line(item: Any) -> bytes:
