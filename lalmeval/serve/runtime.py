@@ -11,10 +11,10 @@ from typing import Any, Optional, Sequence, Union
 from lalmeval.errors import UserError
 from lalmeval.serve.builtin import BUILTIN
 from lalmeval.serve.errors import ApiError
-from lalmeval.serve.model import Answer, AudioModel, ChatInput, Reply, Segment
+from lalmeval.serve.model import Answer, AudioModel, ChatInput, Reply, Segment, Speech
 
 SAMPLE_RATE = 16000
-CHAT, TRANSCRIPTION = "chat", "transcription"
+CHAT, TRANSCRIPTION, SPEECH = "chat", "transcription", "speech"
 
 
 def load_model(spec: str) -> AudioModel:
@@ -76,6 +76,8 @@ def stopped(model: AudioModel, item: Any, reply: Union[Reply, ApiError]) -> Unio
 def run_batch(model: AudioModel, kind: str, items: Sequence[Any]) -> list[Union[Reply, ApiError]]:
     """One batch through the model, each answer as a Reply, or the ApiError refusing that request alone
     (runs in a worker thread or process, where the model's tokenizer is)."""
+    if kind == SPEECH:  # speech is said, not written: no tokens to count or cut
+        return [Reply(item.text, 0, speech=s) if isinstance(s, Speech) else s for item, s in zip(items, model.speak_batch(items))]
     answers = model.generate_batch(items) if kind == CHAT else model.transcribe_batch(items)
     if len(answers) != len(items):
         raise RuntimeError(f"{type(model).__name__} answered {len(answers)} of a batch of {len(items)}")
