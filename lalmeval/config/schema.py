@@ -85,9 +85,14 @@ class Filters(Strict):
         return value
 
 
+class AudioReply(Strict):
+    voice: str = Field("alloy", min_length=1, description="The voice the model speaks in (a name the endpoint knows: OpenAI's alloy, echo, ..., or the server's own).")
+    format: Literal["wav", "mp3", "flac", "opus", "pcm16"] = Field("wav", description="Audio format of the reply (OpenAI's names); a streamed chat reply comes as pcm16 (24 kHz 16-bit mono), which is stored as WAV.")
+
+
 class ModelInfo(Strict):
     name: str = Field(description="Name of this model in reports and file names. Different names are different models, even with one model id; entries sharing a name are replicas of one model.")
-    inference_type: Literal["openai", "vllm", "transcription"] = Field("openai", description="openai / vllm: POST {url}/chat/completions; transcription: POST {url}/audio/transcriptions.")
+    inference_type: Literal["openai", "vllm", "transcription", "speech"] = Field("openai", description="openai / vllm: POST {url}/chat/completions; transcription: POST {url}/audio/transcriptions; speech: POST {url}/audio/speech (text to speech: the prompt's text is the input, audio.voice and audio.format the voice and response_format).")
     url: Union[str, list[str]] = Field(description="Base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1; a list of URLs serves the model from several replicas; with launch, http://127.0.0.1:{port}/v1 takes a free port picked at run time.")
     model: str = Field(min_length=1, description="Model id sent in the request body.")
     auth_token: Optional[SecretStr] = Field(None, description="Bearer token (or Azure api-key when api_version is set). Never written to any file.")
@@ -107,6 +112,10 @@ class ModelInfo(Strict):
     max_reply_mb: float = Field(16.0, gt=0, le=1024, description="Largest reply body accepted, in MB; a larger reply fails its sample instead of exhausting memory.")
     generation_kwargs: Generation = Field(default_factory=Generation, description="Further sampling settings for this model (top_p, seed, stop, penalties, extra_body, ...); runspecs and overrides may refine them.")
     verify_ssl: bool = Field(True, description="Verify the endpoint's TLS certificate; false accepts any certificate (internal https endpoints with self-signed certificates).")
+    modalities: list[Literal["text", "audio"]] = Field(default_factory=lambda: ["text"], min_length=1, description="What the chat reply holds: [\"text\", \"audio\"] asks for a spoken reply as OpenAI's API takes it; its audio is stored in the run folder (the record's audio_path), its text part is the reply.")
+    audio: Optional[AudioReply] = Field(None, description="{voice, format} of a spoken reply (modalities audio, or inference_type speech); unset: alloy, wav.")
+    stream: bool = Field(False, description="Stream the reply (server-sent events): records then hold ttft, ttfa (seconds to the first token and the first audio) and tokens_per_second.")
+    max_audio_mb: float = Field(32.0, gt=0, le=1024, description="Largest spoken reply stored, in MB; a larger one fails its sample, naming this key.")
 
     @field_validator("url")
     @classmethod
@@ -162,6 +171,27 @@ class ModelInfo(Strict):
     @classmethod
     def _name(cls, value: str) -> str:
         return _plain_name(value)
+
+    @property
+    def speaks(self) -> bool:
+        """Whether its replies are speech: a chat reply with modalities audio, or a text-to-speech endpoint."""
+        return "audio" in self.modalities or self.inference_type == "speech"
+
+    @property
+    def spoken(self) -> AudioReply:
+        """The voice and format asked of a spoken reply."""
+        return self.audio or AudioReply()
+
+    @model_validator(mode="after")
+    def _voice(self) -> "ModelInfo":
+        chat = self.inference_type in ("openai", "vllm")
+        if "audio" in self.modalities and not chat:
+            raise ValueError(f"modalities: audio is a chat reply's; inference_type {self.inference_type} cannot ask for it (speech endpoints always answer in audio)")
+        if self.audio is not None and not self.speaks:
+            raise ValueError('audio (voice, format) applies to spoken replies: add modalities: ["text", "audio"], or drop it')
+        if chat and self.stream and "audio" in self.modalities and self.spoken.format != "pcm16":
+            raise ValueError("stream: true with modalities audio: a streamed spoken reply comes as pcm16 deltas; set audio.format: pcm16")
+        return self
 
     @model_validator(mode="before")
     @classmethod

@@ -29,6 +29,8 @@ def request_key(info: ModelInfo, prompt: Prompt, params: dict[str, Any], audio_d
         material.append({"api-version": info.api_version})
     if prompt.followups:
         material.append({"followups": repr(prompt.followups)})
+    if info.speaks:   # a spoken reply is another reply than a written one, and differs by voice and format
+        material.append({"modalities": list(info.modalities), "voice": info.spoken.voice, "format": info.spoken.format})
     return hashlib.sha256(json.dumps(material, ensure_ascii=False, default=str, sort_keys=True).encode()).hexdigest()
 
 
