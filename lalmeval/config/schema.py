@@ -202,6 +202,13 @@ class ModelInfo(Strict):
         return data
 
 
+class TranscriberInfo(ModelInfo):
+    """The endpoint that transcribes spoken replies for speech_wer and speech_consistency: a model entry's fields."""
+
+    name: str = Field("transcriber", description="Name of the transcriber in messages and its launch log.")
+    inference_type: Literal["transcription"] = Field("transcription", description="Always transcription: POST {url}/audio/transcriptions.")
+
+
 class TemperatureOverride(Strict):
     model: Optional[str] = Field(None, description="Model name this override applies to (any model when unset).")
     task: Optional[str] = Field(None, description="Dataset, task type or category this override applies to (any when unset).")
@@ -300,6 +307,7 @@ class Config(Strict):
     max_failure_rate: Optional[float] = Field(None, ge=0, le=1, description="Stop the run when more than this share (0-1) of the samples finished so far failed, checked once 20 samples have finished; null: never stop for failures.")
     cache_sampled: bool = Field(False, description="Also reuse cached replies (and judgments) of requests sampled at temperature > 0 without a seed.")
     judge_properties: Optional[JudgeProperties] = Field(None, description="The LLM judge used by llm_judge_* metrics.")
+    transcriber: Optional[TranscriberInfo] = Field(None, description="The speech recognizer that transcribes spoken replies for speech_wer and speech_consistency: the fields of a model's info (url, model, launch, ...), e.g. a launched `lalmeval serve --model whisper-tiny.en`.")
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "Config":
