@@ -12,6 +12,7 @@ from lalmeval.inference.job import InferenceJob
 from lalmeval.metrics.base import Metric, SampleScore
 from lalmeval.results.records import Record, Score, failure_kind
 from lalmeval.results.store import JsonlWriter, RunStore, WriteFailed
+from lalmeval.run.latency import LatencyTally
 from lalmeval.stats import Uncertainty, bootstrap
 
 SCORING_FAILED = "scoring failed"
@@ -55,6 +56,8 @@ class Engine:
             value = self._repeats(tally.items, job.repeats, details)
         if tally.subsets:
             details["subsets"] = self._subsets(tally)
+        if (latency := tally.latency.summary()) is not None:
+            details["latency"] = latency
         uncertainty, stats = await self._uncertainty(tally.items, value, details, pool=job.repeats > 1)
         return Score(model, self.dataset, self.metric.name, value, len(tally.samples), len(tally.failed_samples), details,
                      uncertainty.ci95, uncertainty.stderr, stats)
@@ -85,6 +88,7 @@ class Engine:
             async for batch in job.stream.batches(reader):
                 tally.total += len(batch)
                 for record in batch:
+                    tally.latency.add(record)
                     if record.failed:
                         tally.fail(record, record.error or "")
                 ok = [r for r in batch if not r.failed]
@@ -157,6 +161,7 @@ class _Tally:
         self.samples: set[str] = set()
         self.failed_samples: set[str] = set()   # a sample with any failed repeat
         self.subsets: dict[str, tuple[set[str], set[str]]] = {}
+        self.latency = LatencyTally()
 
     def _count(self, record: Record, failed: bool) -> None:
         self.samples.add(record.id)
