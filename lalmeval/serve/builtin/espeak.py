@@ -13,7 +13,7 @@ import soundfile as sf
 
 from lalmeval.errors import UserError
 from lalmeval.serve.errors import ApiError, Unsupported
-from lalmeval.serve.model import AudioModel, ChatInput, Reply, Speech, SpeechInput
+from lalmeval.serve.model import Answer, AudioModel, ChatInput, Reply, Speech, SpeechInput, TranscriptionInput
 
 WORDS_PER_MINUTE = 175   # espeak-ng's own default rate; `speed` scales it
 # OpenAI's voice names, so clients written for its API work unchanged, each mapped to an espeak-ng voice and variant.
@@ -57,6 +57,13 @@ class EspeakVoice(AudioModel):
     def _no_text(self) -> ApiError:
         return Unsupported(f"model {self.name} says text and this request has none: serve whisper-espeak for spoken requests", "messages")
 
+    def generate(self, request: ChatInput) -> Answer:
+        return self.generate_batch([request])[0]
+
+    def transcribe_batch(self, requests: Sequence[TranscriptionInput]) -> list:
+        return [Unsupported(f"model {self.name} speaks and does not transcribe: serve whisper-espeak or whisper-tiny.en", "file")
+                for _ in requests]
+
     def generate_batch(self, requests: Sequence[ChatInput]) -> list:
         out: list = []
         for request, text in zip(requests, self.heard(requests)):
@@ -80,6 +87,9 @@ class WhisperEspeak(EspeakVoice):
         from lalmeval.serve.builtin.whisper import WhisperTinyEn  # faster-whisper loads only for this model
         self.whisper = WhisperTinyEn()
         self.whisper.load()
+
+    def transcribe_batch(self, requests: Sequence[TranscriptionInput]) -> list:
+        return self.whisper.transcribe_batch(requests)
 
     def heard(self, requests: Sequence[ChatInput]) -> list[Union[str, ApiError]]:
         spoken = [r for r in requests if r.audios]
