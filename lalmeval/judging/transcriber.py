@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import uuid
 from pathlib import Path
 from typing import Optional
 from urllib.parse import urlsplit
@@ -15,8 +16,6 @@ from lalmeval.config.secrets import NO_SECRETS, Redactor
 from lalmeval.inference.client import Endpoint
 from lalmeval.inference.ports import PORT, fill_ports
 from lalmeval.inference.protocols import PROTOCOLS
-from lalmeval.media.audio import AudioError, PreparedAudio, prepare
-from lalmeval.results.records import Prompt
 
 CACHE_FILE = "transcripts.jsonl"
 
@@ -53,7 +52,7 @@ class Transcriber:
             handle.write(json.dumps({"key": key, "text": text}, ensure_ascii=False) + "\n")
 
     async def transcribe(self, audio_path: str, language: str = "en") -> str:
-        """The transcript of a kept spoken reply (RequestFailed or AudioError when there is none)."""
+        """The transcript of a kept spoken reply (RequestFailed or OSError when there is none)."""
         loop = asyncio.get_running_loop()
         if self._known is None:
             self._known = await loop.run_in_executor(None, self._load)
@@ -65,7 +64,7 @@ class Transcriber:
             return await asyncio.shield(self._pending[key])
         future = self._pending[key] = loop.create_future()
         try:
-            text = await self._request(raw, language)
+            text = await self._request(raw, Path(audio_path).name, language)
             self._known[key] = text
             await loop.run_in_executor(None, self._remember, key, text)
             future.set_result(text)
@@ -77,23 +76,23 @@ class Transcriber:
         finally:
             del self._pending[key]
 
-    async def _request(self, raw: bytes, language: str) -> str:
-        clip: PreparedAudio = await asyncio.get_running_loop().run_in_executor(None, _prepared, raw)
-        protocol = PROTOCOLS.get("transcription")
-        body, content_type = protocol.body(self.info, Prompt(""), [clip], {"temperature": 0.0}, language)
+    async def _request(self, raw: bytes, name: str, language: str) -> str:
+        # The file goes as it is kept: what is transcribed is exactly what a reader of the run folder hears.
+        body, content_type = _form({"model": self.info.model, "language": language, "temperature": "0", "response_format": "json"}, raw, name)
         self.requested += 1
+        protocol = PROTOCOLS.get("transcription")
         reply = await self.endpoint.post(protocol.path, body, content_type, protocol.parse)
         return reply.value.text.strip()
 
 
-def _prepared(raw: bytes) -> PreparedAudio:
-    """The reply's audio decoded to 16 kHz mono and encoded as the WAV a transcription request carries."""
-    try:
-        return prepare(raw).encoded()
-    except AudioError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a file no decoder reads is the reply's problem, said as such
-        raise AudioError(f"the spoken reply cannot be decoded: {exc}") from None
+def _form(fields: dict[str, str], audio: bytes, name: str) -> tuple[bytes, str]:
+    """A multipart/form-data body: the fields, then the audio file under its own name."""
+    boundary = uuid.uuid4().hex
+    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{key}"\r\n\r\n{value}\r\n'.encode() for key, value in fields.items()]
+    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n'
+                 f'Content-Type: application/octet-stream\r\n\r\n'.encode())
+    parts.extend((audio, f"\r\n--{boundary}--\r\n".encode()))
+    return b"".join(parts), f"multipart/form-data; boundary={boundary}"
 
 
 SPEECH_METRICS = frozenset({"speech_wer", "speech_consistency"})
