@@ -19,7 +19,7 @@ from lalmeval.inference.azure import deployment_url
 from lalmeval.inference.diagnose import REFUSALS, refusal_line, refuses_every_request
 from lalmeval.inference.limit import AdaptiveLimit
 from lalmeval.inference.protocols import ReplyError
-from lalmeval.inference.stream import Marks, assemble
+from lalmeval.inference.stream import Firsts, Marks, assemble
 from lalmeval.inference.urls import endpoint_url, host_of, same_host
 from lalmeval.inference.waits import Wait, asked_wait, seconds_or_date
 from lalmeval.results.ledger import INTERRUPTED
@@ -32,6 +32,7 @@ ERROR_BODY_LIMIT = 64 * 1024   # an error reply is read only this far: its messa
 REASON_LIMIT = 300             # characters of a server's message kept in a recorded reason
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 MAX_REDIRECTS = 5
+COALESCE = 0.05   # seconds a stream's later deltas gather in the socket between reads, once its first text and audio are timed
 
 T = TypeVar("T")
 
@@ -214,18 +215,30 @@ class Endpoint:
                   f"never sent to another host); set url to the endpoint itself")
         return None, _Outcome(reason=clip(reason, self.redact, REASON_LIMIT))
 
-    @staticmethod
-    async def _read_marked(resp: aiohttp.ClientResponse, limit: int) -> tuple[bytes, Marks]:
-        """The body (at most `limit` bytes, else _TooLarge) with when each piece of it arrived: one clock read per network read."""
+    async def _read_marked(self, resp: aiohttp.ClientResponse, limit: int, reads: str) -> tuple[bytes, Marks]:
+        """The body (at most `limit` bytes, else _TooLarge) with when each piece of it arrived: one clock read per network read.
+        A stream's first text and audio are timed read by read; after them its deltas are taken COALESCE seconds at a
+        time (the socket holds them meanwhile), so a reply of hundreds of deltas costs tens of reads, not hundreds."""
         if resp.content_length is not None and resp.content_length > limit:
             raise _TooLarge()
+        firsts = Firsts(audio=self.info.speaks) if reads == "json" else None
+        transport = resp.connection.transport if resp.connection is not None else None
         chunks, marks, size = [], [], 0
-        async for chunk in resp.content.iter_any():
+        while chunk := await resp.content.readany():
             size += len(chunk)
             if size > limit:
                 raise _TooLarge()
             chunks.append(chunk)
             marks.append((size, time.perf_counter()))
+            if firsts is not None and not firsts.seen:
+                firsts.feed(chunk)
+            elif transport is not None and not transport.is_closing():
+                transport.pause_reading()
+                try:
+                    await asyncio.sleep(COALESCE)
+                finally:
+                    if not transport.is_closing():
+                        transport.resume_reading()
         return b"".join(chunks), marks
 
     async def _attempt(self, path: str, body: bytes, content_type: str, parse: Callable[[Any], Any], reads: str = "json") -> _Outcome:
@@ -250,7 +263,7 @@ class Endpoint:
                     if reads == "json" and not self.info.stream:
                         raw = await self._read(resp, self.max_reply, strict=True)
                     else:
-                        raw, marks = await self._read_marked(resp, self.max_reply)
+                        raw, marks = await self._read_marked(resp, self.max_reply, reads)
                     break
             else:
                 return _Outcome(reason=f"more than {MAX_REDIRECTS} redirects")

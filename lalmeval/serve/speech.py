@@ -139,15 +139,26 @@ def spoken_chunks(head: dict[str, Any], replies: list[Reply], include_usage: boo
     for i, reply in enumerate(replies):
         audio_id = _audio_id()
         yield chunk(i, {"role": "assistant", "content": None, "refusal": None, "audio": {"id": audio_id, "transcript": ""}})
-        for word in _words(reply.text):
-            yield chunk(i, {"audio": {"transcript": word}})
         pcm = _pcm(reply.speech) if reply.speech is not None else b""
-        for at in range(0, len(pcm), STREAM_CHUNK):
-            yield chunk(i, {"audio": {"data": base64.b64encode(pcm[at:at + STREAM_CHUNK]).decode("ascii")}})
+        for delta in interleaved(_words(reply.text), [pcm[at:at + STREAM_CHUNK] for at in range(0, len(pcm), STREAM_CHUNK)]):
+            yield chunk(i, {"audio": delta})
         yield chunk(i, {"audio": {"id": audio_id, "expires_at": int(time.time()) + EXPIRES}})
         yield chunk(i, {}, reply.finish_reason)
     if include_usage:
         yield {**head, "choices": [], "usage": usage}
+
+
+def interleaved(words: list[str], pieces: list[bytes]) -> Iterator[dict[str, Any]]:
+    """Transcript and audio deltas side by side, as OpenAI streams them: each audio piece after the words said by its end."""
+    said = 0
+    for index, piece in enumerate(pieces):
+        upto = len(words) * (index + 1) // len(pieces)
+        for word in words[said:upto]:
+            yield {"transcript": word}
+        said = upto
+        yield {"data": base64.b64encode(piece).decode("ascii")}
+    for word in words[said:]:
+        yield {"transcript": word}
 
 
 def _words(text: str) -> list[str]:
