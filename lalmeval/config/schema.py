@@ -202,11 +202,24 @@ class ModelInfo(Strict):
         return data
 
 
+# What a transcription request of a spoken reply uses; a model entry's other keys are refused under transcriber.
+TRANSCRIBER_KEYS = frozenset({"name", "inference_type", "url", "model", "auth_token", "timeout", "retry_attempts", "batch_size",
+                              "launch", "launch_timeout"})
+
+
 class TranscriberInfo(ModelInfo):
     """The endpoint that transcribes spoken replies for speech_wer and speech_consistency: a model entry's fields."""
 
     name: str = Field("transcriber", description="Name of the transcriber in messages and its launch log.")
     inference_type: Literal["transcription"] = Field("transcription", description="Always transcription: POST {url}/audio/transcriptions.")
+
+    @model_validator(mode="after")
+    def _applies(self) -> "TranscriberInfo":
+        given = sorted(self.model_fields_set - TRANSCRIBER_KEYS)
+        if given:
+            raise ValueError(f"{given[0]} does not apply to a transcriber, whose request sends one reply file, the model id and the "
+                             f"language (its keys: {', '.join(sorted(TRANSCRIBER_KEYS))}); drop it")
+        return self
 
 
 class TemperatureOverride(Strict):
