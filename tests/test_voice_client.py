@@ -10,7 +10,7 @@ import soundfile as sf
 from lalmeval.config.schema import parse_config
 from lalmeval.errors import UserError
 from lalmeval.inference.stream import assemble
-from tests.support.endpoint import answer_by_number
+from tests.support.endpoint import ScriptedEndpoint, answer_by_number
 from tests.support.streaming import StreamingEndpoint, pieces, tone
 from tests.support.workspace import model
 
@@ -106,4 +106,25 @@ def test_speech_metrics_without_a_transcriber_or_a_speaking_model_say_what_to_ad
         ws.plan()
     ws.config([model("http://127.0.0.1:9/v1")], [["qs", "speech_wer"]], transcriber={"url": "http://127.0.0.1:9/v1", "model": "w"})
     with pytest.raises(UserError, match="no model entry asks for one"):
+        ws.plan()
+
+
+def test_a_spoken_metric_scores_what_was_said_not_the_text_part(ws):
+    ws.text_questions(3)
+    with StreamingEndpoint(lambda seen: answer_by_number(seen, 0), 0.0, 0.0, 0.0) as speaker, \
+            ScriptedEndpoint(lambda seen, n: "answer 7") as asr:   # the speech says another answer than the text
+        ws.config([_spoken(speaker.url)], [["qs", "accuracy"], ["qs", "spoken:accuracy"]],
+                  transcriber={"url": asr.url, "model": "asr", "timeout": 10})
+        result = ws.run()
+    scores = {s.metric: s for s in result.scores}
+    assert scores["accuracy"].score == 100.0 and scores["spoken:accuracy"].score == 0.0
+    assert scores["spoken:accuracy"].num_samples == 3 and scores["spoken:accuracy"].num_failed == 0
+    lines = (ws.root / "runs" / "t" / "scores" / "qs__spoken%3Aaccuracy__m.jsonl").read_text().splitlines()
+    assert {json.loads(line)["speech_transcript"] for line in lines} == {"answer 7"}
+
+
+def test_an_unknown_metric_after_spoken_is_refused_with_the_valid_names(ws):
+    ws.text_questions(1)
+    ws.config([_spoken("http://127.0.0.1:9/v1")], [["qs", "spoken:acuracy"]], transcriber={"url": "http://127.0.0.1:9/v1", "model": "w"})
+    with pytest.raises(UserError, match="unknown metric 'spoken:acuracy'"):
         ws.plan()

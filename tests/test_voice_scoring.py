@@ -29,7 +29,7 @@ def _said_aloud(ws, speaker_url: str, transcriber_url: str) -> None:
     models = [{"name": "chat", **base, "modalities": ["text", "audio"], "audio": {"voice": "alloy", "format": "wav"}},
               {"name": "streamed", **base, "modalities": ["text", "audio"], "audio": {"voice": "nova", "format": "pcm16"}, "stream": True},
               {"name": "tts", **base, "inference_type": "speech", "audio": {"voice": "echo", "format": "mp3"}}]
-    ws.config(models, [["say", "speech_wer"], ["say", "speech_consistency"]],
+    ws.config(models, [["say", "speech_wer"], ["say", "speech_consistency"], ["say", "spoken:word_error_rate"]],
               transcriber={"url": transcriber_url, "model": "whisper-tiny.en", "timeout": 120})
 
 
@@ -55,6 +55,8 @@ def test_speech_wer_equals_jiwer_over_the_stored_replies_transcribed_directly(ws
         assert score.score < 40   # espeak-ng is intelligible to Whisper: most words come through
         (consistency,) = [s for s in result.scores if s.model == name and s.metric == "speech_consistency"]
         assert consistency.num_failed == 0 and consistency.score == pytest.approx(score.score, abs=1e-9)  # it says its text part
+        (content,) = [s for s in result.scores if s.model == name and s.metric == "spoken:word_error_rate"]
+        assert content.score == pytest.approx(score.score, abs=1e-9)   # any text metric over what was said: here the same WER
     streamed = ws.records("say", "streamed")
     assert all(r["ttft"] is not None and r["ttfa"] is not None and r["ttfa"] >= r["ttft"] > 0 for r in streamed)
 
@@ -66,7 +68,7 @@ def test_a_rescore_reads_the_cached_transcripts_and_asks_the_transcriber_nothing
         _said_aloud(ws, speaker.url, whisper.url)
         first = {(s.model, s.metric): s.score for s in ws.run().scores}
     cached = (ws.root / "runs" / "t" / "transcripts.jsonl").read_text().splitlines()
-    assert len(cached) == 3 * len(SENTENCES)   # one per reply: both metrics of a reply share its transcript
+    assert len(cached) == 3 * len(SENTENCES)   # one per reply: the metrics of a reply share its transcript
     # The transcriber is gone: a rescore that asked it anything would fail those samples.
     again = run(ws.plan(), ws.root / "runs", "t", quiet=True, options=RunOptions(reeval=True))
     assert {(s.model, s.metric): s.score for s in again.scores} == first

@@ -98,6 +98,11 @@ def _form(fields: dict[str, str], audio: bytes, name: str) -> tuple[bytes, str]:
 SPEECH_METRICS = frozenset({"speech_wer", "speech_consistency"})
 
 
+def transcribes(metric: str) -> bool:
+    """Whether a metric scores the transcript of spoken replies: speech_wer, speech_consistency, spoken:<any metric>."""
+    return metric in SPEECH_METRICS or metric.startswith("spoken:")
+
+
 def open_transcriber(info: ModelInfo, root: Path, redactor: Redactor = NO_SECRETS,
                      stop: Optional[asyncio.Event] = None) -> tuple[Transcriber, Optional[ModelInfo]]:
     """The transcriber of a config, its `{port}` filled with a free port, and the server to launch for it (if any)."""

@@ -23,7 +23,7 @@ from lalmeval.inference.job import InferenceJob
 from lalmeval.inference.launch import Launcher, launch_list, log_path
 from lalmeval.inference.protocols import PROTOCOLS
 from lalmeval.judging.judge import Judge
-from lalmeval.judging.transcriber import SPEECH_METRICS, Transcriber, open_transcriber
+from lalmeval.judging.transcriber import Transcriber, open_transcriber, transcribes
 from lalmeval.metrics import METRICS, MetricContext
 from lalmeval.postprocess import POSTPROCESSORS
 from lalmeval.preprocess import PREPROCESSORS
@@ -60,7 +60,7 @@ class Execution:
         self.watch = FailureWatch(plan.config.max_failure_rate, self._too_many_failures)
         self.transcriber: Optional[Transcriber] = None
         self.transcriber_launch = None   # the transcriber's server, when the config launches one
-        if plan.config.transcriber is not None and not options.skip_eval and any(m in SPEECH_METRICS for _, m in plan.pairs):
+        if plan.config.transcriber is not None and not options.skip_eval and any(transcribes(m) for _, m in plan.pairs):
             self.transcriber, self.transcriber_launch = open_transcriber(plan.config.transcriber, store.root, redactor, self.stop)
         if plan.uses_judge and plan.config.judge_properties is not None:
             props = plan.config.judge_properties

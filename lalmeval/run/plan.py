@@ -42,7 +42,8 @@ class Plan:
 
     @property
     def uses_judge(self) -> bool:
-        return any(metric.startswith("llm_judge") or (metric == "accuracy" and dataset.spec.answer_extraction == "llm") for dataset, metric in self.pairs)
+        bases = [(dataset, metric.removeprefix("spoken:")) for dataset, metric in self.pairs]   # spoken:llm_judge_* judges what was said
+        return any(metric.startswith("llm_judge") or (metric == "accuracy" and dataset.spec.answer_extraction == "llm") for dataset, metric in bases)
 
     @property
     def aggregates(self) -> list[tuple[str, list[str]]]:
