@@ -260,10 +260,10 @@ class Endpoint:
                         reason = f"HTTP {resp.status}: " + clip(_server_message(raw), self.redact, REASON_LIMIT)
                         return _Outcome(reason=reason, retryable=resp.status in RETRYABLE_STATUS, wait=asked_wait(resp.headers),
                                         status=resp.status)
-                    if reads == "json" and not self.info.stream:
-                        raw = await self._read(resp, self.max_reply, strict=True)
-                    else:
+                    if self.info.stream:   # timed as it arrives
                         raw, marks = await self._read_marked(resp, self.max_reply, reads)
+                    else:
+                        raw, marks = await self._read(resp, self.max_reply, strict=True), []
                     break
             else:
                 return _Outcome(reason=f"more than {MAX_REDIRECTS} redirects")
