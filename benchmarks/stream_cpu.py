@@ -9,7 +9,7 @@ OpenAI-style SSE chunks, one network write per chunk, spaced 1 ms apart so that 
 lalmeval's own: one Endpoint, the chat protocol's parse, and the spoken reply's audio decoded as the run keeps it.
 Only this process's CPU time is counted (time.process_time), so the server's work never enters the figures.
 
-Each case is measured twice: per request as a run makes it (a 2 s demo clip read, resampled and sent as base64 WAV,
+Each case is measured twice: per request as a run makes it (a 2.2 s demo clip read, resampled and sent as base64 WAV,
 the reply read and its audio decoded), which is the budget's figure; and the reply's handling alone (a bare text
 prompt), which shows what streaming itself costs.
 """
