@@ -12,7 +12,7 @@ from lalmeval.errors import UserError
 from lalmeval.inference.stream import assemble
 from tests.support.endpoint import ScriptedEndpoint, answer_by_number
 from tests.support.streaming import StreamingEndpoint, pieces, tone
-from tests.support.workspace import model
+from tests.support.workspace import demo_rows, model
 
 FIRST_TOKEN, FIRST_AUDIO, END = 0.8, 1.6, 2.0
 
@@ -127,4 +127,18 @@ def test_an_unknown_metric_after_spoken_is_refused_with_the_valid_names(ws):
     ws.text_questions(1)
     ws.config([_spoken("http://127.0.0.1:9/v1")], [["qs", "spoken:acuracy"]], transcriber={"url": "http://127.0.0.1:9/v1", "model": "w"})
     with pytest.raises(UserError, match="unknown metric 'spoken:acuracy'"):
+        ws.plan()
+
+
+def test_a_text_to_speech_model_on_a_dataset_that_sends_audio_is_refused_before_any_request(ws):
+    ws.runspec("asr", "cmds", {"cmds": {"hf_repo": ws.jsonl(ws.copy_demo_audio(demo_rows(1))), "id_column": "id"}})
+    ws.config([model("http://127.0.0.1:9/v1", inference_type="speech")], [["cmds", "word_error_rate"]])
+    with pytest.raises(UserError, match="inference_type speech.*dataset 'cmds' sends audio.*modality: text"):
+        ws.plan()
+
+
+def test_a_generation_setting_a_text_to_speech_request_cannot_carry_is_refused_naming_it(ws):
+    ws.text_questions(1)
+    ws.config([model("http://127.0.0.1:9/v1", inference_type="speech", max_tokens=10)], [["qs", "word_error_rate"]])
+    with pytest.raises(UserError, match="max_tokens cannot apply to inference_type speech"):
         ws.plan()
