@@ -8,7 +8,7 @@ import hashlib
 import json
 import uuid
 from pathlib import Path
-from typing import Optional
+from typing import Awaitable, Callable, Optional
 from urllib.parse import urlsplit
 
 from lalmeval.config.schema import ModelInfo
@@ -32,6 +32,7 @@ class Transcriber:
         self._known: Optional[dict[str, str]] = None
         self._pending: dict[str, asyncio.Future] = {}
         self.requested = 0   # transcripts asked of the endpoint (not found in the cache)
+        self.before_request: Optional[Callable[[], Awaitable[None]]] = None   # e.g. start its server, when a rescore needs it after all
 
     def _load(self) -> dict[str, str]:
         known: dict[str, str] = {}
@@ -80,6 +81,8 @@ class Transcriber:
         # The file goes as it is kept: what is transcribed is exactly what a reader of the run folder hears.
         body, content_type = _form({"model": self.info.model, "language": language, "temperature": "0", "response_format": "json"}, raw, name)
         self.requested += 1
+        if self.before_request is not None:
+            await self.before_request()
         protocol = PROTOCOLS.get("transcription")
         reply = await self.endpoint.post(protocol.path, body, content_type, protocol.parse)
         return reply.value.text.strip()

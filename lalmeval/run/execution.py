@@ -251,8 +251,12 @@ class Execution:
         await asyncio.gather(*(job.prepare() for job in jobs.values()))
         if self.judge and self.judge.cache:
             await abandonable(self.judge.cache.load)
-        launches = self._launch_list(jobs) + ([self.transcriber_launch] if self.transcriber_launch is not None else [])
-        self.launcher = Launcher(launches, self.plan.base, self.store.root, self.redact)
+        # A rescore (--reeval) finds most transcripts kept: its transcriber starts only when one is missing.
+        upfront = self.transcriber_launch is not None and not self.options.reeval
+        self.launcher = Launcher(self._launch_list(jobs) + ([self.transcriber_launch] if upfront else []), self.plan.base, self.store.root, self.redact)
+        if self.transcriber is not None and self.transcriber_launch is not None and not upfront:
+            self.transcriber.before_request = functools.partial(self.launcher.on_demand, [self.transcriber_launch],
+                                                                "a spoken reply has no kept transcript, so it is transcribed")
         self.phase = "starting the launched servers" if self.launcher.models else "connecting to the endpoints"
         async with self.launcher:
             self._launch_on_demand(jobs)
