@@ -15,6 +15,11 @@ class Registry(Generic[T]):
     def __init__(self, kind: str):
         self.kind = kind
         self._items: dict[str, T] = {}
+        self._derived: dict[str, Callable[[str, T], T]] = {}   # prefix -> what makes `prefix + name` of item `name`
+
+    def derive(self, prefix: str, make: Callable[[str, T], T]) -> None:
+        """Make `prefix + name` valid for every registered `name`: the item `make(name, item)`, made when first asked for."""
+        self._derived[prefix] = make
 
     def register(self, name: str) -> Callable[[T], T]:
         """Decorator: make the decorated object available under `name`."""
@@ -29,6 +34,11 @@ class Registry(Generic[T]):
 
     def get(self, name: str, where: Optional[str] = None) -> T:
         """The item called `name`; an unknown name is a UserError naming `where`, the closest name and every valid one."""
+        if name not in self._items:
+            for start, make in self._derived.items():
+                base = name[len(start):]
+                if name.startswith(start) and base in self._items:
+                    self._items[name] = make(base, self._items[base])
         try:
             return self._items[name]
         except KeyError:
@@ -37,5 +47,5 @@ class Registry(Generic[T]):
             raise UserError(f"{prefix}unknown {self.kind} '{name}'{closest(name, self._items)}{valid}") from None
 
     def names(self) -> list[str]:
-        """All registered names, sorted."""
+        """All registered names, sorted (a derived name only once it has been asked for)."""
         return sorted(self._items)

@@ -9,6 +9,7 @@ comes with the test of its effect. Runs are real: in-process against scripted en
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import io
 import json
@@ -22,7 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+import numpy as np
 import pytest
+import soundfile as sf
 from pydantic import BaseModel
 
 from lalmeval.catalog.runspecs import DatasetSpec
@@ -1108,6 +1111,159 @@ def e_max_run_tokens(lab: Lab) -> None:
     assert 3 <= len(stopped.requests) < 12 and stopped.final["stopped"].startswith("stopped at the budget")
 
 
+# --- effects: spoken replies and their transcriber ----------------------------------------------
+
+def _wav(seconds: float, pitch: int = 0) -> str:
+    buffer = io.BytesIO()
+    tone = np.sin(np.arange(int(seconds * 16000)) / (5 + pitch)) * 0.3   # another pitch per answer: distinct files, distinct transcripts
+    sf.write(buffer, tone.astype("float32"), 16000, format="WAV", subtype="PCM_16")
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def spoken_reply(seen: Seen, n: int, seconds: float = 0.5) -> Reply:
+    """A chat answer with a spoken part, as OpenAI's modalities audio gives it."""
+    text = default_reply(seen, n)
+    message = {"role": "assistant", "content": text, "audio": {"id": "a", "data": _wav(seconds, sum(map(ord, text)) % 7), "transcript": text}}
+    return Reply(payload={"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
+
+
+SPEAKS = {"modalities": ["text", "audio"]}
+
+
+def voice_run(lab: Lab, asr_url: str, transcriber: Optional[dict] = None) -> Obs:
+    """The lab's text questions answered aloud and scored by speech_wer through a transcriber at `asr_url`."""
+    lab.ep.handler = spoken_reply
+    settings = {"url": asr_url, "model": "asr", "retry_attempts": 0, "timeout": 10, **(transcriber or {})}
+    return lab.run(pairs=[["qs", "speech_wer"]], model=SPEAKS, transcriber=settings)
+
+
+def e_modalities(lab: Lab) -> None:
+    lab.ep.handler = spoken_reply
+    written, spoken = lab.run(), lab.run(model=SPEAKS)
+    assert set(written.bodies("modalities")) == {None} and [r["audio_path"] for r in written.records["qs"]] == [None] * 3
+    assert {tuple(m) for m in spoken.bodies("modalities")} == {("text", "audio")}
+    assert all((spoken.run_dir / r["audio_path"]).is_file() for r in spoken.records["qs"])
+
+
+def e_audio_voice(lab: Lab) -> None:
+    lab.ep.handler = spoken_reply
+    voices = {b["voice"] for b in lab.run(model={**SPEAKS, "audio": {"voice": "nova"}}).bodies("audio")}
+    assert voices == {"nova"} and {b["voice"] for b in lab.run(model=SPEAKS).bodies("audio")} == {"alloy"}
+
+
+def e_audio_reply_format(lab: Lab) -> None:
+    lab.ep.handler = spoken_reply
+    assert {b["format"] for b in lab.run(model={**SPEAKS, "audio": {"format": "flac"}}).bodies("audio")} == {"flac"}
+    assert {b["format"] for b in lab.run(model=SPEAKS).bodies("audio")} == {"wav"}
+
+
+def e_stream(lab: Lab) -> None:
+    assert set(lab.run().bodies("stream")) == {None}
+    streamed = lab.run(model={"stream": True})
+    assert set(streamed.bodies("stream")) == {True} and {tuple(b) for b in streamed.bodies("stream_options")} == {("include_usage",)}
+
+
+def e_max_audio_mb(lab: Lab) -> None:
+    lab.ep.handler = lambda seen, n: spoken_reply(seen, n, seconds=2.0)   # 64 kB of WAV
+    assert {r["error"] for r in lab.run(model=SPEAKS).records["qs"]} == {None}
+    errors = {r["error"] for r in lab.run(model={**SPEAKS, "max_audio_mb": 0.01}).records["qs"]}
+    assert len(errors) == 1 and "max_audio_mb" in errors.pop()
+
+
+def t_url(lab: Lab) -> None:
+    with other_endpoint(lambda seen, n: "answer 1") as asr, other_endpoint(lambda seen, n: "answer 1") as elsewhere:
+        voice_run(lab, asr.url)
+        voice_run(lab, asr.url, {"url": elsewhere.url})
+        assert len(asr.requests) == 3 and len(elsewhere.requests) == 3
+
+
+def t_model(lab: Lab) -> None:
+    with other_endpoint(lambda seen, n: "answer 1") as asr:
+        voice_run(lab, asr.url, {"model": "whisper-2"})
+        assert {s.form["model"] for s in asr.requests} == {"whisper-2"}
+
+
+def t_auth_token(lab: Lab) -> None:
+    with other_endpoint(lambda seen, n: "answer 1") as asr:
+        voice_run(lab, asr.url)
+        voice_run(lab, asr.url, {"auth_token": "asr-token-12345"})
+        assert [s.headers.get("Authorization") for s in asr.requests] == [None] * 3 + ["Bearer asr-token-12345"] * 3
+
+
+def t_timeout(lab: Lab) -> None:
+    with other_endpoint(lambda seen, n: Reply(payload={"text": "answer 1"}, delay=1.0)) as asr:
+        assert voice_run(lab, asr.url, {"timeout": 5}).score().num_failed == 0
+        failed = voice_run(lab, asr.url, {"timeout": 0.3}).score()
+        assert failed.num_failed == 3 and "transcription failed: timeout after 0.3s" in failed.details["failures"]
+
+
+def t_retry_attempts(lab: Lab) -> None:
+    busy = lambda seen, n: Reply(status=503, payload={"error": {"message": "busy"}}) if n < 3 else "answer 1"  # noqa: E731
+    with other_endpoint(busy) as asr:
+        assert voice_run(lab, asr.url, {"retry_attempts": 0}).score().num_failed == 3
+    with other_endpoint(busy) as asr:
+        assert voice_run(lab, asr.url, {"retry_attempts": 3}).score().num_failed == 0
+
+
+def t_batch_size(lab: Lab) -> None:
+    with other_endpoint(lambda seen, n: Reply(payload={"text": "answer 1"}, delay=0.3)) as asr:
+        voice_run(lab, asr.url, {"batch_size": 1})
+        assert max(s.concurrent for s in asr.requests) == 1
+    with other_endpoint(lambda seen, n: Reply(payload={"text": "answer 1"}, delay=0.3)) as asr:
+        voice_run(lab, asr.url, {"batch_size": 3})
+        assert max(s.concurrent for s in asr.requests) > 1
+
+
+def _served_echo(port: int, wait: float = 0) -> str:
+    return f"sleep {wait}; exec lalmeval serve --model echo --served-model-name asr --port {port}"
+
+
+def t_launch(lab: Lab) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    down = voice_run(lab, url).score()
+    up = voice_run(lab, url, {"launch": _served_echo(port), "launch_timeout": 60})
+    assert down.num_failed == 3 and up.score().num_failed == 0 and (up.run_dir / "launch_transcriber.log").is_file()
+
+
+def t_launch_timeout(lab: Lab) -> None:
+    port = free_port()
+    slow = {"launch": _served_echo(port, wait=3)}
+    assert "did not answer" in (voice_run(lab, f"http://127.0.0.1:{port}/v1", {**slow, "launch_timeout": 1}).error or "")
+    assert voice_run(lab, f"http://127.0.0.1:{port}/v1", {**slow, "launch_timeout": 60}).score().num_failed == 0
+
+
+def t_name(lab: Lab) -> None:
+    port = free_port()
+    obs = voice_run(lab, f"http://127.0.0.1:{port}/v1", {"name": "asr", "launch": _served_echo(port), "launch_timeout": 60})
+    assert (obs.run_dir / "launch_asr.log").is_file()
+
+
+def t_inference_type(lab: Lab) -> None:
+    with other_endpoint(lambda seen, n: "answer 1") as asr:
+        assert voice_run(lab, asr.url, {"inference_type": "transcription"}).error is None
+        assert "transcriber.inference_type" in (voice_run(lab, asr.url, {"inference_type": "openai"}).error or "")
+
+
+# A model entry's keys that a transcription request has no use for: each is refused under transcriber, naming itself.
+REFUSED_VALUES = {"api_version": "2024-06-01", "delay": 10, "chunk_size": 30, "long_audio": "truncate", "replicas": 2, "temperature": 0.5,
+                  "max_tokens": 5, "audio_format": "audio_url", "max_reply_mb": 1, "verify_ssl": False, "modalities": ["text"],
+                  "stream": True, "max_audio_mb": 1, "audio.voice": "nova", "audio.format": "flac"}
+
+
+def refused_under_transcriber(key: str) -> Callable[[Lab], None]:
+    def effect(lab: Lab) -> None:
+        head, _, tail = key.partition(".")
+        value = REFUSED_VALUES.get(key, GENERATION.get(tail))
+        setting = {head: {tail: value}} if tail else {head: value}
+        if head == "price":   # a price is whole or invalid: give every required field, so only the transcriber refuses it
+            setting = {"price": {"input_per_mtok": 1.0, "output_per_mtok": 1.0, tail: 2.0}}
+        with other_endpoint(lambda seen, n: "answer 1") as asr:
+            error = voice_run(lab, asr.url, setting).error or ""
+        assert ": transcriber" in error and head in error, error
+    return effect
+
+
 # --- the table -----------------------------------------------------------------------------------
 
 EFFECTS: dict[str, Callable[[Lab], None]] = {
@@ -1135,6 +1291,13 @@ EFFECTS: dict[str, Callable[[Lab], None]] = {
     "models[].price.audio_input_per_mtok": price_effect("audio_input_per_mtok", 3 * (40 * 1.0 + 60 * 10.0 + 10 * 2.0) / 1e6),
     "models[].price.audio_output_per_mtok": price_effect("audio_output_per_mtok", 3 * (100 * 1.0 + 6 * 2.0 + 4 * 10.0) / 1e6),
     "max_cost": e_max_cost, "max_run_tokens": e_max_run_tokens,
+
+
+    "models[].verify_ssl": e_verify_ssl, "models[].modalities": e_modalities, "models[].audio.voice": e_audio_voice,
+    "models[].audio.format": e_audio_reply_format, "models[].stream": e_stream, "models[].max_audio_mb": e_max_audio_mb,
+    "transcriber.url": t_url, "transcriber.model": t_model, "transcriber.auth_token": t_auth_token, "transcriber.timeout": t_timeout,
+    "transcriber.retry_attempts": t_retry_attempts, "transcriber.batch_size": t_batch_size, "transcriber.launch": t_launch,
+    "transcriber.launch_timeout": t_launch_timeout, "transcriber.name": t_name, "transcriber.inference_type": t_inference_type,
     "runspec_dirs": e_runspec_dirs, "dataset_paths": e_dataset_paths, "datasets": e_datasets, "dataset_root": e_dataset_root, "prompts_file": e_prompts_file,
     "streaming": e_streaming, "seed": e_seed, "bootstrap_resamples": e_bootstrap_resamples, "output_dir": e_output_dir,
     "cache": e_cache, "max_failure_rate": e_max_failure_rate, "allowed_data_dirs": e_allowed_data_dirs,
@@ -1168,6 +1331,9 @@ EFFECTS: dict[str, Callable[[Lab], None]] = {
 for _layer in ("models[].generation_kwargs", "generation_overrides[]", "runspec.generation_kwargs"):
     for _key in GENERATION:
         EFFECTS[f"{_layer}.{_key}"] = generation_effect(_layer, _key)
+for _key in [*REFUSED_VALUES, *(f"generation_kwargs.{k}" for k in GENERATION),
+             *(f"price.{k}" for k in ("input_per_mtok", "output_per_mtok", "audio_input_per_mtok", "audio_output_per_mtok"))]:
+    EFFECTS[f"transcriber.{_key}"] = refused_under_transcriber(_key)
 
 
 def test_the_table_covers_every_key():

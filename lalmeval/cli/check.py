@@ -76,7 +76,8 @@ def probes(plan: Plan) -> list[Probe]:
         transcription = group.info.inference_type == "transcription"
         if not transcription:
             params["max_tokens"] = CHECK_MAX_TOKENS
-        prompt = Prompt(text="" if transcription else QUESTION, with_audio=audio or transcription)
+        speech = group.info.inference_type == "speech"   # text to speech: the question is said, no clip is sent
+        prompt = Prompt(text="" if transcription else QUESTION, with_audio=(audio or transcription) and not speech)
         for replica in group.replicas:
             label = f"{group.name} ({replica.info.url})" if len(group.replicas) > 1 else group.name
             out.append(Probe(label, replica.info, prompt, params, language))
@@ -100,14 +101,16 @@ async def _probe(probe: Probe, clip: Optional[PreparedAudio], redact: Redactor) 
     body, content_type = protocol.body(info, probe.prompt, [clip] if probe.prompt.with_audio and clip else [], probe.params, probe.language)
     await endpoint.open()
     try:
-        reply = await endpoint.post(protocol.path, body, content_type, protocol.parse)
+        reply = await endpoint.post(protocol.path, body, content_type, protocol.parse, protocol.reads)
     except RequestFailed as exc:
         fix = fix_for(exc.reason, endpoint.shown_url, info)
         where = f"POST {endpoint.shown_url.rstrip('/')}{protocol.path}"
         return Outcome(probe, endpoint.shown_url, False, f"{exc.reason} ({where})" + (f" — {fix}" if fix else ""))
     finally:
         await endpoint.close()
-    return Outcome(probe, endpoint.shown_url, True, _first_words(reply.value.text) or "(an empty reply)", reply.latency)
+    said = reply.value.audio
+    heard = f"{len(said.data):,} bytes of audio" if said is not None and isinstance(said.data, bytes) else ""
+    return Outcome(probe, endpoint.shown_url, True, _first_words(reply.value.text) or heard or "(an empty reply)", reply.latency)
 
 
 async def check_all(plan: Plan, logdir: Path, redact: Redactor) -> list[Outcome]:

@@ -29,7 +29,7 @@ OPERATIONAL = frozenset({"output_dir", "cache_dir", "cache", "cache_sampled", "s
                          "max_audio_seconds", "max_cost", "max_run_tokens"})
 OPERATIONAL_MODEL = frozenset({
     "auth_token", "delay", "retry_attempts", "timeout", "batch_size", "launch_timeout",
-    "max_reply_mb", "verify_ssl", "price",
+    "max_reply_mb", "verify_ssl", "price", "max_audio_mb",
 })
 OPERATIONAL_JUDGE = frozenset({
     "judge_api_key", "judge_concurrency", "judge_timeout", "judge_retry_attempts", "judge_verify_ssl", "judge_price",
@@ -55,6 +55,8 @@ def meaningful(config: dict[str, Any], reeval: bool = False) -> dict[str, Any]:
     out["dataset_metric"] = sorted({str(p[0]) for p in pairs if p}) if reeval else sorted(list(pair) for pair in pairs)
     if isinstance(config.get("judge_properties"), dict) and not reeval:
         out["judge_properties"] = {k: v for k, v in config["judge_properties"].items() if k not in OPERATIONAL_JUDGE}
+    if isinstance(config.get("transcriber"), dict):   # how replies are transcribed is part of how they are scored
+        out["transcriber"] = {k: v for k, v in config["transcriber"].items() if k not in OPERATIONAL_MODEL}
     return out
 
 

@@ -93,9 +93,14 @@ class Price(Strict):
     audio_output_per_mtok: Optional[float] = Field(None, ge=0, le=1e6, allow_inf_nan=False, description="Price of a million completion audio tokens (usage.completion_tokens_details.audio_tokens), when it differs from output_per_mtok.")
 
 
+class AudioReply(Strict):
+    voice: str = Field("alloy", min_length=1, description="The voice the model speaks in (a name the endpoint knows: OpenAI's alloy, echo, ..., or the server's own).")
+    format: Literal["wav", "mp3", "flac", "opus", "pcm16"] = Field("wav", description="Audio format of the reply (OpenAI's names); a streamed chat reply comes as pcm16 (24 kHz 16-bit mono), which is stored as WAV.")
+
+
 class ModelInfo(Strict):
     name: str = Field(description="Name of this model in reports and file names. Different names are different models, even with one model id; entries sharing a name are replicas of one model.")
-    inference_type: Literal["openai", "vllm", "transcription"] = Field("openai", description="openai / vllm: POST {url}/chat/completions; transcription: POST {url}/audio/transcriptions.")
+    inference_type: Literal["openai", "vllm", "transcription", "speech"] = Field("openai", description="openai / vllm: POST {url}/chat/completions; transcription: POST {url}/audio/transcriptions; speech: POST {url}/audio/speech (text to speech: the prompt's text is the input, audio.voice and audio.format the voice and response_format).")
     url: Union[str, list[str]] = Field(description="Base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1; a list of URLs serves the model from several replicas; with launch, http://127.0.0.1:{port}/v1 takes a free port picked at run time.")
     model: str = Field(min_length=1, description="Model id sent in the request body.")
     auth_token: Optional[SecretStr] = Field(None, description="Bearer token (or Azure api-key when api_version is set). Never written to any file.")
@@ -116,6 +121,10 @@ class ModelInfo(Strict):
     generation_kwargs: Generation = Field(default_factory=Generation, description="Further sampling settings for this model (top_p, seed, stop, penalties, extra_body, ...); runspecs and overrides may refine them.")
     verify_ssl: bool = Field(True, description="Verify the endpoint's TLS certificate; false accepts any certificate (internal https endpoints with self-signed certificates).")
     price: Optional[Price] = Field(None, description="What this model's tokens cost, per million (the server's reported usage): gives each score's and the run's cost in final_scores.json, and lets max_cost stop the run.")
+    modalities: list[Literal["text", "audio"]] = Field(default_factory=lambda: ["text"], min_length=1, description="What the chat reply holds: [\"text\", \"audio\"] asks for a spoken reply as OpenAI's API takes it; its audio is stored in the run folder (the record's audio_path), its text part is the reply.")
+    audio: Optional[AudioReply] = Field(None, description="{voice, format} of a spoken reply (modalities audio, or inference_type speech); unset: alloy, wav.")
+    stream: bool = Field(False, description="Stream the reply (server-sent events): records then hold ttft, ttfa (seconds to the first token and the first audio) and tokens_per_second.")
+    max_audio_mb: float = Field(32.0, gt=0, le=1024, description="Largest spoken reply stored, in MB; a larger one fails its sample, naming this key.")
 
     @field_validator("url")
     @classmethod
@@ -172,6 +181,27 @@ class ModelInfo(Strict):
     def _name(cls, value: str) -> str:
         return _plain_name(value)
 
+    @property
+    def speaks(self) -> bool:
+        """Whether its replies are speech: a chat reply with modalities audio, or a text-to-speech endpoint."""
+        return "audio" in self.modalities or self.inference_type == "speech"
+
+    @property
+    def spoken(self) -> AudioReply:
+        """The voice and format asked of a spoken reply."""
+        return self.audio or AudioReply()
+
+    @model_validator(mode="after")
+    def _voice(self) -> "ModelInfo":
+        chat = self.inference_type in ("openai", "vllm")
+        if "audio" in self.modalities and not chat:
+            raise ValueError(f"modalities: audio is a chat reply's; inference_type {self.inference_type} cannot ask for it (speech endpoints always answer in audio)")
+        if self.audio is not None and not self.speaks:
+            raise ValueError('audio (voice, format) applies to spoken replies: add modalities: ["text", "audio"], or drop it')
+        if chat and self.stream and "audio" in self.modalities and self.spoken.format != "pcm16":
+            raise ValueError("stream: true with modalities audio: a streamed spoken reply comes as pcm16 deltas; set audio.format: pcm16")
+        return self
+
     @model_validator(mode="before")
     @classmethod
     def _unwrap_info(cls, data: Any) -> Any:
@@ -179,6 +209,26 @@ class ModelInfo(Strict):
         if isinstance(data, dict) and set(data) == {"info"}:
             return data["info"]
         return data
+
+
+# What a transcription request of a spoken reply uses; a model entry's other keys are refused under transcriber.
+TRANSCRIBER_KEYS = frozenset({"name", "inference_type", "url", "model", "auth_token", "timeout", "retry_attempts", "batch_size",
+                              "launch", "launch_timeout"})
+
+
+class TranscriberInfo(ModelInfo):
+    """The endpoint that transcribes spoken replies for speech_wer and speech_consistency: a model entry's fields."""
+
+    name: str = Field("transcriber", description="Name of the transcriber in messages and its launch log.")
+    inference_type: Literal["transcription"] = Field("transcription", description="Always transcription: POST {url}/audio/transcriptions.")
+
+    @model_validator(mode="after")
+    def _applies(self) -> "TranscriberInfo":
+        given = sorted(self.model_fields_set - TRANSCRIBER_KEYS)
+        if given:
+            raise ValueError(f"{given[0]} does not apply to a transcriber, whose request sends one reply file, the model id and the "
+                             f"language (its keys: {', '.join(sorted(TRANSCRIBER_KEYS))}); drop it")
+        return self
 
 
 class TemperatureOverride(Strict):
@@ -283,6 +333,7 @@ class Config(Strict):
     max_run_tokens: Optional[int] = Field(None, gt=0, le=10**15, description="Stop the run cleanly once the tokens it used (prompt plus completion, models and judge, as the servers report them) reach this; as max_cost. Not the per-request max_tokens of a model.")
     cache_sampled: bool = Field(False, description="Also reuse cached replies (and judgments) of requests sampled at temperature > 0 without a seed.")
     judge_properties: Optional[JudgeProperties] = Field(None, description="The LLM judge used by llm_judge_* metrics.")
+    transcriber: Optional[TranscriberInfo] = Field(None, description="The speech recognizer that transcribes spoken replies for speech_wer and speech_consistency: the fields of a model's info (url, model, launch, ...), e.g. a launched `lalmeval serve --model whisper-tiny.en`.")
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "Config":

@@ -245,6 +245,10 @@ def _secret_fields(config: "Config") -> list[tuple[str, str]]:
         found += [(f"models[{m.name}].url", secret) for secret in url_secrets(m.url)]
     if config.judge_properties:
         found += [("judge_properties.judge_api_endpoint", p) for p in url_secrets(config.judge_properties.judge_api_endpoint)]
+    if config.transcriber is not None:
+        if config.transcriber.auth_token:
+            found.append(("transcriber.auth_token", config.transcriber.auth_token.get_secret_value()))
+        found += [("transcriber.url", secret) for secret in url_secrets(config.transcriber.url)]
     for index, override in enumerate(config.generation_overrides):
         found += _credentials(override.extra_body, f"generation_overrides[{index}].extra_body")
     return [(where, value) for where, value in found if value]
@@ -307,6 +311,8 @@ def redacted_config(config: "Config") -> dict:
     data["generation_overrides"] = blank_credentials(data["generation_overrides"])
     if data.get("judge_properties") and data["judge_properties"].get("judge_api_key"):
         data["judge_properties"]["judge_api_key"] = REDACTED
+    if data.get("transcriber") and data["transcriber"].get("auth_token"):
+        data["transcriber"]["auth_token"] = REDACTED
     return scrub(data, Redactor(config_secrets(config)), keys=False)
 
 

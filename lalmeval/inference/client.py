@@ -18,6 +18,7 @@ from lalmeval.inference.azure import deployment_url
 from lalmeval.inference.diagnose import REFUSALS, refusal_line, refuses_every_request
 from lalmeval.inference.limit import AdaptiveLimit
 from lalmeval.inference.protocols import ReplyError
+from lalmeval.inference.stream import Firsts, Marks, assemble
 from lalmeval.inference.urls import endpoint_url, host_of, same_host
 from lalmeval.inference.waits import Wait, asked_wait, seconds_or_date
 from lalmeval.results.ledger import INTERRUPTED
@@ -30,6 +31,7 @@ ERROR_BODY_LIMIT = 64 * 1024   # an error reply is read only this far: its messa
 REASON_LIMIT = 300             # characters of a server's message kept in a recorded reason
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 MAX_REDIRECTS = 5
+COALESCE = 0.05   # seconds a stream's later deltas gather in the socket between reads, once its first text and audio are timed
 
 T = TypeVar("T")
 
@@ -64,6 +66,9 @@ class Reply(Generic[T]):
     latency: float
     retry_wait: float = 0.0
     queued: float = 0.0
+    first_token: Optional[float] = None   # streamed replies: seconds from the request leaving to its first text ...
+    first_audio: Optional[float] = None   # ... and to its first audio
+    deltas: int = 0                       # streamed replies: text deltas received
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,9 @@ class _Outcome:
     retryable: bool = False
     wait: Optional[Wait] = None
     status: Optional[int] = None   # the HTTP status of a non-200 answer
+    first_token: Optional[float] = None   # perf_counter when a streamed reply's first text, and first audio, arrived
+    first_audio: Optional[float] = None
+    deltas: int = 0
 
 
 def retry_after(value: Optional[str]) -> Optional[float]:
@@ -99,6 +107,10 @@ def _server_message(body: bytes) -> str:
     except (ValueError, UnicodeDecodeError, RecursionError):
         text = body.decode("utf-8", "replace")
     return " ".join(text.split()) or "(empty body)"
+
+
+def _since(moment: Optional[float], start: float) -> Optional[float]:
+    return None if moment is None else moment - start
 
 
 class _TooLarge(Exception):
@@ -201,7 +213,33 @@ class Endpoint:
                   f"never sent to another host); set url to the endpoint itself")
         return None, _Outcome(reason=clip(reason, self.redact, REASON_LIMIT))
 
-    async def _attempt(self, path: str, body: bytes, content_type: str, parse: Callable[[Any], Any]) -> _Outcome:
+    async def _read_marked(self, resp: aiohttp.ClientResponse, limit: int, reads: str) -> tuple[bytes, Marks]:
+        """The body (at most `limit` bytes, else _TooLarge) with when each piece of it arrived: one clock read per network read.
+        A stream's first text and audio are timed read by read; after them its deltas are taken COALESCE seconds at a
+        time (the socket holds them meanwhile), so a reply of hundreds of deltas costs tens of reads, not hundreds."""
+        if resp.content_length is not None and resp.content_length > limit:
+            raise _TooLarge()
+        firsts = Firsts(audio=self.info.speaks) if reads == "json" else None
+        transport = resp.connection.transport if resp.connection is not None else None
+        chunks, marks, size = [], [], 0
+        while chunk := await resp.content.readany():
+            size += len(chunk)
+            if size > limit:
+                raise _TooLarge()
+            chunks.append(chunk)
+            marks.append((size, time.perf_counter()))
+            if firsts is not None and not firsts.seen:
+                firsts.feed(chunk)
+            elif transport is not None and not transport.is_closing():
+                transport.pause_reading()
+                try:
+                    await asyncio.sleep(COALESCE)
+                finally:
+                    if not transport.is_closing():
+                        transport.resume_reading()
+        return b"".join(chunks), marks
+
+    async def _attempt(self, path: str, body: bytes, content_type: str, parse: Callable[[Any], Any], reads: str = "json") -> _Outcome:
         """One try, turned into an outcome whatever happens on the wire."""
         assert self._session is not None, "Endpoint.open() was not called"
         url = endpoint_url(self.base_url, path, {"api-version": self.info.api_version} if self.info.api_version else None)
@@ -220,7 +258,10 @@ class Endpoint:
                         reason = f"HTTP {resp.status}: " + clip(_server_message(raw), self.redact, REASON_LIMIT)
                         return _Outcome(reason=reason, retryable=resp.status in RETRYABLE_STATUS, wait=asked_wait(resp.headers),
                                         status=resp.status)
-                    raw = await self._read(resp, self.max_reply, strict=True)
+                    if self.info.stream:   # timed as it arrives
+                        raw, marks = await self._read_marked(resp, self.max_reply, reads)
+                    else:
+                        raw, marks = await self._read(resp, self.max_reply, strict=True), []
                     break
             else:
                 return _Outcome(reason=f"more than {MAX_REDIRECTS} redirects")
@@ -234,7 +275,35 @@ class Endpoint:
             return _Outcome(reason=clip(reason, self.redact, REASON_LIMIT))
         except aiohttp.ClientError as exc:
             return _Outcome(reason=clip(f"connection error: {type(exc).__name__}: {exc}".rstrip(": "), self.redact, REASON_LIMIT), retryable=True)
+        if reads == "binary":
+            return self._binary(raw, marks, parse)
+        if self.info.stream and (resp.content_type or "").startswith("text/event-stream"):
+            return self._decode_stream(raw, marks, parse)
         return self._decode(raw, parse)
+
+    def _binary(self, raw: bytes, marks: Marks, parse: Callable[[Any], Any]) -> _Outcome:
+        """A body that is the reply itself (an audio file); streamed, its first bytes are its first audio."""
+        try:
+            value = parse(raw)
+        except ReplyError as exc:
+            return _Outcome(reason=clip(f"bad reply: {exc}", self.redact, REASON_LIMIT), retryable=True)
+        return _Outcome(value=value, first_audio=marks[0][1] if marks and self.info.stream else None)
+
+    def _decode_stream(self, raw: bytes, marks: Marks, parse: Callable[[Any], Any]) -> _Outcome:
+        """A streamed (SSE) body → its deltas assembled into one completion, parsed as a whole one is, with its first arrivals."""
+        try:
+            assembled = assemble(raw, marks)
+        except (ValueError, RecursionError) as exc:
+            return _Outcome(reason=clip(f"malformed JSON reply: {exc}", self.redact, 200), retryable=True)
+        payload = assembled.payload
+        if b"\\u" in raw:  # as in _decode: a lone surrogate is mended before anything reads it
+            payload = mended(payload)
+        payload = scrub(payload, self.redact) if self.redact else payload
+        try:
+            value = parse(payload)
+        except ReplyError as exc:
+            return _Outcome(reason=clip(f"bad reply: {exc}", self.redact, REASON_LIMIT), retryable=True)
+        return _Outcome(value=value, first_token=assembled.first_token, first_audio=assembled.first_audio, deltas=assembled.deltas)
 
     def _decode(self, raw: bytes, parse: Callable[[Any], Any]) -> _Outcome:
         """A 200 body → the parsed value; malformed JSON and wrong shapes are retryable failures."""
@@ -304,8 +373,9 @@ class Endpoint:
         if self.stop is not None and self.stop.is_set():
             raise Interrupted(attempt - 1, waited)
 
-    async def post(self, path: str, body: bytes, content_type: str, parse: Callable[[Any], T]) -> Reply[T]:
-        """POST and parse with retries on transient failures; raises RequestFailed with the last reason."""
+    async def post(self, path: str, body: bytes, content_type: str, parse: Callable[[Any], T], reads: str = "json") -> Reply[T]:
+        """POST and parse with retries on transient failures; raises RequestFailed with the last reason. `reads`: json
+        (an SSE stream too, when the entry streams), or binary (the body is the reply, e.g. speech)."""
         attempts_allowed = self.info.retry_attempts + 1
         waited = queued = latency = 0.0
         for attempt in range(1, attempts_allowed + 1):
@@ -320,12 +390,13 @@ class Endpoint:
                 self._check_stop(attempt, waited)  # the run may have stopped while this request waited its turn
                 if self.down_reason is not None:   # ... or the endpoint was found down or refusing
                     raise RequestFailed(self.unavailable(), attempt - 1, waited, latency, queued)
-                outcome = await self._attempt(path, body, content_type, parse)
+                outcome = await self._attempt(path, body, content_type, parse, reads)
                 latency = time.perf_counter() - sent
             self._observe(outcome.reason)
             if not outcome.reason:
                 self._settle(outcome, path)
-                return Reply(outcome.value, attempt, latency, waited, queued)
+                return Reply(outcome.value, attempt, latency, waited, queued, _since(outcome.first_token, sent),
+                             _since(outcome.first_audio, sent), outcome.deltas)
             if not outcome.retryable or attempt == attempts_allowed:
                 self._settle(outcome, path)
                 raise RequestFailed(outcome.reason, attempt, waited, latency, queued)

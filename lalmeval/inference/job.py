@@ -20,7 +20,7 @@ from lalmeval.media.images import ImageError, ImagePart
 from lalmeval.data.messages import Conversation, Text, Turn, image_parts
 from lalmeval.data.source import Source
 from lalmeval.errors import UserError
-from lalmeval.inference.client import Endpoint, RequestFailed
+from lalmeval.inference.client import Endpoint, Reply, RequestFailed
 from lalmeval.inference.feed import AudioCache, FeedReader, SampleFeed, drop_taken, width
 from lalmeval.inference.protocols import Answer, Protocol, ReplyError, RequestError
 from lalmeval.results.ledger import INTERRUPTED, Ledger
@@ -29,6 +29,7 @@ from lalmeval.postprocess.base import Postprocessor
 from lalmeval.preprocess.base import Preprocessor
 from lalmeval.results.records import Prompt, Record, Sample, failure_kind
 from lalmeval.config.secrets import NO_SECRETS, Redactor, redacted_params, scrub
+from lalmeval.results.spoken import SpokenError, keep
 from lalmeval.results.store import JsonlWriter, RunStore, WriteFailed
 
 NOT_INFERRED = "not inferred: no stored prediction to re-evaluate"
@@ -411,6 +412,8 @@ class InferenceJob:
             record.latency, record.queued = round(exc.latency, 4), round(exc.queued, 4)
         except ReplyError as exc:
             record.error = f"bad reply: {exc}"
+        except SpokenError as exc:
+            record.error = f"spoken reply: {exc}"
         return record
 
     async def _note_clips(self, record: Record, sample: Sample, audio: list[PreparedAudio]) -> None:
@@ -426,7 +429,8 @@ class InferenceJob:
         record.extra["audio"] = found
 
     def _cacheable(self) -> bool:
-        return self.cache is not None and not self.options.force_reinfer and (deterministic(self.params) or self.options.cache_sampled)
+        # A spoken reply is its audio file in this run's folder: the cache holds text only, so it is asked again.
+        return self.cache is not None and not self.info.speaks and not self.options.force_reinfer and (deterministic(self.params) or self.options.cache_sampled)
 
     async def _audio(self, sample: Sample, prompt: Prompt) -> list[PreparedAudio]:
         if not prompt.with_audio:
@@ -443,6 +447,9 @@ class InferenceJob:
             requests = [[piece] for piece in pieces]
         elif len(audio) > 1:
             requests = [await self._fitted(audio)]
+        if self.info.speaks and len(requests) > 1:
+            raise RequestError(f"a spoken reply comes from one request, and this clip of {audio[0].seconds:.1f} s would be sent in "
+                               f"{len(requests)} chunks (chunk_size {self.info.chunk_size:g} s); set long_audio: truncate, or a larger chunk_size")
         replies = await asyncio.gather(*(self._send(prompt, clips, home, images) for clips in requests))
         record.attempts = sum(r.attempts for r, _ in replies)
         record.retry_wait = round(sum(r.retry_wait for r, _ in replies), 3)
@@ -453,8 +460,27 @@ class InferenceJob:
         if len(self.endpoints) > 1:
             answered = list(dict.fromkeys(label for _, label in replies))
             record.extra["replica"] = answered[0] if len(answered) == 1 else answered
+        _timings(record, replies[0][0])
+        if self.info.speaks:
+            await self._keep_spoken(record, replies[0][0].value)
+        if self.info.inference_type == "speech":   # a text-to-speech reply has no text part: it says its input
+            return prompt.text
         texts = [r.value.text.strip() for r, _ in replies]
         return " ".join(t for t in texts if t)
+
+    async def _keep_spoken(self, record: Record, answer: Answer) -> None:
+        """The reply's audio written to the run folder (off the loop), its path and duration in the record."""
+        if answer.audio is None:
+            raise ReplyError("the reply holds no audio, and the model entry asks for a spoken reply (modalities audio)")
+        audio_format = answer.audio.format or self.info.spoken.format
+        try:
+            record.audio_path, record.audio_seconds = await asyncio.get_running_loop().run_in_executor(
+                None, keep, self.store.root, self.dataset, self.name, record.id, record.repeat, answer.audio.data, audio_format,
+                int(self.info.max_audio_mb * 1_000_000))
+        except OSError as exc:
+            raise SpokenError(f"cannot write it under {self.store.root / 'spoken'}: {exc.strerror or exc}") from None
+        if record.audio_seconds is not None and record.latency > 0:
+            record.rtf = round(record.audio_seconds / record.latency, 4)
 
     async def _dialogue(self, record: Record, prompt: Prompt, audio: list[PreparedAudio], home: Endpoint, images: list[ImagePart]) -> str:
         """Multi-turn: each reply goes back into the conversation before the next user turn; the last reply is the answer."""
@@ -468,6 +494,8 @@ class InferenceJob:
                     Turn("assistant", (Text(turns[-1]["reply"]),)), Turn("user", prompt.followups[index - 1])))
             reply, _ = await self._send(replace(prompt, conversation=conversation), audio, home, images)
             replies.append(reply)
+            if self.info.speaks and index == len(prompt.followups):   # the answer is the last turn's: so is its audio
+                await self._keep_spoken(record, reply.value)
             said = " ".join(p.text for p in conversation.turns[-1].parts if isinstance(p, Text))
             turns.append({"prompt": said, "reply": reply.value.text.strip()})
         record.attempts = sum(r.attempts for r in replies)
@@ -500,7 +528,7 @@ class InferenceJob:
         while True:
             endpoint = endpoint if endpoint is not None and endpoint.down_reason is None else self._other(tried) or home
             try:
-                reply = await endpoint.post(self.protocol.path, body, content_type, self.protocol.parse)
+                reply = await endpoint.post(self.protocol.path, body, content_type, self.protocol.parse, self.protocol.reads)
                 return replace(reply, attempts=reply.attempts + spent.attempts, retry_wait=reply.retry_wait + spent.retry_wait,
                                queued=reply.queued + spent.queued), endpoint.shown_url
             except RequestFailed as exc:
@@ -536,6 +564,15 @@ def _images(prompt: Prompt) -> list[ImagePart]:
 
 def _encode_chunks(audio: PreparedAudio, seconds: Optional[float], mode: str) -> list[PreparedAudio]:
     return [piece.encoded() for piece in audio.chunks(seconds, mode)]
+
+
+def _timings(record: Record, reply: Reply) -> None:
+    """A streamed reply's first text and first audio, and its pace after the first token."""
+    record.ttft = None if reply.first_token is None else round(reply.first_token, 4)
+    record.ttfa = None if reply.first_audio is None else round(reply.first_audio, 4)
+    tokens = (reply.value.usage or {}).get("completion_tokens") or reply.deltas
+    if reply.first_token is not None and tokens and reply.latency > reply.first_token:
+        record.tokens_per_second = round(tokens / (reply.latency - reply.first_token), 2)
 
 
 def _sum_usage(answers: list[Answer]) -> Optional[dict[str, int]]:

@@ -95,7 +95,7 @@ class Launcher:
             await self.stop(only=None if stop_on_failure else set(started))
             raise
 
-    async def on_demand(self, models: list[ModelInfo]) -> None:
+    async def on_demand(self, models: list[ModelInfo], why: str = "a stored answer no longer matches its request, so it is requested again") -> None:
         """Start servers the run did not launch up front, once, when a request turns out to be owed
         after all (a stored answer whose request changed). A failure is raised to every caller."""
         key = "\n".join(sorted({m.launch for m in models if m.launch}))  # the same for every request of a model group
@@ -104,7 +104,7 @@ class Launcher:
             if not pending:
                 return
             names = ", ".join(dict.fromkeys(m.name for m in pending))
-            print(f"launching {names}: a stored answer no longer matches its request, so it is requested again", file=sys.stderr, flush=True)
+            print(f"launching {names}: {why}", file=sys.stderr, flush=True)
             self._late[key] = asyncio.ensure_future(self._launch(pending, stop_on_failure=False))
         await asyncio.shield(self._late[key])
 

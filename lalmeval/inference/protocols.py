@@ -7,7 +7,7 @@ import math
 import re
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, Union
 
 from lalmeval.config.generation import request_fields
 from lalmeval.config.schema import ModelInfo
@@ -30,11 +30,20 @@ class RequestError(Exception):
 
 
 @dataclass(frozen=True)
+class SpokenAudio:
+    """The audio of a spoken reply as it came: base64 text (one piece, or a stream's pieces) or the raw file."""
+
+    data: Union[str, tuple[str, ...], bytes]
+    format: Optional[str] = None     # the format the reply declares, when it does
+
+
+@dataclass(frozen=True)
 class Answer:
-    """What a reply carries: the text, and the token usage when the server reports it."""
+    """What a reply carries: the text, the token usage when the server reports it, and the audio of a spoken reply."""
 
     text: str
     usage: Optional[dict[str, int]] = None
+    audio: Optional[SpokenAudio] = None
 
 
 def kind(value: Any) -> str:
@@ -91,6 +100,7 @@ class Protocol:
     """How one inference_type turns a prompt and audio into a request, and a reply into an Answer."""
 
     path = ""
+    reads = "json"    # how the 200 body is read: json, or binary (the audio file itself)
 
     def body(self, info: ModelInfo, prompt: Prompt, audio: Sequence[PreparedAudio], params: dict[str, Any], language: str,
              images: Sequence[ImagePart] = ()) -> tuple[bytes, str]:
@@ -143,7 +153,7 @@ class ChatCompletions(Protocol):
             messages += to_openai_messages(Conversation(None, conversation.turns), images, audio_part(info.audio_format))
         except ValueError as exc:
             raise RequestError(str(exc)) from None
-        template = json.dumps({"model": info.model, "messages": messages, **request_fields(params)}, ensure_ascii=False).encode()
+        template = json.dumps({"model": info.model, "messages": messages, **request_fields(params), **_reply_fields(info)}, ensure_ascii=False).encode()
         return splice(template, [clip.b64 for clip in audio]), "application/json"
 
     def parse(self, payload: Any) -> Answer:
@@ -162,7 +172,36 @@ class ChatCompletions(Protocol):
         if "message" not in choice and isinstance(choice.get("text"), str):  # completions-style servers
             return Answer(choice["text"], usage_of(payload))
         message = _object(choice.get("message"), "choices[0].message")
-        return Answer(_content(message), usage_of(payload))
+        audio = _spoken(message)
+        if audio is not None and not message.get("content"):  # OpenAI puts a spoken reply's words in its transcript
+            return Answer(message["audio"].get("transcript") or "", usage_of(payload), audio)
+        return Answer(_content(message), usage_of(payload), audio)
+
+
+def _reply_fields(info: ModelInfo) -> dict[str, Any]:
+    """What the model entry asks of the reply's form: speech (modalities, audio) and streaming."""
+    fields: dict[str, Any] = {}
+    if "audio" in info.modalities:
+        fields.update(modalities=list(info.modalities), audio={"voice": info.spoken.voice, "format": info.spoken.format})
+    if info.stream:
+        fields.update(stream=True, stream_options={"include_usage": True})
+    return fields
+
+
+def _spoken(message: dict) -> Optional[SpokenAudio]:
+    """message.audio of a spoken reply, when it holds data."""
+    audio = message.get("audio")
+    if audio is None:
+        return None
+    audio = _object(audio, "choices[0].message.audio")
+    data = audio.get("data")
+    if isinstance(data, list) and all(isinstance(piece, str) for piece in data):
+        data = tuple(data)
+    elif not isinstance(data, str):
+        raise ReplyError(f"message.audio.data is {a_kind(data)}, not base64 text")
+    if "transcript" in audio and not isinstance(audio["transcript"], (str, type(None))):
+        raise ReplyError(f"message.audio.transcript is {a_kind(audio['transcript'])}, not text")
+    return SpokenAudio(data, audio.get("format") if isinstance(audio.get("format"), str) else None)
 
 
 def _content(message: dict) -> str:
@@ -217,6 +256,32 @@ class Transcriptions(Protocol):
         return Answer(payload["text"], usage_of(payload))
 
 
+class Speech(Protocol):
+    """POST /audio/speech (text to speech): the prompt's text as input, the model entry's audio voice and format."""
+
+    path = "/audio/speech"
+    reads = "binary"
+
+    def body(self, info: ModelInfo, prompt: Prompt, audio: Sequence[PreparedAudio], params: dict[str, Any], language: str,
+             images: Sequence[ImagePart] = ()) -> tuple[bytes, str]:
+        if audio or images or prompt.conversation is not None:
+            raise RequestError("a speech endpoint takes text only; this sample sends audio, images or a message list")
+        if not prompt.text.strip():
+            raise RequestError("nothing to say: the sample's text is empty")
+        # /audio/speech names raw 24 kHz samples 'pcm', chat's audio 'pcm16': one key serves both.
+        audio_format = "pcm" if info.spoken.format == "pcm16" else info.spoken.format
+        body = {"model": info.model, "input": prompt.text, "voice": info.spoken.voice, "response_format": audio_format}
+        return json.dumps(body, ensure_ascii=False).encode(), "application/json"
+
+    def parse(self, payload: Any) -> Answer:
+        if not isinstance(payload, bytes) or not payload:
+            raise ReplyError("the speech reply is empty")
+        if payload[:1] == b"{" and b'"error"' in payload[:200]:
+            raise ReplyError(f"reply holds an error instead of audio: {payload[:200].decode('utf-8', 'replace')}")
+        return Answer("", None, SpokenAudio(payload))
+
+
 PROTOCOLS.register("openai")(ChatCompletions())
 PROTOCOLS.register("vllm")(ChatCompletions())
 PROTOCOLS.register("transcription")(Transcriptions())
+PROTOCOLS.register("speech")(Speech())

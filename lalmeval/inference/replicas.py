@@ -19,7 +19,7 @@ from lalmeval.inference.ports import PORT, fill_ports
 
 # Settings that decide a reply: every replica of a group must agree on them.
 _SHARED = ("model", "inference_type", "temperature", "max_tokens", "audio_format", "chunk_size", "long_audio", "api_version",
-           "generation_kwargs")
+           "generation_kwargs", "modalities", "audio")
 
 
 @dataclass(frozen=True)

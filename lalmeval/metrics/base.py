@@ -18,15 +18,17 @@ from lalmeval.stats import SampleStats, Statistic, Uncertainty, bootstrap, ratio
 
 if TYPE_CHECKING:
     from lalmeval.judging.judge import Judge
+    from lalmeval.judging.transcriber import Transcriber
 
 SampleScore = dict[str, Any]
 
 
 @dataclass(frozen=True)
 class MetricContext:
-    """Run-wide services and settings a metric may use: the judge (llm_judge_*), the bootstrap's size and seed."""
+    """Run-wide services and settings a metric may use: the judge (llm_judge_*), the transcriber (speech_*), the bootstrap's size and seed."""
 
     judge: Optional["Judge"] = None
+    transcriber: Optional["Transcriber"] = None  # config `transcriber`: speech_wer, speech_consistency
     resamples: int = 1000  # config bootstrap_resamples; 0: no intervals
     seed: int = 0
     reading: str = "careful"  # config reading: how replies are read where the runspec does not say (docs/reading.md)

@@ -170,6 +170,12 @@ BROWSER_JS = r"""
     });
     if (r[8] !== null) scores.appendChild(node("span", "small", r[8].toFixed(2) + " s"));
     td.appendChild(scores);
+    if (r[12]) {   // a spoken reply: its audio, what the transcriber heard, then its text part below
+      if (r[12][0] !== null) td.appendChild(player(r[12][0]));
+      td.appendChild(node("div", "small", "heard (transcript of the speech)"));
+      td.appendChild(textBlock(r[12][1] === null ? "\u2013" : r[12][1]));
+      td.appendChild(node("div", "small", "text part"));
+    }
     if (str(r[4]) !== null) td.appendChild(textBlock(str(r[4])));
     if (r[11]) td.appendChild(node("div", "small", "read: " + r[11]));
     if (str(r[5]) !== null && r[5] !== r[4]) td.appendChild(folded("raw reply", str(r[5])));

@@ -27,7 +27,7 @@ def clip_key(note: Any) -> Optional[tuple]:
         return None
     span = note.get("span")
     span = tuple(span) if isinstance(span, list) and len(span) == 2 and all(isinstance(x, (int, float)) for x in span) else None
-    for kind in ("path", "copy"):
+    for kind in ("path", "copy", "spoken"):
         if isinstance(note.get(kind), str):
             return kind, note[kind], span
     return ("bytes", note.get("bytes"), span) if isinstance(note.get("bytes"), int) else None
@@ -38,7 +38,7 @@ def _file(run_path: Path, key: tuple) -> Optional[Path]:
     kind, where, _ = key
     if kind == "bytes":
         return None
-    path = Path(where) if kind == "path" else run_path / where
+    path = Path(where) if kind == "path" else run_path / where   # a copy and a spoken reply lie in the run folder
     try:
         check_regular(path, "audio file")
         return path if path.is_file() else None
@@ -69,6 +69,8 @@ def _label(key: tuple) -> str:
         return str(where)
     if kind == "copy":
         return f"{where} (a copy of audio the data holds)"
+    if kind == "spoken":
+        return f"spoken reply: {where}"
     return f"audio the data holds ({where:,} bytes; not kept: the run already keeps {KEEP_BYTES // 1_000_000} MB of copies)"
 
 

@@ -65,10 +65,15 @@ def score_histograms(stats: Sequence[GroupStats], series: dict[str, int]) -> lis
 
 
 def latency_histograms(stats: Sequence[GroupStats], series: dict[str, int]) -> list[str]:
-    """Per model, over all its datasets: seconds per answered request, with p50 / p90 / p99 marked."""
+    """Per model, over all its datasets: seconds per answered request, and for streamed replies to the first text
+    (TTFT) and first audio (TTFA), each with p50 / p90 / p99 marked."""
     out = []
     for model, index in series.items():
-        values = [v for g in stats if g.model == model for v in g.latencies]
-        marks = [(f"p{round(q * 100)} {percentile(values, q):.3g} s", percentile(values, q)) for q in (0.5, 0.9, 0.99)] if values else []
-        out.append(histogram(values, f"{model} · latency (s)", series=index, markers=marks, width=380))
+        groups = [g for g in stats if g.model == model]
+        for name, values in (("latency", [v for g in groups for v in g.latencies]), ("TTFT", [v for g in groups for v in g.ttft]),
+                             ("TTFA", [v for g in groups for v in g.ttfa])):
+            if name != "latency" and not values:
+                continue   # not streamed: no first token or audio to show
+            marks = [(f"p{round(q * 100)} {percentile(values, q):.3g} s", percentile(values, q)) for q in (0.5, 0.9, 0.99)] if values else []
+            out.append(histogram(values, f"{model} · {name} (s)", series=index, markers=marks, width=380))
     return out

@@ -82,7 +82,8 @@ class RunDir:
             if unit is not None:
                 latency = item.get("latency")
                 answered = bool(item.get("attempts")) and isinstance(latency, (int, float)) and not isinstance(latency, bool)
-                index[unit] = RecordRef(offset, bool(item.get("error")), float(latency) if answered else None)
+                index[unit] = RecordRef(offset, bool(item.get("error")), float(latency) if answered else None,
+                                        _seconds(item.get("ttft")) if answered else None, _seconds(item.get("ttfa")) if answered else None)
         return index
 
     def read_records(self, dataset: str, model: str, refs: Iterable[RecordRef]) -> Iterator[dict[str, Any]]:
@@ -91,6 +92,11 @@ class RunDir:
             for ref in refs:
                 handle.seek(ref.offset)
                 yield json.loads(handle.readline())
+
+    def sample_field(self, dataset: str, metric: str, model: str, name: str) -> dict[Unit, str]:
+        """One text field the scores file of (dataset, metric, model) shows per sample (e.g. speech_transcript)."""
+        return {unit: item[name] for item in read_jsonl(RunStore(self.path).scores_path(dataset, metric, model))
+                if (unit := _unit(item)) is not None and isinstance(item.get(name), str)}
 
     def sample_scores(self, dataset: str, metric: str, model: str) -> dict[Unit, tuple[Optional[float], Optional[str]]]:
         """(score, why it has none) of each (sample id, repeat) of one (dataset, metric, model), the last line
@@ -123,6 +129,12 @@ class RecordRef(NamedTuple):
     offset: int
     failed: bool
     latency: Optional[float]  # answered by the endpoint, not by the cache
+    ttft: Optional[float] = None   # a streamed reply's first text ...
+    ttfa: Optional[float] = None   # ... and first audio
+
+
+def _seconds(value: Any) -> Optional[float]:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _unit(item: dict[str, Any]) -> Optional[Unit]:

@@ -29,6 +29,8 @@ class GroupStats:
     latencies: list[float] = field(default_factory=list)
     scores: dict[str, list[float]] = field(default_factory=dict)
     readings: dict[str, list[tuple[str, str, Optional[str]]]] = field(default_factory=dict)  # "metric: rule" → (id, reply, scored)
+    ttft: list[float] = field(default_factory=list)   # streamed replies: seconds to the first text
+    ttfa: list[float] = field(default_factory=list)   # ... and to the first audio
 
 
 @dataclass
@@ -37,8 +39,10 @@ class SampleTable:
 
     A row: [group, sample id, prompt, reference, prediction, reply, error, scores per metric,
     latency, repeat (None when the run has no repeats), clips (indexes into `clips`), reading rules
-    (None when the reply was scored as it is)]; texts are indexes into `strings`. The prediction is
-    what was scored: when careful reading (or the judge) read the reply, the text or label it read. Rows are in natural id order, each sample's models next to each other.
+    (None when the reply was scored as it is), spoken reply (None, or [its index into `clips`, its
+    transcript or None])]; texts are indexes into `strings`. The prediction is what was scored: when
+    careful reading (or the judge) read the reply, the text or label it read. Rows are in natural id
+    order, each sample's models next to each other.
     `clips` and `files` are the audio the rows play (reports/audio.py)."""
 
     groups: list[dict[str, Any]] = field(default_factory=list)
@@ -143,27 +147,43 @@ def _group(run: RunDir, index: int, dataset: str, model: str, metrics: list[str]
             stats.failed += 1  # as num_failed counts it: no prediction, or no score
         if not ref.failed and ref.latency is not None:
             stats.latencies.append(ref.latency)
+            stats.ttft.extend([ref.ttft] if ref.ttft is not None else [])
+            stats.ttfa.extend([ref.ttfa] if ref.ttfa is not None else [])
         candidates.append((ok, order, unit, ref, judge_failures))
     stats.total = len(refs)
     candidates.sort(key=lambda c: c[:2])
     used, kept = 0, []
+    heard = _transcripts(run, dataset, model, metrics)
     records = run.read_records(dataset, model, (c[3] for c in candidates))
     readings = [run.sample_readings(dataset, m, model) for m in metrics]
     for (_, order, (sample_id, repeat), _, judge_failures), record in zip(candidates, records):
         values = [value for value, _ in (s.get((sample_id, repeat), (None, None)) for s in scores)]
         raw = [record.get(k) for k in ("prompt", "reference", "prediction", "reply")] + [_errors(record, judge_failures, metrics)]
         rules = _read(stats, metrics, readings, (sample_id, repeat), record, raw)
-        tail = [values, _number(record.get("latency")), repeat if repeated else None, None, rules]
+        said = heard.get((sample_id, repeat)) if record.get("audio_path") else None
+        tail = [values, _number(record.get("latency")), repeat if repeated else None, None, rules,
+                None if said is None else [None, _cut(said)]]
         encoded = table.encode([index, sample_id], [_cut(t) for t in raw], tail, budget - used)
         if encoded is None:
             break
-        encoded[0][-2] = table.clip_indexes((record.get("extra") or {}).get("audio"))  # only the clips of rows kept
+        encoded[0][-3] = table.clip_indexes((record.get("extra") or {}).get("audio"))  # only the clips of rows kept
+        if isinstance(record.get("audio_path"), str):   # the spoken reply plays beside its transcript and its text part
+            spoken = table.clip_indexes([{"spoken": record["audio_path"]}])
+            encoded[0][-1] = [spoken[0] if spoken else None, encoded[0][-1][1] if encoded[0][-1] else None]
         used += encoded[1]
         kept.append((order, encoded[0]))
         table.truncated += sum(1 for t in raw if t is not None and len(t) > MAX_FIELD_CHARS)
     records.close()
     table.rows.extend(row for _, row in sorted(kept, key=lambda k: k[0]))  # back in natural (id, repeat) order
     return stats, used
+
+
+def _transcripts(run: RunDir, dataset: str, model: str, metrics: list[str]) -> dict[tuple[str, int], str]:
+    """What the transcriber heard in each spoken reply, from a speech metric's scores file (none without one)."""
+    for metric in metrics:
+        if metric.startswith("speech_"):
+            return run.sample_field(dataset, metric, model, "speech_transcript")
+    return {}
 
 
 def collect(run: RunDir, max_bytes: int = MAX_SAMPLE_BYTES, audio_bytes: int = EMBED_BYTES) -> tuple[list[GroupStats], SampleTable]:

@@ -109,18 +109,28 @@ def _fmt_interval(interval: Optional[Sequence[float]]) -> str:
     return "n/a" if interval is None else f"[{interval[0]:.2f}, {interval[1]:.2f}]"
 
 
+def percentiles_cell(measure: Optional[dict[str, Any]]) -> str:
+    """'0.12 / 0.30 / 0.41': a latency's p50, p90 and p99 in seconds, '-' when it was not measured."""
+    if not measure:
+        return "-"
+    return " / ".join(f"{measure[p]:.3g}" for p in ("p50", "p90", "p99"))
+
+
 def score_table(scores: list[Score], aggregate_rows: list[dict[str, Any]], redact: Redact = NO_SECRETS, stream: Optional[TextIO] = None) -> str:
     """The console summary: one row per (model, dataset, metric), then the aggregates and what the scores pool."""
     judged = any("num_judge_failed" in s.details for s in scores)
     cached = any(cached_answers(s.details) for s in scores)
     pooled = any(len(s.details.get("replicas") or []) > 1 for s in scores)
     stopped = any(not_run(s.details) for s in scores)   # samples a stopped run never sent: counted apart, not as failed
+    timed = [name for name in ("ttft", "ttfa") if any(name in (s.details.get("latency") or {}) for s in scores)]
     rows = [[s.model, s.dataset, s.metric, str(s.num_samples), str(s.num_failed - not_run(s.details))]
             + ([str(not_run(s.details))] if stopped else [])
             + ([str(s.details.get("num_judge_failed", "-"))] if judged else []) + ([str(cached_answers(s.details))] if cached else [])
-            + ([str(len(s.details.get("replicas") or []) or 1)] if pooled else []) + [_fmt(s.score), _fmt_interval(s.ci95)] for s in scores]
+            + ([str(len(s.details.get("replicas") or []) or 1)] if pooled else []) + [_fmt(s.score), _fmt_interval(s.ci95)]
+            + [percentiles_cell((s.details.get("latency") or {}).get(name)) for name in timed] for s in scores]
     header = (["Model", "Dataset", "Metric", "Num", "Failed"] + (["Not run"] if stopped else []) + (["Judge failed"] if judged else [])
-              + (["Cached"] if cached else []) + (["Replicas"] if pooled else []) + ["Score", "95% CI"])
+              + (["Cached"] if cached else []) + (["Replicas"] if pooled else []) + ["Score", "95% CI"]
+              + [f"{name.upper()} p50/p90/p99 s" for name in timed])
     text = text_table(header, rows, range(3, len(header)), redact=redact, stream=stream)
     notes = provenance_notes([s.to_json() for s in scores])
     if notes:

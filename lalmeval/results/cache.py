@@ -31,6 +31,8 @@ def request_key(info: ModelInfo, prompt: Prompt, params: dict[str, Any], audio_d
         material.append({"followups": repr(prompt.followups)})
     if info.inference_type == "transcription":  # its requests no longer send the instruction as `prompt`: earlier replies do not answer them
         material.append({"prompt": "transcription_prompt"})
+    if info.speaks:   # a spoken reply is another reply than a written one, and differs by voice and format
+        material.append({"modalities": list(info.modalities), "voice": info.spoken.voice, "format": info.spoken.format})
     return hashlib.sha256(json.dumps(material, ensure_ascii=False, default=str, sort_keys=True).encode()).hexdigest()
 
 

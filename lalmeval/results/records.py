@@ -77,6 +77,12 @@ class Record:
     repeat: int = 0                           # which of the repeat_runs asks this is
     subset: Optional[str] = None              # the sample's group (subset_column), for per-subset scores
     extra: dict[str, Any] = field(default_factory=dict)
+    ttft: Optional[float] = None              # streamed replies: seconds from the request leaving to the first text token
+    ttfa: Optional[float] = None              # ... and to the first audio
+    tokens_per_second: Optional[float] = None  # streamed replies: completion tokens over the time after the first one
+    audio_path: Optional[str] = None          # a spoken reply's audio, relative to the run folder
+    audio_seconds: Optional[float] = None     # ... its duration
+    rtf: Optional[float] = None               # ... audio seconds produced per wall second (real-time factor)
 
     @property
     def failed(self) -> bool:

@@ -77,6 +77,8 @@ def _check_model(model: ModelInfo) -> None:
     where = f"models '{model.name}'"
     if "long_audio" in given and model.chunk_size is None:
         raise UserError(f"{where}: long_audio says what to do with audio longer than chunk_size, and chunk_size is not set")
+    if model.inference_type == "speech":
+        _check_speech(model, given)
     if model.inference_type != "transcription":
         return
     extra = sorted(k for k in model.generation_kwargs.given() if k != "temperature")
@@ -85,6 +87,23 @@ def _check_model(model: ModelInfo) -> None:
         if present:
             raise UserError(f"{where}: {key} cannot apply to inference_type transcription, whose request sends a clip, the language, "
                             "the temperature and a prompt; drop it")
+
+
+def _check_speech(model: ModelInfo, given: set[str]) -> None:
+    """A text-to-speech request sends the text, the voice and the format: a setting for anything else would do nothing."""
+    extra = sorted(model.generation_kwargs.given())
+    for key, present in (("audio_format", "audio_format" in given), ("max_tokens", model.max_tokens is not None),
+                         ("temperature", "temperature" in given), ("chunk_size", model.chunk_size is not None),
+                         (f"generation_kwargs ({', '.join(extra)})", bool(extra))):
+        if present:
+            raise UserError(f"models '{model.name}': {key} cannot apply to inference_type speech, whose request sends the text to say, "
+                            "audio.voice and audio.format; drop it")
+
+
+def _check_speech_data(model: ModelInfo, dataset: Dataset) -> None:
+    if dataset.spec.modality != "text" or dataset.spec.image_column or dataset.spec.messages_column:
+        raise UserError(f"models '{model.name}' (inference_type speech): dataset '{dataset.name}' sends audio, images or message lists, "
+                        "which a text-to-speech request cannot carry; evaluate it on a text dataset (modality: text)")
 
 
 def _check_aggregates(plan: "Plan") -> None:
@@ -132,3 +151,5 @@ def check_settings_apply(plan: "Plan") -> None:
             _check_rules(plan, model, dataset)
             if model.inference_type == "transcription":
                 _check_transcription(plan, model, dataset)
+            if model.inference_type == "speech":
+                _check_speech_data(model, dataset)

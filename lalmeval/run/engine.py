@@ -13,6 +13,7 @@ from lalmeval.metrics.base import Metric, SampleScore
 from lalmeval.results.records import Record, Score, failure_kind
 from lalmeval.results.store import JsonlWriter, RunStore, WriteFailed
 from lalmeval.results.usage import JUDGE_USAGE, Usage
+from lalmeval.run.latency import LatencyTally
 from lalmeval.stats import Uncertainty, bootstrap
 
 SCORING_FAILED = "scoring failed"
@@ -58,6 +59,8 @@ class Engine:
             value = self._repeats(tally.items, job.repeats, details)
         if tally.subsets:
             details["subsets"] = self._subsets(tally)
+        if (latency := tally.latency.summary()) is not None:
+            details["latency"] = latency
         uncertainty, stats = await self._uncertainty(tally.items, value, details, pool=job.repeats > 1)
         return Score(model, self.dataset, self.metric.name, value, len(tally.samples), len(tally.failed_samples), details,
                      uncertainty.ci95, uncertainty.stderr, tally.usage.to_json(), judge_usage.to_json() if judge_usage.replies else None, stats)
@@ -89,6 +92,7 @@ class Engine:
                 tally.total += len(batch)
                 for record in batch:
                     tally.usage.add(record.usage, answered=record.reply is not None and not record.extra.get("cached"))
+                    tally.latency.add(record)
                     if record.failed:
                         tally.fail(record, record.error or "")
                 ok = [r for r in batch if not r.failed]
@@ -162,6 +166,7 @@ class _Tally:
         self.failed_samples: set[str] = set()   # a sample with any failed repeat
         self.subsets: dict[str, tuple[set[str], set[str]]] = {}
         self.usage = Usage()   # the model's tokens over every record of the pass (failed ones too: their tokens were spent)
+        self.latency = LatencyTally()
 
     def _count(self, record: Record, failed: bool) -> None:
         self.samples.add(record.id)

@@ -23,6 +23,7 @@ from lalmeval.inference.job import InferenceJob
 from lalmeval.inference.launch import Launcher, launch_list, log_path
 from lalmeval.inference.protocols import PROTOCOLS
 from lalmeval.judging.judge import Judge
+from lalmeval.judging.transcriber import Transcriber, open_transcriber, transcribes
 from lalmeval.metrics import METRICS, MetricContext
 from lalmeval.postprocess import POSTPROCESSORS
 from lalmeval.preprocess import PREPROCESSORS
@@ -60,6 +61,10 @@ class Execution:
         self.judge: Optional[Judge] = None
         self.watch = FailureWatch(plan.config.max_failure_rate, self._too_many_failures)
         self.budget = _budget(plan, self._over_budget)
+        self.transcriber: Optional[Transcriber] = None
+        self.transcriber_launch = None   # the transcriber's server, when the config launches one
+        if plan.config.transcriber is not None and not options.skip_eval and any(transcribes(m) for _, m in plan.pairs):
+            self.transcriber, self.transcriber_launch = open_transcriber(plan.config.transcriber, store.root, redactor, self.stop)
         if plan.uses_judge and plan.config.judge_properties is not None:
             props = plan.config.judge_properties
             # Without the cross-run cache a run still reuses its own judgments (resume, --reeval): only entries it wrote count.
@@ -144,8 +149,8 @@ class Execution:
             if not engine_jobs:
                 continue  # the dataset could not be opened: reported in data_errors
             first = next(iter(engine_jobs.values()))
-            context = MetricContext(judge=self.judge, resamples=self.plan.config.bootstrap_resamples, seed=self.plan.config.seed,
-                                    reading=self.plan.config.reading)
+            context = MetricContext(judge=self.judge, transcriber=self.transcriber, resamples=self.plan.config.bootstrap_resamples,
+                                    seed=self.plan.config.seed, reading=self.plan.config.reading)
             scorer = METRICS.get(metric)(first.preprocessor.dataset, first.postprocessor, context)
             engines.append(Engine(dataset.name, scorer, engine_jobs, self.store))
         return engines
@@ -260,11 +265,17 @@ class Execution:
         await asyncio.gather(*(job.prepare() for job in jobs.values()))
         if self.judge and self.judge.cache:
             await abandonable(self.judge.cache.load)
-        self.launcher = Launcher(self._launch_list(jobs), self.plan.base, self.store.root, self.redact)
+        # A rescore (--reeval) finds most transcripts kept: its transcriber starts only when one is missing.
+        upfront = self.transcriber_launch is not None and not self.options.reeval
+        self.launcher = Launcher(self._launch_list(jobs) + ([self.transcriber_launch] if upfront else []), self.plan.base, self.store.root, self.redact)
+        if self.transcriber is not None and self.transcriber_launch is not None and not upfront:
+            self.transcriber.before_request = functools.partial(self.launcher.on_demand, [self.transcriber_launch],
+                                                                "a spoken reply has no kept transcript, so it is transcribed")
         self.phase = "starting the launched servers" if self.launcher.models else "connecting to the endpoints"
         async with self.launcher:
             self._launch_on_demand(jobs)
-            clients = [*self.all_endpoints(), *([self.judge.endpoint] if self.judge else [])]
+            clients = [*self.all_endpoints(), *([self.judge.endpoint] if self.judge else []),
+                       *([self.transcriber.endpoint] if self.transcriber else [])]
             try:
                 for endpoint in clients:
                     await endpoint.open()

@@ -43,8 +43,9 @@ class Plan:
 
     @property
     def uses_judge(self) -> bool:
+        bases = [(dataset, metric.removeprefix("spoken:")) for dataset, metric in self.pairs]   # spoken:llm_judge_* judges what was said
         return any(metric.startswith("llm_judge") or (metric == "accuracy" and dataset.spec.answer_extraction == "llm")
-                   or self.reads_with_judge(dataset, metric) for dataset, metric in self.pairs)
+                   or self.reads_with_judge(dataset, metric) for dataset, metric in bases)
 
     def reads_with_judge(self, dataset: Dataset, metric: str) -> bool:
         """Whether `metric` reads this dataset's replies through the judge (reading: judge, the runspec's or the config's)."""

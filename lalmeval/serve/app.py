@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from aiohttp import web
@@ -14,7 +14,8 @@ from lalmeval.serve.batcher import Batcher
 from lalmeval.serve.chat import chat_options, chunks, completion, parse_chat
 from lalmeval.serve.errors import ApiError, BadRequest, Unsupported, json_errors
 from lalmeval.serve.model import AudioModel, Reply
-from lalmeval.serve.runtime import CHAT, TRANSCRIPTION, Runner
+from lalmeval.serve.runtime import CHAT, SPEECH, TRANSCRIPTION, Runner
+from lalmeval.serve.speech import chat_answer, speech_answer, speech_input, spoken
 from lalmeval.serve.transcription import read_form, render, transcription_input
 
 
@@ -78,12 +79,16 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     body = await _json_body(request)
     name = _check_model(served, body.get("model"))
     options = chat_options(body)
+    speak = spoken(body, served.model, name, options.stream)   # modalities audio: the voice and format, else None
     chat = await asyncio.get_running_loop().run_in_executor(None, parse_chat, body, served.max_audio_seconds)  # decoding stays off the event loop
+    chat = replace(chat, voice=speak.voice) if speak is not None else chat
     if chat.images and not served.model.takes_images:
         raise Unsupported(f"model {name} does not take images (its class does not set takes_images = True)", "messages")
     if not chat.audios and served.model.needs_audio:
         raise Unsupported(f"model {name} answers audio only: this request has no input_audio or audio_url part", "messages")
     replies = _answered(await served.batcher.submit(CHAT, [chat] * options.n))
+    if speak is not None:
+        return await chat_answer(request, name, replies, speak, options)
     if not options.stream:
         return web.json_response(completion(name, replies), dumps=lambda o: json.dumps(o, ensure_ascii=False))
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
@@ -103,6 +108,15 @@ async def _audio(request: web.Request, task: str) -> web.Response:
                                                                             served.max_audio_seconds)
     (reply,) = _answered(await served.batcher.submit(TRANSCRIPTION, [item]))
     return render(reply, item, response_format)
+
+
+async def speech(request: web.Request) -> web.Response:
+    served = request.app[SERVED]
+    body = await _json_body(request)
+    name = _check_model(served, body.get("model"))
+    item, response_format = speech_input(body, served.model, name)
+    (reply,) = _answered(await served.batcher.submit(SPEECH, [item]))
+    return await speech_answer(reply, response_format)
 
 
 async def transcriptions(request: web.Request) -> web.Response:
@@ -165,6 +179,7 @@ def make_app(runner: Runner, ids: tuple[str, ...], limits: Limits = Limits()) ->
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_post("/v1/audio/transcriptions", transcriptions)
     app.router.add_post("/v1/audio/translations", translations)
+    app.router.add_post("/v1/audio/speech", speech)
     app.router.add_get("/v1/models", list_models)
     app.router.add_get("/v1/models/{model_id:.+}", get_model)
     app.router.add_get("/health", health)

@@ -50,7 +50,7 @@ def error_response(status: int, message: str, param: Optional[str] = None, heade
 
 def _http_message(exc: web.HTTPException, request: web.Request) -> str:
     if exc.status == 404:
-        return f"no route {request.method} {request.path} (routes: GET /v1/models, GET /v1/models/{{id}}, POST /v1/chat/completions, POST /v1/audio/transcriptions, POST /v1/audio/translations, GET /health)"
+        return f"no route {request.method} {request.path} (routes: GET /v1/models, GET /v1/models/{{id}}, POST /v1/chat/completions, POST /v1/audio/transcriptions, POST /v1/audio/translations, POST /v1/audio/speech, GET /health)"
     if exc.status == 405:
         allowed = ", ".join(sorted(getattr(exc, "allowed_methods", ()) or ()))
         return f"method {request.method} is not allowed on {request.path}" + (f" (allowed: {allowed})" if allowed else "")

@@ -37,6 +37,7 @@ class ChatInput:
     images: list[ImageInput] = field(default_factory=list)  # in message order
     parts: list[Part] = field(default_factory=list)  # non-system text, clips and images, interleaved as sent
     stop: tuple[str, ...] = ()     # the reply ends before the first of these (the server cuts it; a model may stop early)
+    voice: Optional[str] = None    # set when the request asks for a spoken reply (modalities audio): the voice to speak in
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,27 @@ class TranscriptionInput:
     temperature: float = 0.0
     task: str = "transcribe"        # or "translate" (into English)
     timestamps: bool = False        # the reply format shows segment times (verbose_json, srt, vtt)
+
+
+@dataclass(frozen=True)
+class SpeechInput:
+    """What POST /v1/audio/speech asks of the model: text to say aloud, in a voice."""
+
+    text: str
+    voice: Optional[str] = None
+    speed: float = 1.0
+
+
+@dataclass(frozen=True)
+class Speech:
+    """Synthesized speech: float32 mono samples in [-1, 1] at `rate` Hz."""
+
+    samples: np.ndarray
+    rate: int
+
+    @property
+    def seconds(self) -> float:
+        return len(self.samples) / self.rate
 
 
 @dataclass(frozen=True)
@@ -76,6 +98,7 @@ class Reply:
     finish_reason: str = "stop"     # "length" when max_tokens cut the answer short
     segments: tuple[Segment, ...] = ()
     language: Optional[str] = None
+    speech: Optional[Speech] = None   # the spoken reply, when the request asked for one (ChatInput.voice) or for speech
 
 
 Answer = Union[str, Reply]
@@ -102,6 +125,7 @@ class AudioModel:
     translates = False      # set True when transcribe_batch handles task="translate"
     needs_audio = False     # True for a recognizer: a chat request with no clip gets a 422, not an empty "answer"
     languages: Optional[frozenset[str]] = None  # ISO-639-1 codes it transcribes; None: any (another is refused with 422)
+    voices: tuple[str, ...] = ()  # the voices it speaks in (the first is the default); () : it does not speak, and spoken replies get a 422
 
     def load(self) -> None:
         """Load weights and anything slow."""
@@ -122,6 +146,14 @@ class AudioModel:
     def transcribe_batch(self, requests: Sequence[TranscriptionInput]) -> list[Answer]:
         """Transcripts of several clips, in order (override to run them as one batch, or to use prompts)."""
         return [self.transcribe(r.audio, r.language, r.temperature) for r in requests]
+
+    def speak(self, request: SpeechInput) -> Speech:
+        """`request.text` said aloud (POST /v1/audio/speech); a model with `voices` implements it."""
+        raise NotImplementedError
+
+    def speak_batch(self, requests: Sequence[SpeechInput]) -> list[Union[Reply, Speech]]:
+        """Speech for several texts, in order (override to synthesize them as one batch)."""
+        return [self.speak(r) for r in requests]
 
     def count_tokens(self, text: str) -> int:
         """Tokens in `text` for `usage` when a reply is a plain str: words, unless the model has a tokenizer."""

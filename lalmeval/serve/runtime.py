@@ -11,10 +11,10 @@ from lalmeval.errors import UserError
 from lalmeval.serve.errors import ApiError
 from lalmeval.serve.loading import load_model, load_weights
 from lalmeval.serve.model import AudioModel, Reply
-from lalmeval.serve.batches import CHAT, TRANSCRIPTION, guarded_batch, run_batch
+from lalmeval.serve.batches import CHAT, SPEECH, TRANSCRIPTION, guarded_batch, run_batch
 from lalmeval.serve.workers import Worker, WorkerDied, WorkerFailed, stop_resource_tracker
 
-__all__ = ["CHAT", "TRANSCRIPTION", "Runner", "guarded_batch", "load_model", "run_batch"]
+__all__ = ["CHAT", "SPEECH", "TRANSCRIPTION", "Runner", "guarded_batch", "load_model", "run_batch"]
 
 RESTART_BACKOFF = (1.0, 60.0)  # seconds between attempts to replace a worker whose model fails to load: first, most
 

@@ -5,4 +5,6 @@ BUILTIN = {
     "whisper-tiny.en": "lalmeval.serve.builtin.whisper:WhisperTinyEn",
     "pocketsphinx": "lalmeval.serve.builtin.pocketsphinx:PocketsphinxCommands",
     "echo": "lalmeval.serve.builtin.echo:EchoInputs",
+    "espeak-ng": "lalmeval.serve.builtin.espeak:EspeakVoice",
+    "whisper-espeak": "lalmeval.serve.builtin.espeak:WhisperEspeak",
 }
