@@ -90,17 +90,18 @@ def is_refusal(text: str) -> bool:
 
 # --------------------------------------------------------------------------- lead-ins
 
-_MD = r"[*_#>\s]{0,6}"  # markdown around a lead-in: "**Transcription:**", "### Translation"
+_MD = r"(?:[-*•][ \t]{1,4})?[*_#>\s]{0,6}"  # markdown around a lead-in: "**Transcription:**", "### Translation", "- **Transcription:**"
 _OPENER = r"(?:(?:sure|okay|ok|alright|all right|certainly|of course|well|yes|absolutely|great|no problem|got it|here you go)\W{0,3}\s{0,3}){0,3}"
 _THING = (r"(?:transcri(?:pt|ption|bed\s+text|bed\s+content)|translation|original|source\s+text|translated\s+(?:text|sentence|version)|"
-          r"(?:original\s+|spoken\s+|audio\s+|speech\s+)?(?:content|text|words|wording)|speech\s+recognition\s+result|asr\s+(?:output|result))")
+          r"(?:original\s+|spoken\s+|audio\s+|speech\s+)?(?:content|text|words|wording)|speech|speech\s+recognition\s+result|asr\s+(?:output|result))")
 _MEDIUM = r"(?:audio|audio\s+clip|clip|recording|speech|sound|file|audio\s+file|voice\s+message|utterance|sentence|passage|segment)"
 _OF_MEDIUM = r"(?:\s+(?:of|from|in|for)\s+(?:the|this|that|your|the\s+given|the\s+provided)?\s*(?:\w+\s+){0,1}?" + _MEDIUM + r")?"
 _INTO = r"(?:\s+(?:in|into|to)\s+(?:[A-Z][a-z]+|simplified\s+chinese|traditional\s+chinese))?"
 _IS = r"(?:\s+(?:is|reads|would\s+be|goes|as\s+follows|follows|below))*"
 _LANGUAGE = r"(?:English|Chinese|Mandarin|German|French|Spanish|Japanese|Korean|Italian|Russian|Portuguese|Arabic|Dutch|simplified\s+chinese|traditional\s+chinese)"
 _PERSON = r"(?:speaker|person|man|woman|voice|narrator|people)"
-_SAYS = r"(?:says|said|states|is\s+saying|reads|contains|goes)"
+_SOMEONE = r"(?:someone|somebody|a\s+(?:man|woman|person|voice)|they)"  # "It sounds like someone says \"…\""
+_SAYS = r"(?:says|said|states|is\s+saying|reads|contains|goes|(?:seems|appears)\s+to\s+(?:say|be\s+saying))"
 _HEDGE = r"(?:(?:it\s+)?(?:seems|sounds|appears)\s+(?:like|that|as\s+if)\s+|i\s+think\s+(?:that\s+)?)?"  # "it seems like the audio says"
 _LEAD_IN_EN = re.compile(
     r"^" + _MD + _OPENER + r"(?:"
@@ -110,13 +111,13 @@ _LEAD_IN_EN = re.compile(
     # "The original content of this audio is", "The English translation is", "Transcription"
     r"|(?:the\s+|my\s+|a\s+)?(?:\w+\s+){0,2}?" + _THING + _OF_MEDIUM + _INTO + _IS +
     # "The audio says", "In the audio, the speaker says", "The person in the audio says", "Here's what the audio says"
-    r"|" + _HEDGE + r"(?:in\s+(?:the|this)\s+" + _MEDIUM + r",?\s+)?(?:here(?:'s|’s|\s+is)\s+)?(?:what\s+)?(?:the|this|a|an)\s+(?:" + _MEDIUM + "|" + _PERSON + r")"
+    r"|" + _HEDGE + r"(?:in\s+(?:the|this)\s+" + _MEDIUM + r",?\s+)?(?:(?:here|this|that)(?:'s|’s|\s+is)\s+)?(?:what\s+)?(?:(?:the|this|a|an)\s+(?:" + _MEDIUM + "|" + _PERSON + r")|" + _SOMEONE + r")"
     r"(?:\s+in\s+(?:the|this)\s+" + _MEDIUM + r")?\s+" + _SAYS + r"(?:\s+the\s+following(?:\s+(?:speech|words|text|sentence|content))?)?"
     r"|it\s+says"
     # "I've transcribed the audio for you", "I have translated the sentence into English"
     r"|i(?:'ve|’ve|\s+have)?\s+(?:transcribed|translated)\s+(?:the|this|your|it)(?:\s+" + _MEDIUM + r")?" + _INTO + r"(?:\s+for\s+you)?(?:\s+as\s+follows)?"
     # "Translated into English", "The sentence translates to", "\"Guten Abend\" translates to"
-    r"|(?:(?:the\s+)?(?:\w+\s+){0,2}?|\"[^\"\n]{1,200}\"\s+|“[^”\n]{1,200}”\s+)(?:translates|is\s+translated|translated)\s+(?:in)?to(?:\s+" + _LANGUAGE + r")?(?:\s+as)?"
+    r"|(?:(?:the\s+)?(?:\w+\s+){0,2}?|\"?[^\"\n]{1,200}\"\s+|“[^”\n]{1,200}”\s+)(?:translates|is\s+translated|translated)\s+(?:in)?to(?:\s+" + _LANGUAGE + r")?(?:\s+as)?"
     r"(?:,?\s+(?:it|this)\s+(?:reads|is|says|means))?"
     # "In English, this means", "In Chinese it reads"
     r"|in\s+" + _LANGUAGE + r",?\s+(?:this|it|that)\s+(?:means|reads|says|is|would\s+be|translates\s+(?:as|to))"
@@ -127,11 +128,12 @@ _LEAD_IN_EN = re.compile(
 _ZH_THING = r"(?:原始内容|原始內容|内容|內容|原文|转录文本|轉錄文本|转录结果|转录|轉錄|转写结果|转写|轉寫|识别结果|識別結果|翻译结果|翻譯結果|中文翻译|中文翻譯|英文翻译|英文翻譯|翻译|翻譯|译文|譯文|文本|文字)"
 _LEAD_IN_ZH = re.compile(
     r"^" + _MD + r"(?:(?:好的|好|当然|當然|嗯|可以|没问题|沒問題)[，,。！!、\s]{0,3})?"
+    r"(?:[\"“「][^\"”」\n]{1,200}[\"”」]\s{0,2})?"  # the quoted source: "I'm hungry" 的中文翻译是 …
     r"(?:以下是|下面是|这是|這是|这句话|這句話|这段话|這段話|这句|這句|原句|这段|這段|该|該|此|这个|這個)?(?:段)?(?:音频|音頻|语音|語音|录音|錄音|音频文件|音頻文件)?(?:中|里|裡)?的?"
-    r"(?:(?:中文|英文|原始|完整)?(?:" + _ZH_THING + r")(?:如下|是|为|為)?|(?:人|男人|女人|男子|女子|说话人|說話人|说话者|說話者)?(?:说的是|說的是|说|說|说的内容是|說的內容是)"
+    r"(?:(?:中文|英文|原始|完整)?(?:" + _ZH_THING + r")(?:内容|內容|文本|结果|結果)?(?:如下|是|为|為)?|(?:人|男人|女人|男子|女子|说话人|說話人|说话者|說話者)?(?:说的是|說的是|说|說|说的内容是|說的內容是)"
     r"|(?:翻译|翻譯|译|譯)(?:成|为|為)(?:中文|英文|汉语|漢語|英语|英語)(?:是|为|為|如下)?|中文|英文|汉语|漢語|英语|英語"
     r"|(?:这句话|這句話|这段话|這段話)(?:的内容|的內容|的意思)?(?:是|为|為|说的是|說的是))"
-    r"(?P<delim>\s{0,4}[:：]\s{0,8}|\s{0,4}\n\s{0,8}|\s{0,4}(?=[\"'“‘「『]))"
+    r"(?P<delim>\s{0,4}[*_]{0,4}[:：][*_]{0,4}\s{0,8}|\s{0,4}\n\s{0,8}|\s{0,4}(?=[\"'“‘「『]))"
 )
 
 
@@ -183,14 +185,39 @@ _NOTE = re.compile(
 # A paragraph after the text that speaks about the audio or the wording rather than continuing it.
 _ABOUT = re.compile(
     r"(?i)\n\s{0,8}(?:"
-    r"(?:the|this|that)\s{1,8}(?:audio|recording|clip|speaker|speech|translation|transcription|transcript|sentence|phrase|word|term|expression|original)\b"
+    r"(?:the|this|that)\s{1,8}(?:" + _LANGUAGE + r"\s{1,8})?(?:audio|recording|clip|speaker|speech|translation|transcription|transcript|sentence|phrase|word|term|expression|original)\b"
     r"|(?:in\s{1,8}this\s{1,8}(?:translation|transcription|audio|recording))|i\s{1,8}(?:have|'ve|’ve)?\s{0,8}(?:translated|transcribed|kept|chose|used|rendered|left)\b"
     r"|(?:here|there)\s{0,8},\s{1,8}|here(?:'s|’s|\s{1,8}is)\s{1,8}(?:a|the)\s{1,8}(?:breakdown|explanation|literal|word-by-word|closer\s{1,8}look)\b|\"[^\"\n]{1,60}\"\s{1,8}(?:is|means|was|can\s{1,8}be|refers)\b|“[^”\n]{1,60}”\s{1,8}(?:is|means|was|can\s{1,8}be|refers)\b"
-    r"|(?:这段|這段|该|該)(?:音频|音頻|录音|錄音|翻译|翻譯)|(?:其中|这里|這裡|此处|此處)[，,]|以上(?:是|为|為|就是)"
+    r"|(?:这段|這段|该|該)(?:音频|音頻|录音|錄音|翻译|翻譯)|(?:其中|这里|這裡|此处|此處)(?:[，,]|\s{0,2}[\"“「『])|[\"“「『][^\"”」』\n]{1,30}[\"”」』]\s{0,2}(?:是|指|意思|意为|意為|译为|譯為|表示|表达|表達)|以上(?:是|为|為|就是)"
     r")[\s\S]*$")
 _TRAILING_ASIDE = re.compile(
     r"(?i)\s{0,8}(?:[(\[](?:[^()\[\]\n]{0,160}\b(?:audio|recording|unclear|inaudible|noise|speaker|transcri\w*|translat\w*|note|literally|lit\.|or\s{1,8}more\s{1,8}literally)\b[^()\[\]\n]{0,160})[)\]]"
     r"|（[^（）\n]{0,80}(?:音频|音頻|录音|錄音|噪音|杂音|雜音|听不清|聽不清|不清楚|注|翻译|翻譯)[^（）\n]{0,80}）)[.。]?\s{0,8}$")
+
+
+_OPENING = {'"': '"', "“": "”", "「": "」", "『": "』", "«": "»", "'": "'", "‘": "’"}
+_QUOTE_MARKS = "\"“”「」『』«»"
+
+
+def _announced_quote(text: str) -> Optional[str]:
+    """An announced text that opens with a quote ends where the quote closes: what follows it ("'Go home.' The
+    speaker sounds tired.", "\"…\", but I'm not certain.") is the model's own comment. A quote left open (its
+    closing mark taken by the postprocessor) loses its opening mark. None when neither applies, or when more
+    quoted speech follows the quote (\"Stop,\" she said, \"…\")."""
+    if not text or text[0] not in _OPENING:
+        return None
+    close = _OPENING[text[0]]
+    if close in ("'", "’"):  # an apostrophe inside a word ("don't") closes nothing
+        found = re.search(r"(?<=\S)['’](?!\w)", text[1:])
+        end = found.start() + 1 if found else -1
+    else:
+        end = text.find(close, 1)
+    if end < 0:
+        return text[1:] if text[0] not in text[1:] else None
+    rest = text[end + 1:]
+    if not rest.strip(_END_MARKS) or any(mark in rest for mark in _QUOTE_MARKS) or "'" in rest.lstrip(_END_MARKS)[:1]:
+        return None
+    return text[: end + 1]
 
 
 def _without_tail(text: str) -> tuple[str, list[str]]:
@@ -266,7 +293,7 @@ def _section(text: str, kind: str, target: Optional[str] = None) -> Optional[str
 # --------------------------------------------------------------------------- the reading
 
 
-def _pass(text: str, kind: str, target: Optional[str]) -> tuple[str, list[str]]:
+def _pass(text: str, kind: str, target: Optional[str], announced: bool) -> tuple[str, list[str]]:
     """One pass of every cutting rule, in the order a reader meets them."""
     rules: list[str] = []
     inner = _inside_wrapper(text)
@@ -278,6 +305,9 @@ def _pass(text: str, kind: str, target: Optional[str]) -> tuple[str, list[str]]:
     start = _lead_in(text)
     if start is not None:
         text, rules = text[start:], rules + ["lead_in"]
+    quoted = _announced_quote(text.strip()) if announced or start is not None else None
+    if quoted is not None and quoted.strip():
+        text, rules = quoted, rules + ["note"]
     text, tail = _without_tail(text)
     rules += tail
     inner = _unquoted(text)
@@ -294,7 +324,7 @@ def read_transcript(reply: str, kind: str = "transcript", target: Optional[str] 
     if is_refusal(text):
         return TextReading("", tuple(rules + ["refusal"]), refusal=True)
     for _ in range(MAX_PASSES):
-        cut, fired = _pass(text, kind, target)
+        cut, fired = _pass(text, kind, target, "lead_in" in rules)
         if cut == text or not cut:
             break
         text, rules = cut, rules + [r for r in fired if r not in rules]
