@@ -240,3 +240,66 @@ def test_a_runspecs_synonyms_make_a_label_set_of_plain_references_only_with_two_
     assert one.score_record(rec("hound", "a puppy or a kitty"))["score"] == 0.0  # a set of one would credit any mention
     assert two.score_record(rec("hound", "a puppy"))["score"] == 1.0
     assert two.score_record(rec("hound", "a puppy or a kitty"))["reading"] == ["synonym", "unreadable"]
+
+
+# --------------------------------------------------------------------------- rules found on held-out replies
+
+
+def test_an_announced_quote_ends_where_the_quote_closes():
+    assert read_transcript("The original content of this audio is: 'Go home now.' The speaker sounds tired.").text == "Go home now."
+    assert read_transcript('The audio says: "Wait here." This appears to be an instruction.').text == "Wait here."
+    assert read_transcript("这段音频的原始内容是：“请在八点前到达。”这是一段通知。").text == "请在八点前到达。"
+    hedged = read_transcript('It sounds like someone says "pass the salt", but I\'m not certain.')
+    assert hedged.text == "pass the salt" and hedged.rules == ("lead_in", "note", "quotes")
+
+
+def test_a_quote_not_announced_or_followed_by_more_quoted_speech_is_left_whole():
+    for reply in ('"Stop," she said, "you\'re going to fall."', 'He told me "leave it" and walked out.',
+                  '"Go home," he said.'):
+        assert read_transcript(reply).text == reply
+    assert read_transcript('The audio says: "Stop," she said, "or you fall."').text == '"Stop," she said, "or you fall."'
+    assert read_transcript("The audio says: 'I don't know.' He sounds unsure.").text == "I don't know."  # an apostrophe closes nothing
+
+
+def test_a_quote_left_open_by_the_postprocessor_loses_its_opening_mark_only_after_a_lead_in():
+    reply = GeneralPostprocessor().process('"Das Wetter ist schön" translates to "The weather is nice."')
+    assert read_transcript(reply, "translation", "en").text == "The weather is nice."
+    assert read_transcript('"Keep going').text == '"Keep going'
+
+
+def test_bulleted_speech_and_what_the_audio_says_lead_ins_are_cut():
+    assert read_transcript('- **Transcription:** "Put the books back."').text == "Put the books back."
+    assert read_transcript("The speech in the audio is: hello there").text == "hello there"
+    assert read_transcript("Well, this is what the audio says: we left early.").text == "we left early."
+    assert read_transcript('The speaker seems to say: "we will be there."').text == "we will be there."
+
+
+def test_chinese_lead_ins_with_a_quoted_source_bold_or_a_content_noun_are_cut():
+    assert read_transcript('"I\'m hungry" 的中文翻译是 "我饿了"。', "translation", "zh").text == "我饿了"
+    assert read_transcript("**翻译：** 他是我的朋友。", "translation", "zh").text == "他是我的朋友。"
+    assert read_transcript("好的，以下是音频的转录内容：\n\n这家餐厅很好。").text == "这家餐厅很好。"
+    for trap in ("以下是今天的新闻：股市上涨了。", "他说：“我明天不来了。”", "内容是什么并不重要。"):
+        assert read_transcript(trap).rules == ()
+
+
+def test_a_paragraph_explaining_a_quoted_word_after_a_translation_is_a_note():
+    reply = 'Translation: "Thank you for your help."\n\nThe German phrase "vielen Dank" expresses gratitude.'
+    assert read_transcript(reply, "translation", "en").text == "Thank you for your help."
+    assert read_transcript('我们应该早点出发。\n\n这里"早点"表达了"earlier"的意思。', "translation", "zh").text == "我们应该早点出发。"
+
+
+def test_a_closer_needs_the_models_offer_so_a_speakers_own_invitation_stays():
+    assert read_transcript("Thank you. If you have any questions, please ask after the talk.").rules == ()
+    assert read_transcript("It is late. Let me know if you need a ride tomorrow.").rules == ()
+    assert read_transcript("天很晚了。如果您还有其他问题，可以来办公室找我。").rules == ()
+    assert read_transcript("Go home. If you have any more questions, please feel free to ask.").text == "Go home."
+    assert read_transcript("Go home. Let me know if you'd like a summary.").text == "Go home."
+    assert read_transcript("回家吧。如果您还有其他问题，请随时告诉我。").text == "回家吧。"
+
+
+def test_every_esc50_class_is_a_sound_event_label():
+    from lalmeval.postprocess.label_reading import reference_sets
+
+    for reference, reply in (("clapping", "People are clapping."), ("crackling fire", "a campfire crackling"),
+                             ("vacuum cleaner", "Someone is vacuuming."), ("chirping birds", "birds singing in a tree")):
+        assert read_label(reply, reference_sets(reference)).label == reference, reply

@@ -164,15 +164,24 @@ def _lead_in(text: str) -> Optional[int]:
 # Chat closers: offers of more help, said to the user. Each form names the help, so that a transcript
 # sentence such as "If you have a minute" or "Would you like some tea?" is never one.
 _HELP = r"(?:questions?|help|assistance|anything(?:\s{1,8}else)?|clarifications?|requests?|further\s{1,8}\w+|more\s{1,8}\w+|other\s{1,8}\w+)"
+# "If you have any questions" closes a chat only with the model's offer in the same sentence ("…, please feel free to
+# ask"); a talk's "If you have any questions, please ask after the talk" is speech. So does "Let me know if": it
+# offers help or more of the task ("if you need anything else", "if you'd like a summary"), not "if you need a ride".
+_OFFER = (r"(?=[^.!?\n]{0,80}?(?:feel\s{1,8}free|let\s{1,8}me\s{1,8}know|(?:don't|don’t|do\s{1,8}not)\s{1,8}hesitate|ask\s{1,8}me|"
+          r"i(?:'m|’m|\s{1,8}am)\s{1,8}here|i(?:'d|’d|\s{1,8}would)\s{1,8}be|(?:happy|glad)\s{1,8}to|reach\s{1,8}out|ask\s{1,8}away|"
+          r"(?:please|just)\s{1,8}ask\s{0,4}(?:[.!]|$)))")
+_OFFERED = (r"(?=[^.!?\n]{0,60}?\b(?:anything|more|further|other|help|questions?|assistance|clarifications?|changes|adjust\w*|"
+            r"transcri\w*|translat\w*|summary|summari[sz]\w*|version|format))")
+_ZH_OFFER = r"(?=[^。！？\n]{0,20}?(?:随时|隨時|欢迎|歡迎|告诉我|告訴我|问我|問我|提问|提問|咨询|諮詢|联系我|聯繫我|帮|幫|乐意|樂意))"
 _CLOSER = re.compile(
     r"(?i)(?:^|(?<=[.!?。！？\n\"'”’」』]))\s{0,8}(?:"
-    r"(?:if|should)\s{1,8}you\s{1,8}(?:have|need|want|require)\s{1,8}(?:any\s{1,8})?(?:more\s{1,8}|other\s{1,8}|further\s{1,8}|additional\s{1,8})?" + _HELP + r"\b"
+    r"(?:if|should)\s{1,8}you\s{1,8}(?:have|need|want|require)\s{1,8}(?:any\s{1,8})?(?:more\s{1,8}|other\s{1,8}|further\s{1,8}|additional\s{1,8})?" + _HELP + r"\b" + _OFFER +
     r"|(?:if|should)\s{1,8}you(?:'d|’d|\s{1,8}would)\s{1,8}like\s{1,8}(?:me\s{1,8}to|more|any|further|another|a\s{1,8}different)\b"
-    r"|(?:please\s{1,8})?let\s{1,8}me\s{1,8}know\s{1,8}(?:if|whether|how|what)\b|feel\s{1,8}free\s{1,8}to\s{1,8}(?:ask|reach|let|contact|share|provide)\b"
+    r"|(?:please\s{1,8})?let\s{1,8}me\s{1,8}know\s{1,8}(?:if|whether|how|what)\b" + _OFFERED + r"|feel\s{1,8}free\s{1,8}to\s{1,8}(?:ask|reach|let|contact|share|provide)\b"
     r"|(?:i\s{1,8})?hope\s{1,8}(?:this|that|it)\b(?:\s{1,8}\w+){0,3}?\s{1,8}(?:helps?|is\s{1,8}helpful|was\s{1,8}helpful|is\s{1,8}useful)\b"
     r"|is\s{1,8}there\s{1,8}anything\s{1,8}else\s{1,8}(?:i|that\s{1,8}i|you)\b|(?:do|would)\s{1,8}you\s{1,8}(?:need|want|like)\s{1,8}(?:me\s{1,8}to|any\s{1,8}(?:more|further|other)|further|more\s{1,8}help)\b"
     r"|(?:i'?m|i\s{1,8}am)\s{1,8}(?:happy|glad)\s{1,8}to\s{1,8}help\b|happy\s{1,8}to\s{1,8}help\s{1,8}(?:further|more|with)\b"
-    r"|(?:如果(?:您|你)?(?:还有|還有|有)|如有|如還有|如还有)(?:其他|任何|更多)?(?:问题|問題|需要|疑问|疑問)|欢迎(?:继续|随时)?(?:提问|咨询)|歡迎(?:繼續|隨時)?(?:提問|諮詢)"
+    r"|(?:如果(?:您|你)?(?:还有|還有|有)|如有|如還有|如还有)(?:其他|任何|更多)?(?:问题|問題|需要|疑问|疑問)" + _ZH_OFFER + r"|欢迎(?:继续|随时)?(?:提问|咨询)|歡迎(?:繼續|隨時)?(?:提問|諮詢)"
     r"|希望(?:这|這|以上|对您|對您|对你|對你)?(?:能|对|對)?.{0,6}(?:有帮助|有幫助)"
     r"|(?:请|請)?(?:随时|隨時)(?:告诉|告訴|问|問)|还有什么(?:需要|可以)|還有什麼(?:需要|可以)|需要(?:我|其他)(?:帮|幫)"
     r")[^\n]*$",
