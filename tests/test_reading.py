@@ -303,3 +303,23 @@ def test_every_esc50_class_is_a_sound_event_label():
     for reference, reply in (("clapping", "People are clapping."), ("crackling fire", "a campfire crackling"),
                              ("vacuum cleaner", "Someone is vacuuming."), ("chirping birds", "birds singing in a tree")):
         assert read_label(reply, reference_sets(reference)).label == reference, reply
+
+
+def test_a_refusal_declines_the_task_not_anything_at_all():
+    from lalmeval.postprocess.reading import is_refusal
+
+    for reply in ("I'm sorry, I can't transcribe your handwriting.", "Sorry, I can't listen to this song again.",
+                  "Unfortunately, the audio equipment broke down.", "I'm sorry but the recording studio is closed today.",
+                  "I can't translate my feelings into words.", "I'm sorry, I can't hear you, the line is bad."):
+        assert not is_refusal(reply), reply
+    for reply in ("I'm sorry, I can't transcribe that.", "I'm sorry, but the audio is not clear enough to transcribe.",
+                  "As an AI language model, I cannot listen to audio.", "Sorry, I couldn't make out any speech in this clip."):
+        assert is_refusal(reply), reply
+
+
+def test_a_lead_in_qualifies_what_it_announces_only_with_words_that_describe_a_transcript():
+    for speech in ("Send the text: I'll be late.", "Read the words: love, hope and faith.", "Check the content: nothing is missing.",
+                   "My words: never again.", "Her transcript: straight A's in every class.",
+                   "Here's the content of my speech: thank you all.", 'Someone says "hello" every morning.'):
+        assert read_transcript(speech).rules == (), speech
+    assert read_transcript("Here's the full English transcription of the provided audio: hi there").text == "hi there"

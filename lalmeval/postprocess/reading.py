@@ -71,9 +71,18 @@ _REFUSAL_EN = re.compile(
     r"^\W{0,4}(?:(?:i'?m|i am|i’m)\s+(?:really\s+|very\s+)?sorry|sorry|unfortunately|apologies|as an ai\b|as a (?:text-based|language) model|"
     r"i\s+(?:cannot|can't|can’t|can not|am unable to|am not able to|'m unable to|’m unable to|don't have|do not have|could not|couldn't))",
     re.IGNORECASE)
-# What a refusal speaks of: the task. "Sorry, I can't hear you" is speech; "Sorry, I can't transcribe audio" is not.
-_REFUSAL_TOPIC_EN = re.compile(r"(?i)\b(?:transcri\w*|translat\w*|audio|recording|sound\s+clip|listen\s+to|"
-                               r"process\s+(?:the\s+|this\s+|your\s+)?(?:audio|file|sound|request|input)|language\s+model|ai|speech\s+recognition)\b")
+# What a refusal speaks of: the task it cannot do. "Sorry, I can't hear you", "I'm sorry, I can't transcribe your
+# handwriting" and "Unfortunately, the audio equipment broke down" are speech; "I can't transcribe this audio",
+# "I'm unable to process audio files" and "the recording is too noisy to transcribe" decline the task.
+_REFUSED_MEDIUM = r"(?:audio|recording|recordings|sound\s+clip|clip|audio\s+files?|sound\s+files?|voice\s+message|speech)"
+_UNABLE = (r"(?:can't|can’t|cannot|can\s+not|unable\s+to|not\s+able\s+to|couldn't|couldn’t|could\s+not|don't\s+have|don’t\s+have|"
+           r"do\s+not\s+have|no\s+(?:way|ability)\s+to)")
+_TASK_REFUSED = re.compile(
+    r"(?i)\b" + _UNABLE + r"[^.!?\n]{0,50}?(?:\b" + _REFUSED_MEDIUM + r"\b|\b(?:transcri\w*|translat\w*|process|analy[sz]e|listen\s+to)"
+    r"(?:\s+(?:this|that|it|them))?(?=\s*(?:[.,;!?]|$|\s(?:because|as|since|due|for\s+you|right\s+now|at\s+the\s+moment))))")
+_UNCLEAR = re.compile(r"(?i)\b" + _REFUSED_MEDIUM + r"\s+(?:is|was|seems|appears)\s+(?:to\s+be\s+)?"
+                      r"(?:too\s+\w+|not\s+clear|unclear|inaudible|silent|empty|corrupted|distorted|garbled|muffled|blank)")
+_MODEL_REFUSAL = re.compile(r"(?i)\b(?:as\s+an\s+ai|(?:language|text-based)\s+model)\b[^.!?\n]{0,80}?\b" + _UNABLE)
 _GENERIC_REFUSAL = re.compile(r"(?i)\b(?:can't|can’t|cannot|can\s+not|unable\s+to|not\s+able\s+to)\s+(?:help|assist)\s+(?:you\s+)?with\s+(?:that|this)"
                               r"(?:\s+request)?\W{0,4}$")
 _REFUSAL_ZH = re.compile(r"^\W{0,4}(?:很?抱歉|对不起|對不起|不好意思|很遗憾|很遺憾|我无法|我無法|我不能|作为一个?AI|作為一個?AI)")
@@ -84,7 +93,7 @@ def is_refusal(text: str) -> bool:
     """Whether the reply declines the task ('I'm sorry, I can't transcribe this audio.', 抱歉，我无法识别这段音频)."""
     head = text.strip()[:300]
     if _REFUSAL_EN.match(head):
-        return head.count(" ") < 60 and bool(_REFUSAL_TOPIC_EN.search(head) or _GENERIC_REFUSAL.search(head))
+        return head.count(" ") < 60 and any(p.search(head) for p in (_TASK_REFUSED, _UNCLEAR, _MODEL_REFUSAL, _GENERIC_REFUSAL))
     return bool(_REFUSAL_ZH.match(head) and _REFUSAL_TOPIC_ZH.search(head))
 
 
@@ -95,21 +104,29 @@ _OPENER = r"(?:(?:sure|okay|ok|alright|all right|certainly|of course|well|yes|ab
 _THING = (r"(?:transcri(?:pt|ption|bed\s+text|bed\s+content)|translation|original|source\s+text|translated\s+(?:text|sentence|version)|"
           r"(?:original\s+|spoken\s+|audio\s+|speech\s+)?(?:content|text|words|wording)|speech|speech\s+recognition\s+result|asr\s+(?:output|result))")
 _MEDIUM = r"(?:audio|audio\s+clip|clip|recording|speech|sound|file|audio\s+file|voice\s+message|utterance|sentence|passage|segment)"
-_OF_MEDIUM = r"(?:\s+(?:of|from|in|for)\s+(?:the|this|that|your|the\s+given|the\s+provided)?\s*(?:\w+\s+){0,1}?" + _MEDIUM + r")?"
+# Words that may qualify what a lead-in announces. Any word would also cut "Send the text: I'll be late" or "Here's
+# the content of my speech: thank you"; these only describe a transcript or a translation.
+_ADJ = (r"(?:full|complete|exact|verbatim|final|requested|literal|accurate|direct|corrected|resulting|automatic|raw|best|likely|possible|"
+        r"approximate|rough|word-for-word|proper|natural|original|spoken|audio|speech|asr|transcribed|translated|whole|entire|provided|given|"
+        r"uploaded|attached|above|short|clean|cleaned|precise|faithful|english|chinese|mandarin|german|french|spanish|japanese|korean|"
+        r"italian|russian|portuguese|arabic|dutch|simplified|traditional)")
+_ADJS = r"(?:" + _ADJ + r"[\s-]+){0,2}?"
+_OF_MEDIUM = r"(?:\s+(?:of|from|in|for)\s+(?:the|this|that|your|the\s+given|the\s+provided)?\s*(?:" + _ADJ + r"\s+)?" + _MEDIUM + r")?"
 _INTO = r"(?:\s+(?:in|into|to)\s+(?:[A-Z][a-z]+|simplified\s+chinese|traditional\s+chinese))?"
 _IS = r"(?:\s+(?:is|reads|would\s+be|goes|as\s+follows|follows|below))*"
 _LANGUAGE = r"(?:English|Chinese|Mandarin|German|French|Spanish|Japanese|Korean|Italian|Russian|Portuguese|Arabic|Dutch|simplified\s+chinese|traditional\s+chinese)"
 _PERSON = r"(?:speaker|person|man|woman|voice|narrator|people)"
-_SOMEONE = r"(?:someone|somebody|a\s+(?:man|woman|person|voice)|they)"  # "It sounds like someone says \"…\""
+# "It sounds like someone says \"…\"": only after a hedge, since "Someone says \"hello\" every morning" is speech.
+_SOMEONE = r"(?:(?<=like\s)|(?<=that\s)|(?<=think\s)|(?<=if\s))(?:someone|somebody|they)"
 _SAYS = r"(?:says|said|states|is\s+saying|reads|contains|goes|(?:seems|appears)\s+to\s+(?:say|be\s+saying))"
 _HEDGE = r"(?:(?:it\s+)?(?:seems|sounds|appears)\s+(?:like|that|as\s+if)\s+|i\s+think\s+(?:that\s+)?)?"  # "it seems like the audio says"
 _LEAD_IN_EN = re.compile(
     r"^" + _MD + _OPENER + r"(?:"
     # "Here's the transcription of the audio", "Below is the English translation", "This is the content of the audio"
-    r"(?:here(?:'s|’s|\s+is|\s+are)|below\s+is|this\s+is|that\s+is|the\s+following\s+is)\s+(?:the|a|an|my|your)?\s*(?:\w+\s+){0,2}?"
+    r"(?:here(?:'s|’s|\s+is|\s+are)|below\s+is|this\s+is|that\s+is|the\s+following\s+is)\s+(?:the|a|an|my|your)?\s*" + _ADJS
     + _THING + _OF_MEDIUM + _INTO + _IS +
     # "The original content of this audio is", "The English translation is", "Transcription"
-    r"|(?:the\s+|my\s+|a\s+)?(?:\w+\s+){0,2}?" + _THING + _OF_MEDIUM + _INTO + _IS +
+    r"|(?:the\s+|a\s+)?" + _ADJS + _THING + _OF_MEDIUM + _INTO + _IS +
     # "The audio says", "In the audio, the speaker says", "The person in the audio says", "Here's what the audio says"
     r"|" + _HEDGE + r"(?:in\s+(?:the|this)\s+" + _MEDIUM + r",?\s+)?(?:(?:here|this|that)(?:'s|’s|\s+is)\s+)?(?:what\s+)?(?:(?:the|this|a|an)\s+(?:" + _MEDIUM + "|" + _PERSON + r")|" + _SOMEONE + r")"
     r"(?:\s+in\s+(?:the|this)\s+" + _MEDIUM + r")?\s+" + _SAYS + r"(?:\s+the\s+following(?:\s+(?:speech|words|text|sentence|content))?)?"
@@ -141,7 +158,7 @@ _LEAD_IN_ZH = re.compile(
 # is …", "The audio says …", "The speaker is saying …".
 _STRONG_LEAD_IN = re.compile(
     r"^" + _MD + _OPENER + r"(?:"
-    r"(?:here(?:'s|’s|\s+is)\s+|this\s+is\s+)?(?:the|my)\s+(?:\w+\s+){0,2}?" + _THING + r"\s+(?:of|from|in)\s+(?:the|this|that|your)\s+(?:\w+\s+)?"
+    r"(?:here(?:'s|’s|\s+is)\s+|this\s+is\s+)?(?:the|my)\s+" + _ADJS + _THING + r"\s+(?:of|from|in)\s+(?:the|this|that|your)\s+(?:" + _ADJ + r"\s+)?"
     + _MEDIUM + r"\s+(?:is|reads|would\s+be|says)"
     r"|" + _HEDGE + r"(?:in\s+(?:the|this)\s+" + _MEDIUM + r",?\s+)?(?:the|this)\s+(?:" + _MEDIUM + "|" + _PERSON + r")(?:\s+in\s+(?:the|this)\s+" + _MEDIUM + r")?"
     r"\s+(?:says|is\s+saying)(?:\s+that)?"
