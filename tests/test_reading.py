@@ -323,3 +323,18 @@ def test_a_lead_in_qualifies_what_it_announces_only_with_words_that_describe_a_t
                    "Here's the content of my speech: thank you all.", 'Someone says "hello" every morning.'):
         assert read_transcript(speech).rules == (), speech
     assert read_transcript("Here's the full English transcription of the provided audio: hi there").text == "hi there"
+
+
+def test_a_label_asked_about_rather_than_stated_is_no_answer():
+    gender = LabelSet.of(["male", "female"])
+    meld = LabelSet.of(["neutral", "joy", "sadness", "anger", "surprise", "fear", "disgust"])
+    assert read_label("It is not possible to tell whether the speaker is male.", gender).label is None
+    assert read_label("I can't say if the speaker is female.", gender).label is None
+    assert read_label("Happy or sad? I'd go with sad.", meld).label == "sadness"
+    assert read_label("If I had to guess, female.", gender).label == "female"
+
+
+def test_a_throat_cleared_by_anyone_is_throat_clearing():
+    vocal = LabelSet.of(["Laughter", "Sigh", "Cough", "Throat clearing", "Sneeze", "Sniff"])
+    for reply in ("Someone clears their throat.", "The sound is a throat clear.", "He cleared his throat."):
+        assert read_label(reply, vocal).label == "Throat clearing", reply

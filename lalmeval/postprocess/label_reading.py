@@ -7,7 +7,8 @@ plural forms of all of these. A word that would name two labels of the set names
 neither; a label's own word always names that label.
 
 A mention right after a negation ("not happy", "no sign of anger", "rather than sad", 不是开心)
-is no answer. A reply that names exactly one label (once or more) is that label; one that names
+is no answer; nor is one the reply asks about rather than states: in a question ("Happy or sad? I'd go
+with sad." is sad) or after "whether"/"if" ("I can't tell whether the speaker is male"). A reply that names exactly one label (once or more) is that label; one that names
 none, or two different labels, is unreadable: scored wrong and counted, never guessed.
 """
 
@@ -30,6 +31,9 @@ _BREAKS = {",", ".", ";", ":", "!", "?", "，", "。", "；", "：", "！", "？
 _NEGATORS = {"not", "no", "never", "neither", "nor", "without", "hardly", "unlike", "except", "non"}
 _NEGATING_PAIRS = {("rather", "than"), ("instead", "of"), ("other", "than"), ("as", "opposed")}
 _NEGATORS_ZH = ("不是", "并非", "並非", "而非", "没有", "沒有", "不像", "不", "没", "沒", "非")
+_CLAUSE_ENDS = frozenset({",", ".", ";", ":", "!", "?", "，", "。", "；", "：", "！", "？"})
+_SENTENCE_ENDS = frozenset({".", "!", "?", "。", "！", "？"})
+_ASKING = frozenset({"whether", "if"})
 NEGATION_REACH = 4  # tokens a negation reaches forward ("not very happy", "not the sound of laughter")
 
 
@@ -135,6 +139,18 @@ def _negated(toks: list[str], at: int) -> bool:
     return False
 
 
+def _asked(toks: list[str], at: int) -> bool:
+    """Whether the label at `at` is asked about, not stated: its sentence ends with a question mark, or its
+    clause opens with 'whether' / 'if' / 是否 ("It is not possible to tell whether the speaker is male")."""
+    i = at - 1
+    while i >= 0 and toks[i] not in _CLAUSE_ENDS:
+        if toks[i] in _ASKING or (i > 0 and toks[i - 1] + toks[i] == "是否"):
+            return True
+        i -= 1
+    end = next((t for t in toks[at:] if t in _SENTENCE_ENDS), None)
+    return end in ("?", "？")
+
+
 @dataclass(frozen=True)
 class _Mention:
     start: int
@@ -158,7 +174,7 @@ def _mentions(toks: list[str], label_set: LabelSet) -> tuple[list[_Mention], boo
         else:
             i += 1
             continue
-        if _negated(toks, i):
+        if _negated(toks, i) or _asked(toks, i):
             negation = True
         else:
             found.append(_Mention(i, i + size, index, tuple(toks[i: i + size]) not in own_words(label_set.labels[index])))
