@@ -338,3 +338,15 @@ def test_a_throat_cleared_by_anyone_is_throat_clearing():
     vocal = LabelSet.of(["Laughter", "Sigh", "Cough", "Throat clearing", "Sneeze", "Sniff"])
     for reply in ("Someone clears their throat.", "The sound is a throat clear.", "He cleared his throat."):
         assert read_label(reply, vocal).label == "Throat clearing", reply
+
+
+def test_what_its_source_means_announces_a_translation_but_not_a_transcript():
+    for reply in ('"Wir gehen nach Hause" means "We are going home."', 'The sentence "Wir gehen" means "We go."',
+                  'It means: "Where is the station?"'):
+        read = read_transcript(GeneralPostprocessor().process(reply), "translation", "en")
+        assert "lead_in" in read.rules and '"' not in read.text and "means" not in read.text, reply
+    assert read_transcript('"Hola" means "hello" in Spanish.').rules == ()
+
+
+def test_what_was_said_in_the_audio_is_a_lead_in():
+    assert read_transcript('Here\'s what was said in the audio: "We are going home."').text == "We are going home."

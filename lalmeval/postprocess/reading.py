@@ -131,6 +131,8 @@ _LEAD_IN_EN = re.compile(
     r"|" + _HEDGE + r"(?:in\s+(?:the|this)\s+" + _MEDIUM + r",?\s+)?(?:(?:here|this|that)(?:'s|’s|\s+is)\s+)?(?:what\s+)?(?:(?:the|this|a|an)\s+(?:" + _MEDIUM + "|" + _PERSON + r")|" + _SOMEONE + r")"
     r"(?:\s+in\s+(?:the|this)\s+" + _MEDIUM + r")?\s+" + _SAYS + r"(?:\s+the\s+following(?:\s+(?:speech|words|text|sentence|content))?)?"
     r"|it\s+says"
+    # "Here's what was said in the audio"
+    r"|(?:(?:here|this|that)(?:'s|’s|\s+is)\s+)?what\s+(?:was|is\s+being|is)\s+(?:said|spoken)(?:\s+in\s+(?:the|this)\s+" + _MEDIUM + r")?"
     # "I've transcribed the audio for you", "I have translated the sentence into English"
     r"|i(?:'ve|’ve|\s+have)?\s+(?:transcribed|translated)\s+(?:the|this|your|it)(?:\s+" + _MEDIUM + r")?" + _INTO + r"(?:\s+for\s+you)?(?:\s+as\s+follows)?"
     # "Translated into English", "The sentence translates to", "\"Guten Abend\" translates to"
@@ -167,9 +169,17 @@ _STRONG_LEAD_IN = re.compile(
 )
 
 
-def _lead_in(text: str) -> Optional[int]:
+# Only a translation is announced by what its source means: "\"Wir gehen\" means \"We go\"", "It means: …". A
+# transcript may well say "\"Hola\" means \"hello\"".
+_MEANS = re.compile(
+    r"^" + _MD + _OPENER + r"(?:(?:the\s+(?:sentence|phrase|word|expression)\s+)?(?:[\"“「][^\"”」\n]{1,200}[\"”」]|\"?[^\"\n]{1,200}\")\s+"
+    r"(?:means|is|would\s+be)(?:\s+(?:in\s+)?" + _LANGUAGE + r")?|(?:it|this|that)\s+means)"
+    r"(?P<delim>\s{0,4}[:：]\s{0,8}|\s{1,4}(?=[\"'“‘「『]))", re.IGNORECASE)
+
+
+def _lead_in(text: str, kind: str = "transcript") -> Optional[int]:
     """Where the text announced by a lead-in starts, or None when the text opens with no lead-in."""
-    for pattern in (_LEAD_IN_EN, _LEAD_IN_ZH, _STRONG_LEAD_IN):
+    for pattern in (_LEAD_IN_EN, _LEAD_IN_ZH, _STRONG_LEAD_IN) + ((_MEANS,) if kind == "translation" else ()):
         match = pattern.match(text)
         if match and text[match.end():].strip():
             return match.end()
@@ -328,7 +338,7 @@ def _pass(text: str, kind: str, target: Optional[str], announced: bool) -> tuple
     section = _section(text, kind, target)
     if section is not None and section.strip():
         text, rules = section, rules + ["section"]
-    start = _lead_in(text)
+    start = _lead_in(text, kind)
     if start is not None:
         text, rules = text[start:], rules + ["lead_in"]
     quoted = _announced_quote(text.strip()) if announced or start is not None else None
