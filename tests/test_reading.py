@@ -350,3 +350,12 @@ def test_what_its_source_means_announces_a_translation_but_not_a_transcript():
 
 def test_what_was_said_in_the_audio_is_a_lead_in():
     assert read_transcript('Here\'s what was said in the audio: "We are going home."').text == "We are going home."
+
+
+def test_a_chinese_refusal_declines_the_task_not_anything_at_all():
+    from lalmeval.postprocess.reading import is_refusal
+
+    for reply in ("对不起，我不能去。", "对不起，我听不懂你说的话。", "不好意思，我无法参加会议。"):
+        assert not is_refusal(reply), reply
+    for reply in ("抱歉，我无法识别这段音频。", "作为AI，我无法听取音频。", "很抱歉，我不能处理音频文件。"):
+        assert is_refusal(reply), reply

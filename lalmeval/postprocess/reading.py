@@ -85,8 +85,10 @@ _UNCLEAR = re.compile(r"(?i)\b" + _REFUSED_MEDIUM + r"\s+(?:is|was|seems|appears
 _MODEL_REFUSAL = re.compile(r"(?i)\b(?:as\s+an\s+ai|(?:language|text-based)\s+model)\b[^.!?\n]{0,80}?\b" + _UNABLE)
 _GENERIC_REFUSAL = re.compile(r"(?i)\b(?:can't|can’t|cannot|can\s+not|unable\s+to|not\s+able\s+to)\s+(?:help|assist)\s+(?:you\s+)?with\s+(?:that|this)"
                               r"(?:\s+request)?\W{0,4}$")
-_REFUSAL_ZH = re.compile(r"^\W{0,4}(?:很?抱歉|对不起|對不起|不好意思|很遗憾|很遺憾|我无法|我無法|我不能|作为一个?AI|作為一個?AI)")
-_REFUSAL_TOPIC_ZH = re.compile(r"无法|無法|不能|没有办法|沒有辦法|听不|聽不|不支持|不支援")
+_REFUSAL_ZH = re.compile(r"^\W{0,4}(?:很?抱歉|对不起|對不起|不好意思|很遗憾|很遺憾|我无法|我無法|我不能|作为(?:一个)?AI|作為(?:一個)?AI)")
+# As in English, the inability must reach the task: 我无法识别这段音频, not 我无法参加会议 or 我听不懂你说的话.
+_REFUSAL_TOPIC_ZH = re.compile(r"(?:无法|無法|不能|没有办法|沒有辦法|听不|聽不|不支持|不支援)[^。！？\n]{0,20}?"
+                               r"(?:音频|音頻|录音|錄音|语音|語音|声音|聲音|音档|音檔|转录|轉錄|转写|轉寫|识别|識別|翻译|翻譯|处理|處理|文件|檔案)")
 
 
 def is_refusal(text: str) -> bool:
