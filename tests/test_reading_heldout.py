@@ -34,16 +34,19 @@ def rec(reference, reply, **extra):
 
 
 def wer_pairs(cases, language):
-    """Per sample: (what default reading scores, what the grader's reading scores), and the metric."""
+    """Per sample: (what default reading scores, what the grader's reading scores, as it is), and the metric."""
     metric = WordErrorRate(dataset(language), GeneralPostprocessor())
-    return metric, [(metric.score_record(rec(c["reference"], c["reply"])), metric.score_record(rec(c["reference"], c["grader"])))
+    grader = WordErrorRate(dataset(language, reading="verbatim"), GeneralPostprocessor())
+    return metric, [(metric.score_record(rec(c["reference"], c["reply"])), grader.score_record(rec(c["reference"], c["grader"])))
                     for c in cases]
 
 
 def bleu_pairs(cases, target):
-    metric = Bleu(dataset("de" if target == "en" else "en", target_language=target), GeneralPostprocessor())
+    source = "de" if target == "en" else "en"
+    metric = Bleu(dataset(source, target_language=target), GeneralPostprocessor())
+    grader = Bleu(dataset(source, target_language=target, reading="verbatim"), GeneralPostprocessor())
     chosen = [c for c in cases if c["target"] == target]
-    return metric, [(metric.score_record(rec(c["reference"], c["reply"])), metric.score_record(rec(c["reference"], c["grader"])))
+    return metric, [(metric.score_record(rec(c["reference"], c["reply"])), grader.score_record(rec(c["reference"], c["grader"])))
                     for c in chosen]
 
 
