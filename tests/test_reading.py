@@ -260,6 +260,7 @@ def test_a_quote_not_announced_or_followed_by_more_quoted_speech_is_left_whole()
         assert read_transcript(reply).text == reply
     assert read_transcript('The audio says: "Stop," she said, "or you fall."').text == '"Stop," she said, "or you fall."'
     assert read_transcript("The audio says: 'I don't know.' He sounds unsure.").text == "I don't know."  # an apostrophe closes nothing
+    assert read_transcript("The original content of this audio is: 'The boys' bikes were stolen.'").text.strip("'") == "The boys' bikes were stolen."
 
 
 def test_a_quote_left_open_by_the_postprocessor_loses_its_opening_mark_only_after_a_lead_in():

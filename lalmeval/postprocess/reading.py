@@ -245,6 +245,8 @@ def _announced_quote(text: str) -> Optional[str]:
     if not text or text[0] not in _OPENING:
         return None
     close = _OPENING[text[0]]
+    if len(text) > 1 and text.rstrip(_END_MARKS).endswith(close):  # "'The boys' bikes were stolen.'": the quote may wrap it all
+        return None
     if close in ("'", "’"):  # an apostrophe inside a word ("don't") closes nothing
         found = re.search(r"(?<=\S)['’](?!\w)", text[1:])
         end = found.start() + 1 if found else -1
