@@ -139,16 +139,19 @@ def _negated(toks: list[str], at: int) -> bool:
     return False
 
 
-def _asked(toks: list[str], at: int) -> bool:
-    """Whether the label at `at` is asked about, not stated: its sentence ends with a question mark, or its
-    clause opens with 'whether' / 'if' / 是否 ("It is not possible to tell whether the speaker is male")."""
-    i = at - 1
-    while i >= 0 and toks[i] not in _CLAUSE_ENDS:
-        if toks[i] in _ASKING or (i > 0 and toks[i - 1] + toks[i] == "是否"):
-            return True
-        i -= 1
-    end = next((t for t in toks[at:] if t in _SENTENCE_ENDS), None)
-    return end in ("?", "？")
+def _asked(toks: list[str]) -> list[bool]:
+    """Per token, whether a label there is asked about, not stated: its sentence ends with a question mark, or its
+    clause opens with 'whether' / 'if' / 是否 ("It is not possible to tell whether the speaker is male"). One pass
+    each way, so a long reply costs no more than its length."""
+    asking, in_clause = [], False
+    for i, tok in enumerate(toks):
+        in_clause = False if tok in _CLAUSE_ENDS else in_clause or tok in _ASKING or (i > 0 and toks[i - 1] + tok == "是否")
+        asking.append(in_clause)
+    question, end = [False] * len(toks), False
+    for i in range(len(toks) - 1, -1, -1):
+        end = toks[i] in ("?", "？") if toks[i] in _SENTENCE_ENDS else end
+        question[i] = end
+    return [a or q for a, q in zip(asking, question)]
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,7 @@ ECHO = 3  # labels listed one after another, this many or more, are the set read
 def _mentions(toks: list[str], label_set: LabelSet) -> tuple[list[_Mention], bool]:
     """Every label the tokens name, longest words first, and whether a negated one was passed over."""
     found, negation, i = [], False, 0
+    asked = _asked(toks)
     while i < len(toks):
         for size in range(min(label_set.longest, len(toks) - i), 0, -1):
             index = label_set.words.get(tuple(toks[i: i + size]))
@@ -174,7 +178,7 @@ def _mentions(toks: list[str], label_set: LabelSet) -> tuple[list[_Mention], boo
         else:
             i += 1
             continue
-        if _negated(toks, i) or _asked(toks, i):
+        if _negated(toks, i) or asked[i]:
             negation = True
         else:
             found.append(_Mention(i, i + size, index, tuple(toks[i: i + size]) not in own_words(label_set.labels[index])))
