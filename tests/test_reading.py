@@ -361,3 +361,8 @@ def test_a_chinese_refusal_declines_the_task_not_anything_at_all():
         assert not is_refusal(reply), reply
     for reply in ("抱歉，我无法识别这段音频。", "作为AI，我无法听取音频。", "很抱歉，我不能处理音频文件。"):
         assert is_refusal(reply), reply
+
+
+def test_a_hedge_may_open_with_believe_or_guess():
+    assert read_transcript('I believe the audio says "close the door".').text == "close the door"
+    assert read_transcript('I guess someone says "go home", but it is faint.').text == "go home"

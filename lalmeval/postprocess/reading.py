@@ -119,9 +119,9 @@ _IS = r"(?:\s+(?:is|reads|would\s+be|goes|as\s+follows|follows|below))*"
 _LANGUAGE = r"(?:English|Chinese|Mandarin|German|French|Spanish|Japanese|Korean|Italian|Russian|Portuguese|Arabic|Dutch|simplified\s+chinese|traditional\s+chinese)"
 _PERSON = r"(?:speaker|person|man|woman|voice|narrator|people)"
 # "It sounds like someone says \"…\"": only after a hedge, since "Someone says \"hello\" every morning" is speech.
-_SOMEONE = r"(?:(?<=like\s)|(?<=that\s)|(?<=think\s)|(?<=if\s))(?:someone|somebody|they)"
+_SOMEONE = r"(?:(?<=like\s)|(?<=that\s)|(?<=think\s)|(?<=believe\s)|(?<=guess\s)|(?<=if\s))(?:someone|somebody|they)"
 _SAYS = r"(?:says|said|states|is\s+saying|reads|contains|goes|(?:seems|appears)\s+to\s+(?:say|be\s+saying))"
-_HEDGE = r"(?:(?:it\s+)?(?:seems|sounds|appears)\s+(?:like|that|as\s+if)\s+|i\s+think\s+(?:that\s+)?)?"  # "it seems like the audio says"
+_HEDGE = r"(?:(?:it\s+)?(?:seems|sounds|appears)\s+(?:like|that|as\s+if)\s+|i\s+(?:think|believe|guess)\s+(?:that\s+)?)?"  # "it seems like the audio says"
 _LEAD_IN_EN = re.compile(
     r"^" + _MD + _OPENER + r"(?:"
     # "Here's the transcription of the audio", "Below is the English translation", "This is the content of the audio"
