@@ -366,3 +366,10 @@ def test_a_chinese_refusal_declines_the_task_not_anything_at_all():
 def test_a_hedge_may_open_with_believe_or_guess():
     assert read_transcript('I believe the audio says "close the door".').text == "close the door"
     assert read_transcript('I guess someone says "go home", but it is faint.').text == "go home"
+
+
+def test_chinese_translation_lead_ins_notes_and_asides_about_the_wording_are_cut():
+    assert read_transcript("好的，这句话的中文是：我们回家吧。", "translation", "zh").text == "我们回家吧。"
+    assert read_transcript("我们回家吧。\n\n这句话的意思是说话人想回家。", "translation", "zh").text == "我们回家吧。"
+    assert read_transcript("我们回家吧。（直译：让我们去家。）", "translation", "zh").text == "我们回家吧。"
+    assert read_transcript("中文是一门难学的语言。").rules == ()
