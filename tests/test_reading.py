@@ -373,3 +373,14 @@ def test_chinese_translation_lead_ins_notes_and_asides_about_the_wording_are_cut
     assert read_transcript("我们回家吧。\n\n这句话的意思是说话人想回家。", "translation", "zh").text == "我们回家吧。"
     assert read_transcript("我们回家吧。（直译：让我们去家。）", "translation", "zh").text == "我们回家吧。"
     assert read_transcript("中文是一门难学的语言。").rules == ()
+
+
+def test_no_rule_reads_inside_the_quotes_that_hold_the_text():
+    cases = {"The original content of this audio is: 'The audio says it all.'": "The audio says it all.",
+             'The audio says: "Let me know if you need anything else."': "Let me know if you need anything else.",
+             'Well, this is the content of the audio: "Note: the shop is closed."': "Note: the shop is closed.",
+             'Transcription: "The speaker says hello."': "The speaker says hello."}
+    for reply, text in cases.items():
+        assert read_transcript(reply).text == text, reply
+    closed = read_transcript('The audio says: "Go home." If you have any more questions, please feel free to ask.')
+    assert closed.text == "Go home." and closed.rules == ("lead_in", "closer", "quotes")

@@ -333,8 +333,10 @@ def _section(text: str, kind: str, target: Optional[str] = None) -> Optional[str
 # --------------------------------------------------------------------------- the reading
 
 
-def _pass(text: str, kind: str, target: Optional[str], announced: bool) -> tuple[str, list[str]]:
-    """One pass of every cutting rule, in the order a reader meets them."""
+def _pass(text: str, kind: str, target: Optional[str], announced: bool) -> tuple[str, list[str], bool]:
+    """One pass of every cutting rule, in the order a reader meets them, and whether what is left was quoted
+    whole: the model's quotes mark the text itself, so no rule reads inside them ('The audio says: "Let me
+    know if you need anything else."' is that sentence)."""
     rules: list[str] = []
     inner = _inside_wrapper(text)
     if inner is not None:
@@ -347,13 +349,18 @@ def _pass(text: str, kind: str, target: Optional[str], announced: bool) -> tuple
         text, rules = text[start:], rules + ["lead_in"]
     quoted = _announced_quote(text.strip()) if announced or start is not None else None
     if quoted is not None and quoted.strip():
-        text, rules = quoted, rules + ["note"]
-    text, tail = _without_tail(text)
-    rules += tail
+        rest = text.strip()[len(quoted):]
+        text, rules = quoted, rules + ["closer" if _CLOSER.match(rest.lstrip(_END_MARKS)) else "note"]
     inner = _unquoted(text)
+    whole = inner is not None and inner.strip() != "" and text.strip()[:1] in _PAIRS
+    if not whole:
+        text, tail = _without_tail(text)
+        rules += tail
+        inner = _unquoted(text)
+        whole = inner is not None and inner.strip() != "" and text.strip()[:1] in _PAIRS
     if inner is not None and inner.strip():
         text, rules = inner, rules + ["quotes"]
-    return text.strip(), rules
+    return text.strip(), rules, whole
 
 
 def read_transcript(reply: str, kind: str = "transcript", target: Optional[str] = None) -> TextReading:
@@ -364,8 +371,10 @@ def read_transcript(reply: str, kind: str = "transcript", target: Optional[str] 
     if is_refusal(text):
         return TextReading("", tuple(rules + ["refusal"]), refusal=True)
     for _ in range(MAX_PASSES):
-        cut, fired = _pass(text, kind, target, "lead_in" in rules)
+        cut, fired, quoted = _pass(text, kind, target, "lead_in" in rules)
         if cut == text or not cut:
             break
         text, rules = cut, rules + [r for r in fired if r not in rules]
+        if quoted:
+            break
     return TextReading(text, tuple(rules))
