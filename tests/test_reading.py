@@ -384,3 +384,11 @@ def test_no_rule_reads_inside_the_quotes_that_hold_the_text():
         assert read_transcript(reply).text == text, reply
     closed = read_transcript('The audio says: "Go home." If you have any more questions, please feel free to ask.')
     assert closed.text == "Go home." and closed.rules == ("lead_in", "closer", "quotes")
+
+
+def test_a_doubt_added_after_an_announced_text_is_a_note_but_a_speakers_doubt_stays():
+    read = read_transcript("It sounds like someone says we should go home now, but I'm not certain.")
+    assert read.text == "we should go home now" and read.rules == ("lead_in", "note")
+    assert read_transcript("The audio says: we left early, though it's a little unclear.").text == "we left early"
+    for speech in ("I'll come, but I'm not sure.", "Someone says we should go, but I'm not sure."):
+        assert read_transcript(speech).rules == (), speech

@@ -166,6 +166,7 @@ _STRONG_LEAD_IN = re.compile(
     + _MEDIUM + r"\s+(?:is|reads|would\s+be|says)"
     r"|" + _HEDGE + r"(?:in\s+(?:the|this)\s+" + _MEDIUM + r",?\s+)?(?:the|this)\s+(?:" + _MEDIUM + "|" + _PERSON + r")(?:\s+in\s+(?:the|this)\s+" + _MEDIUM + r")?"
     r"\s+(?:says|is\s+saying)(?:\s+that)?"
+    r"|" + _HEDGE + _SOMEONE + r"\s+(?:says|is\s+saying)(?:\s+that)?"  # "It sounds like someone says we …"
     r")\s{1,4}(?=\S)",
     re.IGNORECASE,
 )
@@ -260,10 +261,19 @@ def _announced_quote(text: str) -> Optional[str]:
     return text[: end + 1]
 
 
-def _without_tail(text: str) -> tuple[str, list[str]]:
+# The doubt a model adds after an announced text: "…, but I'm not certain.", "…, though it's a little unclear."
+# Only after a lead-in: a speaker may well say "I'll come, but I'm not sure."
+_DOUBT = re.compile(
+    r"(?i)\s{0,4}[,;]?\s{1,4}(?:but|though|although)\s{1,4}(?:i(?:'m|’m|\s{1,4}am)\s{1,4}not\s{1,4}(?:entirely\s{1,4}|completely\s{1,4}|100%\s{1,4})?"
+    r"(?:certain|sure)|it(?:'s|’s|\s{1,4}is)\s{1,4}(?:a\s{1,4}(?:little|bit)\s{1,4}|somewhat\s{1,4})?(?:unclear|hard\s{1,4}to\s{1,4}(?:hear|tell)|muffled|noisy|faint)"
+    r"|the\s{1,4}(?:audio|recording)\s{1,4}is\s{1,4}(?:a\s{1,4}(?:little|bit)\s{1,4}|somewhat\s{1,4})?(?:unclear|muffled|noisy|faint))[^\n]{0,40}?[.!]?\s{0,4}$")
+
+
+def _without_tail(text: str, announced: bool = False) -> tuple[str, list[str]]:
     """The text without chat closers and notes about the audio or the wording after it."""
     rules = []
-    for rule, pattern in (("closer", _CLOSER), ("note", _NOTE), ("note", _ABOUT), ("note", _TRAILING_ASIDE)):
+    doubt = (("note", _DOUBT),) if announced else ()
+    for rule, pattern in (("closer", _CLOSER), ("note", _NOTE), ("note", _ABOUT), ("note", _TRAILING_ASIDE)) + doubt:
         match = pattern.search(text)
         if match and text[: match.start()].strip():
             text = text[: match.start()].rstrip()
@@ -354,7 +364,7 @@ def _pass(text: str, kind: str, target: Optional[str], announced: bool) -> tuple
     inner = _unquoted(text)
     whole = inner is not None and inner.strip() != "" and text.strip()[:1] in _PAIRS
     if not whole:
-        text, tail = _without_tail(text)
+        text, tail = _without_tail(text, announced or start is not None)
         rules += tail
         inner = _unquoted(text)
         whole = inner is not None and inner.strip() != "" and text.strip()[:1] in _PAIRS
