@@ -72,7 +72,8 @@ def test_no_reply_is_scored_better_than_the_grader_scores_it(case):
     language = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in case["reference"]) else "en"
     metric = WordErrorRate(dataset(language), GeneralPostprocessor())
     careful = metric.score_record(rec(case["reference"], case["reply"]))
-    grader = metric.score_record(rec(case["reference"], case["grader"]))
+    as_it_is = WordErrorRate(dataset(language, reading="verbatim"), GeneralPostprocessor())  # no rule touches the yardstick
+    grader = as_it_is.score_record(rec(case["reference"], case["grader"]))
     assert careful["errors"] >= grader["errors"], case["reply"]
 
 
@@ -87,7 +88,7 @@ def test_traps_whose_first_words_look_like_a_lead_in_are_left_whole():
 def test_corpus_error_rates_come_within_a_point_and_a_half_of_the_grader(name, language, limit):
     cases = TRANSCRIPTS[name]
     careful = wer_items(cases, language)[0].aggregate(wer_items(cases, language)[1])[0]
-    grader = wer_items([{**c, "reply": c["grader"]} for c in cases], language)
+    grader = wer_items([{**c, "reply": c["grader"]} for c in cases], language, reading="verbatim")
     grader_rate = grader[0].aggregate(grader[1])[0]
     verbatim_metric, verbatim = wer_items(cases, language, reading="verbatim")
     assert abs(careful - grader_rate) <= limit
@@ -240,3 +241,154 @@ def test_a_runspecs_synonyms_make_a_label_set_of_plain_references_only_with_two_
     assert one.score_record(rec("hound", "a puppy or a kitty"))["score"] == 0.0  # a set of one would credit any mention
     assert two.score_record(rec("hound", "a puppy"))["score"] == 1.0
     assert two.score_record(rec("hound", "a puppy or a kitty"))["reading"] == ["synonym", "unreadable"]
+
+
+# --------------------------------------------------------------------------- rules found on held-out replies
+
+
+def test_an_announced_quote_ends_where_the_quote_closes():
+    assert read_transcript("The original content of this audio is: 'Go home now.' The speaker sounds tired.").text == "Go home now."
+    assert read_transcript('The audio says: "Wait here." This appears to be an instruction.').text == "Wait here."
+    assert read_transcript("这段音频的原始内容是：“请在八点前到达。”这是一段通知。").text == "请在八点前到达。"
+    hedged = read_transcript('It sounds like someone says "pass the salt", but I\'m not certain.')
+    assert hedged.text == "pass the salt" and hedged.rules == ("lead_in", "note", "quotes")
+
+
+def test_a_quote_not_announced_or_followed_by_more_quoted_speech_is_left_whole():
+    for reply in ('"Stop," she said, "you\'re going to fall."', 'He told me "leave it" and walked out.',
+                  '"Go home," he said.'):
+        assert read_transcript(reply).text == reply
+    assert read_transcript('The audio says: "Stop," she said, "or you fall."').text == '"Stop," she said, "or you fall."'
+    assert read_transcript("The audio says: 'I don't know.' He sounds unsure.").text == "I don't know."  # an apostrophe closes nothing
+    assert read_transcript("The original content of this audio is: 'The boys' bikes were stolen.'").text.strip("'") == "The boys' bikes were stolen."
+
+
+def test_a_quote_left_open_by_the_postprocessor_loses_its_opening_mark_only_after_a_lead_in():
+    reply = GeneralPostprocessor().process('"Das Wetter ist schön" translates to "The weather is nice."')
+    assert read_transcript(reply, "translation", "en").text == "The weather is nice."
+    assert read_transcript('"Keep going').text == '"Keep going'
+
+
+def test_bulleted_speech_and_what_the_audio_says_lead_ins_are_cut():
+    assert read_transcript('- **Transcription:** "Put the books back."').text == "Put the books back."
+    assert read_transcript("The speech in the audio is: hello there").text == "hello there"
+    assert read_transcript("Well, this is what the audio says: we left early.").text == "we left early."
+    assert read_transcript('The speaker seems to say: "we will be there."').text == "we will be there."
+
+
+def test_chinese_lead_ins_with_a_quoted_source_bold_or_a_content_noun_are_cut():
+    assert read_transcript('"I\'m hungry" 的中文翻译是 "我饿了"。', "translation", "zh").text == "我饿了"
+    assert read_transcript("**翻译：** 他是我的朋友。", "translation", "zh").text == "他是我的朋友。"
+    assert read_transcript("好的，以下是音频的转录内容：\n\n这家餐厅很好。").text == "这家餐厅很好。"
+    for trap in ("以下是今天的新闻：股市上涨了。", "他说：“我明天不来了。”", "内容是什么并不重要。"):
+        assert read_transcript(trap).rules == ()
+
+
+def test_a_paragraph_explaining_a_quoted_word_after_a_translation_is_a_note():
+    reply = 'Translation: "Thank you for your help."\n\nThe German phrase "vielen Dank" expresses gratitude.'
+    assert read_transcript(reply, "translation", "en").text == "Thank you for your help."
+    assert read_transcript('我们应该早点出发。\n\n这里"早点"表达了"earlier"的意思。', "translation", "zh").text == "我们应该早点出发。"
+
+
+def test_a_closer_needs_the_models_offer_so_a_speakers_own_invitation_stays():
+    assert read_transcript("Thank you. If you have any questions, please ask after the talk.").rules == ()
+    assert read_transcript("It is late. Let me know if you need a ride tomorrow.").rules == ()
+    assert read_transcript("天很晚了。如果您还有其他问题，可以来办公室找我。").rules == ()
+    assert read_transcript("Go home. If you have any more questions, please feel free to ask.").text == "Go home."
+    assert read_transcript("Go home. Let me know if you'd like a summary.").text == "Go home."
+    assert read_transcript("回家吧。如果您还有其他问题，请随时告诉我。").text == "回家吧。"
+
+
+def test_every_esc50_class_is_a_sound_event_label():
+    from lalmeval.postprocess.label_reading import reference_sets
+
+    for reference, reply in (("clapping", "People are clapping."), ("crackling fire", "a campfire crackling"),
+                             ("vacuum cleaner", "Someone is vacuuming."), ("chirping birds", "birds singing in a tree")):
+        assert read_label(reply, reference_sets(reference)).label == reference, reply
+
+
+def test_a_refusal_declines_the_task_not_anything_at_all():
+    from lalmeval.postprocess.reading import is_refusal
+
+    for reply in ("I'm sorry, I can't transcribe your handwriting.", "Sorry, I can't listen to this song again.",
+                  "Unfortunately, the audio equipment broke down.", "I'm sorry but the recording studio is closed today.",
+                  "I can't translate my feelings into words.", "I'm sorry, I can't hear you, the line is bad."):
+        assert not is_refusal(reply), reply
+    for reply in ("I'm sorry, I can't transcribe that.", "I'm sorry, but the audio is not clear enough to transcribe.",
+                  "As an AI language model, I cannot listen to audio.", "Sorry, I couldn't make out any speech in this clip."):
+        assert is_refusal(reply), reply
+
+
+def test_a_lead_in_qualifies_what_it_announces_only_with_words_that_describe_a_transcript():
+    for speech in ("Send the text: I'll be late.", "Read the words: love, hope and faith.", "Check the content: nothing is missing.",
+                   "My words: never again.", "Her transcript: straight A's in every class.",
+                   "Here's the content of my speech: thank you all.", 'Someone says "hello" every morning.'):
+        assert read_transcript(speech).rules == (), speech
+    assert read_transcript("Here's the full English transcription of the provided audio: hi there").text == "hi there"
+
+
+def test_a_label_asked_about_rather_than_stated_is_no_answer():
+    gender = LabelSet.of(["male", "female"])
+    meld = LabelSet.of(["neutral", "joy", "sadness", "anger", "surprise", "fear", "disgust"])
+    assert read_label("It is not possible to tell whether the speaker is male.", gender).label is None
+    assert read_label("I can't say if the speaker is female.", gender).label is None
+    assert read_label("Happy or sad? I'd go with sad.", meld).label == "sadness"
+    assert read_label("If I had to guess, female.", gender).label == "female"
+
+
+def test_a_throat_cleared_by_anyone_is_throat_clearing():
+    vocal = LabelSet.of(["Laughter", "Sigh", "Cough", "Throat clearing", "Sneeze", "Sniff"])
+    for reply in ("Someone clears their throat.", "The sound is a throat clear.", "He cleared his throat."):
+        assert read_label(reply, vocal).label == "Throat clearing", reply
+
+
+def test_what_its_source_means_announces_a_translation_but_not_a_transcript():
+    for reply in ('"Wir gehen nach Hause" means "We are going home."', 'The sentence "Wir gehen" means "We go."',
+                  'It means: "Where is the station?"'):
+        read = read_transcript(GeneralPostprocessor().process(reply), "translation", "en")
+        assert "lead_in" in read.rules and '"' not in read.text and "means" not in read.text, reply
+    assert read_transcript('"Hola" means "hello" in Spanish.').rules == ()
+
+
+def test_what_was_said_in_the_audio_is_a_lead_in():
+    assert read_transcript('Here\'s what was said in the audio: "We are going home."').text == "We are going home."
+
+
+def test_a_chinese_refusal_declines_the_task_not_anything_at_all():
+    from lalmeval.postprocess.reading import is_refusal
+
+    for reply in ("对不起，我不能去。", "对不起，我听不懂你说的话。", "不好意思，我无法参加会议。"):
+        assert not is_refusal(reply), reply
+    for reply in ("抱歉，我无法识别这段音频。", "作为AI，我无法听取音频。", "很抱歉，我不能处理音频文件。"):
+        assert is_refusal(reply), reply
+
+
+def test_a_hedge_may_open_with_believe_or_guess():
+    assert read_transcript('I believe the audio says "close the door".').text == "close the door"
+    assert read_transcript('I guess someone says "go home", but it is faint.').text == "go home"
+
+
+def test_chinese_translation_lead_ins_notes_and_asides_about_the_wording_are_cut():
+    assert read_transcript("好的，这句话的中文是：我们回家吧。", "translation", "zh").text == "我们回家吧。"
+    assert read_transcript("我们回家吧。\n\n这句话的意思是说话人想回家。", "translation", "zh").text == "我们回家吧。"
+    assert read_transcript("我们回家吧。（直译：让我们去家。）", "translation", "zh").text == "我们回家吧。"
+    assert read_transcript("中文是一门难学的语言。").rules == ()
+
+
+def test_no_rule_reads_inside_the_quotes_that_hold_the_text():
+    cases = {"The original content of this audio is: 'The audio says it all.'": "The audio says it all.",
+             'The audio says: "Let me know if you need anything else."': "Let me know if you need anything else.",
+             'Well, this is the content of the audio: "Note: the shop is closed."': "Note: the shop is closed.",
+             'Transcription: "The speaker says hello."': "The speaker says hello."}
+    for reply, text in cases.items():
+        assert read_transcript(reply).text == text, reply
+    closed = read_transcript('The audio says: "Go home." If you have any more questions, please feel free to ask.')
+    assert closed.text == "Go home." and closed.rules == ("lead_in", "closer", "quotes")
+
+
+def test_a_doubt_added_after_an_announced_text_is_a_note_but_a_speakers_doubt_stays():
+    read = read_transcript("It sounds like someone says we should go home now, but I'm not certain.")
+    assert read.text == "we should go home now" and read.rules == ("lead_in", "note")
+    assert read_transcript("The audio says: we left early, though it's a little unclear.").text == "we left early"
+    for speech in ("I'll come, but I'm not sure.", "Someone says we should go, but I'm not sure."):
+        assert read_transcript(speech).rules == (), speech

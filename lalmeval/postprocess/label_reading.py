@@ -7,7 +7,8 @@ plural forms of all of these. A word that would name two labels of the set names
 neither; a label's own word always names that label.
 
 A mention right after a negation ("not happy", "no sign of anger", "rather than sad", 不是开心)
-is no answer. A reply that names exactly one label (once or more) is that label; one that names
+is no answer; nor is one the reply asks about rather than states: in a question ("Happy or sad? I'd go
+with sad." is sad) or after "whether"/"if" ("I can't tell whether the speaker is male"). A reply that names exactly one label (once or more) is that label; one that names
 none, or two different labels, is unreadable: scored wrong and counted, never guessed.
 """
 
@@ -30,6 +31,9 @@ _BREAKS = {",", ".", ";", ":", "!", "?", "，", "。", "；", "：", "！", "？
 _NEGATORS = {"not", "no", "never", "neither", "nor", "without", "hardly", "unlike", "except", "non"}
 _NEGATING_PAIRS = {("rather", "than"), ("instead", "of"), ("other", "than"), ("as", "opposed")}
 _NEGATORS_ZH = ("不是", "并非", "並非", "而非", "没有", "沒有", "不像", "不", "没", "沒", "非")
+_CLAUSE_ENDS = frozenset({",", ".", ";", ":", "!", "?", "，", "。", "；", "：", "！", "？"})
+_SENTENCE_ENDS = frozenset({".", "!", "?", "。", "！", "？"})
+_ASKING = frozenset({"whether", "if"})
 NEGATION_REACH = 4  # tokens a negation reaches forward ("not very happy", "not the sound of laughter")
 
 
@@ -135,6 +139,21 @@ def _negated(toks: list[str], at: int) -> bool:
     return False
 
 
+def _asked(toks: list[str]) -> list[bool]:
+    """Per token, whether a label there is asked about, not stated: its sentence ends with a question mark, or its
+    clause opens with 'whether' / 'if' / 是否 ("It is not possible to tell whether the speaker is male"). One pass
+    each way, so a long reply costs no more than its length."""
+    asking, in_clause = [], False
+    for i, tok in enumerate(toks):
+        in_clause = False if tok in _CLAUSE_ENDS else in_clause or tok in _ASKING or (i > 0 and toks[i - 1] + tok == "是否")
+        asking.append(in_clause)
+    question, end = [False] * len(toks), False
+    for i in range(len(toks) - 1, -1, -1):
+        end = toks[i] in ("?", "？") if toks[i] in _SENTENCE_ENDS else end
+        question[i] = end
+    return [a or q for a, q in zip(asking, question)]
+
+
 @dataclass(frozen=True)
 class _Mention:
     start: int
@@ -150,6 +169,7 @@ ECHO = 3  # labels listed one after another, this many or more, are the set read
 def _mentions(toks: list[str], label_set: LabelSet) -> tuple[list[_Mention], bool]:
     """Every label the tokens name, longest words first, and whether a negated one was passed over."""
     found, negation, i = [], False, 0
+    asked = _asked(toks)
     while i < len(toks):
         for size in range(min(label_set.longest, len(toks) - i), 0, -1):
             index = label_set.words.get(tuple(toks[i: i + size]))
@@ -158,7 +178,7 @@ def _mentions(toks: list[str], label_set: LabelSet) -> tuple[list[_Mention], boo
         else:
             i += 1
             continue
-        if _negated(toks, i):
+        if _negated(toks, i) or asked[i]:
             negation = True
         else:
             found.append(_Mention(i, i + size, index, tuple(toks[i: i + size]) not in own_words(label_set.labels[index])))

@@ -71,52 +71,74 @@ _REFUSAL_EN = re.compile(
     r"^\W{0,4}(?:(?:i'?m|i am|i’m)\s+(?:really\s+|very\s+)?sorry|sorry|unfortunately|apologies|as an ai\b|as a (?:text-based|language) model|"
     r"i\s+(?:cannot|can't|can’t|can not|am unable to|am not able to|'m unable to|’m unable to|don't have|do not have|could not|couldn't))",
     re.IGNORECASE)
-# What a refusal speaks of: the task. "Sorry, I can't hear you" is speech; "Sorry, I can't transcribe audio" is not.
-_REFUSAL_TOPIC_EN = re.compile(r"(?i)\b(?:transcri\w*|translat\w*|audio|recording|sound\s+clip|listen\s+to|"
-                               r"process\s+(?:the\s+|this\s+|your\s+)?(?:audio|file|sound|request|input)|language\s+model|ai|speech\s+recognition)\b")
+# What a refusal speaks of: the task it cannot do. "Sorry, I can't hear you", "I'm sorry, I can't transcribe your
+# handwriting" and "Unfortunately, the audio equipment broke down" are speech; "I can't transcribe this audio",
+# "I'm unable to process audio files" and "the recording is too noisy to transcribe" decline the task.
+_REFUSED_MEDIUM = r"(?:audio|recording|recordings|sound\s+clip|clip|audio\s+files?|sound\s+files?|voice\s+message|speech)"
+_UNABLE = (r"(?:can't|can’t|cannot|can\s+not|unable\s+to|not\s+able\s+to|couldn't|couldn’t|could\s+not|don't\s+have|don’t\s+have|"
+           r"do\s+not\s+have|no\s+(?:way|ability)\s+to)")
+_TASK_REFUSED = re.compile(
+    r"(?i)\b" + _UNABLE + r"[^.!?\n]{0,50}?(?:\b" + _REFUSED_MEDIUM + r"\b|\b(?:transcri\w*|translat\w*|process|analy[sz]e|listen\s+to)"
+    r"(?:\s+(?:this|that|it|them))?(?=\s*(?:[.,;!?]|$|\s(?:because|as|since|due|for\s+you|right\s+now|at\s+the\s+moment))))")
+_UNCLEAR = re.compile(r"(?i)\b" + _REFUSED_MEDIUM + r"\s+(?:is|was|seems|appears)\s+(?:to\s+be\s+)?"
+                      r"(?:too\s+\w+|not\s+clear|unclear|inaudible|silent|empty|corrupted|distorted|garbled|muffled|blank)")
+_MODEL_REFUSAL = re.compile(r"(?i)\b(?:as\s+an\s+ai|(?:language|text-based)\s+model)\b[^.!?\n]{0,80}?\b" + _UNABLE)
 _GENERIC_REFUSAL = re.compile(r"(?i)\b(?:can't|can’t|cannot|can\s+not|unable\s+to|not\s+able\s+to)\s+(?:help|assist)\s+(?:you\s+)?with\s+(?:that|this)"
                               r"(?:\s+request)?\W{0,4}$")
-_REFUSAL_ZH = re.compile(r"^\W{0,4}(?:很?抱歉|对不起|對不起|不好意思|很遗憾|很遺憾|我无法|我無法|我不能|作为一个?AI|作為一個?AI)")
-_REFUSAL_TOPIC_ZH = re.compile(r"无法|無法|不能|没有办法|沒有辦法|听不|聽不|不支持|不支援")
+_REFUSAL_ZH = re.compile(r"^\W{0,4}(?:很?抱歉|对不起|對不起|不好意思|很遗憾|很遺憾|我无法|我無法|我不能|作为(?:一个)?AI|作為(?:一個)?AI)")
+# As in English, the inability must reach the task: 我无法识别这段音频, not 我无法参加会议 or 我听不懂你说的话.
+_REFUSAL_TOPIC_ZH = re.compile(r"(?:无法|無法|不能|没有办法|沒有辦法|听不|聽不|不支持|不支援)[^。！？\n]{0,20}?"
+                               r"(?:音频|音頻|录音|錄音|语音|語音|声音|聲音|音档|音檔|转录|轉錄|转写|轉寫|识别|識別|翻译|翻譯|处理|處理|文件|檔案)")
 
 
 def is_refusal(text: str) -> bool:
     """Whether the reply declines the task ('I'm sorry, I can't transcribe this audio.', 抱歉，我无法识别这段音频)."""
     head = text.strip()[:300]
     if _REFUSAL_EN.match(head):
-        return head.count(" ") < 60 and bool(_REFUSAL_TOPIC_EN.search(head) or _GENERIC_REFUSAL.search(head))
+        return head.count(" ") < 60 and any(p.search(head) for p in (_TASK_REFUSED, _UNCLEAR, _MODEL_REFUSAL, _GENERIC_REFUSAL))
     return bool(_REFUSAL_ZH.match(head) and _REFUSAL_TOPIC_ZH.search(head))
 
 
 # --------------------------------------------------------------------------- lead-ins
 
-_MD = r"[*_#>\s]{0,6}"  # markdown around a lead-in: "**Transcription:**", "### Translation"
+_MD = r"(?:[-*•][ \t]{1,4})?[*_#>\s]{0,6}"  # markdown around a lead-in: "**Transcription:**", "### Translation", "- **Transcription:**"
 _OPENER = r"(?:(?:sure|okay|ok|alright|all right|certainly|of course|well|yes|absolutely|great|no problem|got it|here you go)\W{0,3}\s{0,3}){0,3}"
 _THING = (r"(?:transcri(?:pt|ption|bed\s+text|bed\s+content)|translation|original|source\s+text|translated\s+(?:text|sentence|version)|"
-          r"(?:original\s+|spoken\s+|audio\s+|speech\s+)?(?:content|text|words|wording)|speech\s+recognition\s+result|asr\s+(?:output|result))")
+          r"(?:original\s+|spoken\s+|audio\s+|speech\s+)?(?:content|text|words|wording)|speech|speech\s+recognition\s+result|asr\s+(?:output|result))")
 _MEDIUM = r"(?:audio|audio\s+clip|clip|recording|speech|sound|file|audio\s+file|voice\s+message|utterance|sentence|passage|segment)"
-_OF_MEDIUM = r"(?:\s+(?:of|from|in|for)\s+(?:the|this|that|your|the\s+given|the\s+provided)?\s*(?:\w+\s+){0,1}?" + _MEDIUM + r")?"
+# Words that may qualify what a lead-in announces. Any word would also cut "Send the text: I'll be late" or "Here's
+# the content of my speech: thank you"; these only describe a transcript or a translation.
+_ADJ = (r"(?:full|complete|exact|verbatim|final|requested|literal|accurate|direct|corrected|resulting|automatic|raw|best|likely|possible|"
+        r"approximate|rough|word-for-word|proper|natural|original|spoken|audio|speech|asr|transcribed|translated|whole|entire|provided|given|"
+        r"uploaded|attached|above|short|clean|cleaned|precise|faithful|english|chinese|mandarin|german|french|spanish|japanese|korean|"
+        r"italian|russian|portuguese|arabic|dutch|simplified|traditional)")
+_ADJS = r"(?:" + _ADJ + r"[\s-]+){0,2}?"
+_OF_MEDIUM = r"(?:\s+(?:of|from|in|for)\s+(?:the|this|that|your|the\s+given|the\s+provided)?\s*(?:" + _ADJ + r"\s+)?" + _MEDIUM + r")?"
 _INTO = r"(?:\s+(?:in|into|to)\s+(?:[A-Z][a-z]+|simplified\s+chinese|traditional\s+chinese))?"
 _IS = r"(?:\s+(?:is|reads|would\s+be|goes|as\s+follows|follows|below))*"
 _LANGUAGE = r"(?:English|Chinese|Mandarin|German|French|Spanish|Japanese|Korean|Italian|Russian|Portuguese|Arabic|Dutch|simplified\s+chinese|traditional\s+chinese)"
 _PERSON = r"(?:speaker|person|man|woman|voice|narrator|people)"
-_SAYS = r"(?:says|said|states|is\s+saying|reads|contains|goes)"
-_HEDGE = r"(?:(?:it\s+)?(?:seems|sounds|appears)\s+(?:like|that|as\s+if)\s+|i\s+think\s+(?:that\s+)?)?"  # "it seems like the audio says"
+# "It sounds like someone says \"…\"": only after a hedge, since "Someone says \"hello\" every morning" is speech.
+_SOMEONE = r"(?:(?<=like\s)|(?<=that\s)|(?<=think\s)|(?<=believe\s)|(?<=guess\s)|(?<=if\s))(?:someone|somebody|they)"
+_SAYS = r"(?:says|said|states|is\s+saying|reads|contains|goes|(?:seems|appears)\s+to\s+(?:say|be\s+saying))"
+_HEDGE = r"(?:(?:it\s+)?(?:seems|sounds|appears)\s+(?:like|that|as\s+if)\s+|i\s+(?:think|believe|guess)\s+(?:that\s+)?)?"  # "it seems like the audio says"
 _LEAD_IN_EN = re.compile(
     r"^" + _MD + _OPENER + r"(?:"
     # "Here's the transcription of the audio", "Below is the English translation", "This is the content of the audio"
-    r"(?:here(?:'s|’s|\s+is|\s+are)|below\s+is|this\s+is|that\s+is|the\s+following\s+is)\s+(?:the|a|an|my|your)?\s*(?:\w+\s+){0,2}?"
+    r"(?:here(?:'s|’s|\s+is|\s+are)|below\s+is|this\s+is|that\s+is|the\s+following\s+is)\s+(?:the|a|an|my|your)?\s*" + _ADJS
     + _THING + _OF_MEDIUM + _INTO + _IS +
     # "The original content of this audio is", "The English translation is", "Transcription"
-    r"|(?:the\s+|my\s+|a\s+)?(?:\w+\s+){0,2}?" + _THING + _OF_MEDIUM + _INTO + _IS +
+    r"|(?:the\s+|a\s+)?" + _ADJS + _THING + _OF_MEDIUM + _INTO + _IS +
     # "The audio says", "In the audio, the speaker says", "The person in the audio says", "Here's what the audio says"
-    r"|" + _HEDGE + r"(?:in\s+(?:the|this)\s+" + _MEDIUM + r",?\s+)?(?:here(?:'s|’s|\s+is)\s+)?(?:what\s+)?(?:the|this|a|an)\s+(?:" + _MEDIUM + "|" + _PERSON + r")"
+    r"|" + _HEDGE + r"(?:in\s+(?:the|this)\s+" + _MEDIUM + r",?\s+)?(?:(?:here|this|that)(?:'s|’s|\s+is)\s+)?(?:what\s+)?(?:(?:the|this|a|an)\s+(?:" + _MEDIUM + "|" + _PERSON + r")|" + _SOMEONE + r")"
     r"(?:\s+in\s+(?:the|this)\s+" + _MEDIUM + r")?\s+" + _SAYS + r"(?:\s+the\s+following(?:\s+(?:speech|words|text|sentence|content))?)?"
     r"|it\s+says"
+    # "Here's what was said in the audio"
+    r"|(?:(?:here|this|that)(?:'s|’s|\s+is)\s+)?what\s+(?:was|is\s+being|is)\s+(?:said|spoken)(?:\s+in\s+(?:the|this)\s+" + _MEDIUM + r")?"
     # "I've transcribed the audio for you", "I have translated the sentence into English"
     r"|i(?:'ve|’ve|\s+have)?\s+(?:transcribed|translated)\s+(?:the|this|your|it)(?:\s+" + _MEDIUM + r")?" + _INTO + r"(?:\s+for\s+you)?(?:\s+as\s+follows)?"
     # "Translated into English", "The sentence translates to", "\"Guten Abend\" translates to"
-    r"|(?:(?:the\s+)?(?:\w+\s+){0,2}?|\"[^\"\n]{1,200}\"\s+|“[^”\n]{1,200}”\s+)(?:translates|is\s+translated|translated)\s+(?:in)?to(?:\s+" + _LANGUAGE + r")?(?:\s+as)?"
+    r"|(?:(?:the\s+)?(?:\w+\s+){0,2}?|\"?[^\"\n]{1,200}\"\s+|“[^”\n]{1,200}”\s+)(?:translates|is\s+translated|translated)\s+(?:in)?to(?:\s+" + _LANGUAGE + r")?(?:\s+as)?"
     r"(?:,?\s+(?:it|this)\s+(?:reads|is|says|means))?"
     # "In English, this means", "In Chinese it reads"
     r"|in\s+" + _LANGUAGE + r",?\s+(?:this|it|that)\s+(?:means|reads|says|is|would\s+be|translates\s+(?:as|to))"
@@ -127,11 +149,12 @@ _LEAD_IN_EN = re.compile(
 _ZH_THING = r"(?:原始内容|原始內容|内容|內容|原文|转录文本|轉錄文本|转录结果|转录|轉錄|转写结果|转写|轉寫|识别结果|識別結果|翻译结果|翻譯結果|中文翻译|中文翻譯|英文翻译|英文翻譯|翻译|翻譯|译文|譯文|文本|文字)"
 _LEAD_IN_ZH = re.compile(
     r"^" + _MD + r"(?:(?:好的|好|当然|當然|嗯|可以|没问题|沒問題)[，,。！!、\s]{0,3})?"
+    r"(?:[\"“「][^\"”」\n]{1,200}[\"”」]\s{0,2})?"  # the quoted source: "I'm hungry" 的中文翻译是 …
     r"(?:以下是|下面是|这是|這是|这句话|這句話|这段话|這段話|这句|這句|原句|这段|這段|该|該|此|这个|這個)?(?:段)?(?:音频|音頻|语音|語音|录音|錄音|音频文件|音頻文件)?(?:中|里|裡)?的?"
-    r"(?:(?:中文|英文|原始|完整)?(?:" + _ZH_THING + r")(?:如下|是|为|為)?|(?:人|男人|女人|男子|女子|说话人|說話人|说话者|說話者)?(?:说的是|說的是|说|說|说的内容是|說的內容是)"
-    r"|(?:翻译|翻譯|译|譯)(?:成|为|為)(?:中文|英文|汉语|漢語|英语|英語)(?:是|为|為|如下)?|中文|英文|汉语|漢語|英语|英語"
+    r"(?:(?:中文|英文|原始|完整)?(?:" + _ZH_THING + r")(?:内容|內容|文本|结果|結果)?(?:如下|是|为|為)?|(?:人|男人|女人|男子|女子|说话人|說話人|说话者|說話者)?(?:说的是|說的是|说|說|说的内容是|說的內容是)"
+    r"|(?:翻译|翻譯|译|譯)(?:成|为|為)(?:中文|英文|汉语|漢語|英语|英語)(?:是|为|為|如下)?|(?:中文|英文|汉语|漢語|英语|英語)(?:是|为|為|如下)?"
     r"|(?:这句话|這句話|这段话|這段話)(?:的内容|的內容|的意思)?(?:是|为|為|说的是|說的是))"
-    r"(?P<delim>\s{0,4}[:：]\s{0,8}|\s{0,4}\n\s{0,8}|\s{0,4}(?=[\"'“‘「『]))"
+    r"(?P<delim>\s{0,4}[*_]{0,4}[:：][*_]{0,4}\s{0,8}|\s{0,4}\n\s{0,8}|\s{0,4}(?=[\"'“‘「『]))"
 )
 
 
@@ -139,18 +162,27 @@ _LEAD_IN_ZH = re.compile(
 # is …", "The audio says …", "The speaker is saying …".
 _STRONG_LEAD_IN = re.compile(
     r"^" + _MD + _OPENER + r"(?:"
-    r"(?:here(?:'s|’s|\s+is)\s+|this\s+is\s+)?(?:the|my)\s+(?:\w+\s+){0,2}?" + _THING + r"\s+(?:of|from|in)\s+(?:the|this|that|your)\s+(?:\w+\s+)?"
+    r"(?:here(?:'s|’s|\s+is)\s+|this\s+is\s+)?(?:the|my)\s+" + _ADJS + _THING + r"\s+(?:of|from|in)\s+(?:the|this|that|your)\s+(?:" + _ADJ + r"\s+)?"
     + _MEDIUM + r"\s+(?:is|reads|would\s+be|says)"
     r"|" + _HEDGE + r"(?:in\s+(?:the|this)\s+" + _MEDIUM + r",?\s+)?(?:the|this)\s+(?:" + _MEDIUM + "|" + _PERSON + r")(?:\s+in\s+(?:the|this)\s+" + _MEDIUM + r")?"
     r"\s+(?:says|is\s+saying)(?:\s+that)?"
+    r"|" + _HEDGE + _SOMEONE + r"\s+(?:says|is\s+saying)(?:\s+that)?"  # "It sounds like someone says we …"
     r")\s{1,4}(?=\S)",
     re.IGNORECASE,
 )
 
 
-def _lead_in(text: str) -> Optional[int]:
+# Only a translation is announced by what its source means: "\"Wir gehen\" means \"We go\"", "It means: …". A
+# transcript may well say "\"Hola\" means \"hello\"".
+_MEANS = re.compile(
+    r"^" + _MD + _OPENER + r"(?:(?:the\s+(?:sentence|phrase|word|expression)\s+)?(?:[\"“「][^\"”」\n]{1,200}[\"”」]|\"?[^\"\n]{1,200}\")\s+"
+    r"(?:means|is|would\s+be)(?:\s+(?:in\s+)?" + _LANGUAGE + r")?|(?:it|this|that)\s+means)"
+    r"(?P<delim>\s{0,4}[:：]\s{0,8}|\s{1,4}(?=[\"'“‘「『]))", re.IGNORECASE)
+
+
+def _lead_in(text: str, kind: str = "transcript") -> Optional[int]:
     """Where the text announced by a lead-in starts, or None when the text opens with no lead-in."""
-    for pattern in (_LEAD_IN_EN, _LEAD_IN_ZH, _STRONG_LEAD_IN):
+    for pattern in (_LEAD_IN_EN, _LEAD_IN_ZH, _STRONG_LEAD_IN) + ((_MEANS,) if kind == "translation" else ()):
         match = pattern.match(text)
         if match and text[match.end():].strip():
             return match.end()
@@ -162,15 +194,24 @@ def _lead_in(text: str) -> Optional[int]:
 # Chat closers: offers of more help, said to the user. Each form names the help, so that a transcript
 # sentence such as "If you have a minute" or "Would you like some tea?" is never one.
 _HELP = r"(?:questions?|help|assistance|anything(?:\s{1,8}else)?|clarifications?|requests?|further\s{1,8}\w+|more\s{1,8}\w+|other\s{1,8}\w+)"
+# "If you have any questions" closes a chat only with the model's offer in the same sentence ("…, please feel free to
+# ask"); a talk's "If you have any questions, please ask after the talk" is speech. So does "Let me know if": it
+# offers help or more of the task ("if you need anything else", "if you'd like a summary"), not "if you need a ride".
+_OFFER = (r"(?=[^.!?\n]{0,80}?(?:feel\s{1,8}free|let\s{1,8}me\s{1,8}know|(?:don't|don’t|do\s{1,8}not)\s{1,8}hesitate|ask\s{1,8}me|"
+          r"i(?:'m|’m|\s{1,8}am)\s{1,8}here|i(?:'d|’d|\s{1,8}would)\s{1,8}be|(?:happy|glad)\s{1,8}to|reach\s{1,8}out|ask\s{1,8}away|"
+          r"(?:please|just)\s{1,8}ask\s{0,4}(?:[.!]|$)))")
+_OFFERED = (r"(?=[^.!?\n]{0,60}?\b(?:anything|more|further|other|help|questions?|assistance|clarifications?|changes|adjust\w*|"
+            r"transcri\w*|translat\w*|summary|summari[sz]\w*|version|format))")
+_ZH_OFFER = r"(?=[^。！？\n]{0,20}?(?:随时|隨時|欢迎|歡迎|告诉我|告訴我|问我|問我|提问|提問|咨询|諮詢|联系我|聯繫我|帮|幫|乐意|樂意))"
 _CLOSER = re.compile(
     r"(?i)(?:^|(?<=[.!?。！？\n\"'”’」』]))\s{0,8}(?:"
-    r"(?:if|should)\s{1,8}you\s{1,8}(?:have|need|want|require)\s{1,8}(?:any\s{1,8})?(?:more\s{1,8}|other\s{1,8}|further\s{1,8}|additional\s{1,8})?" + _HELP + r"\b"
+    r"(?:if|should)\s{1,8}you\s{1,8}(?:have|need|want|require)\s{1,8}(?:any\s{1,8})?(?:more\s{1,8}|other\s{1,8}|further\s{1,8}|additional\s{1,8})?" + _HELP + r"\b" + _OFFER +
     r"|(?:if|should)\s{1,8}you(?:'d|’d|\s{1,8}would)\s{1,8}like\s{1,8}(?:me\s{1,8}to|more|any|further|another|a\s{1,8}different)\b"
-    r"|(?:please\s{1,8})?let\s{1,8}me\s{1,8}know\s{1,8}(?:if|whether|how|what)\b|feel\s{1,8}free\s{1,8}to\s{1,8}(?:ask|reach|let|contact|share|provide)\b"
+    r"|(?:please\s{1,8})?let\s{1,8}me\s{1,8}know\s{1,8}(?:if|whether|how|what)\b" + _OFFERED + r"|feel\s{1,8}free\s{1,8}to\s{1,8}(?:ask|reach|let|contact|share|provide)\b"
     r"|(?:i\s{1,8})?hope\s{1,8}(?:this|that|it)\b(?:\s{1,8}\w+){0,3}?\s{1,8}(?:helps?|is\s{1,8}helpful|was\s{1,8}helpful|is\s{1,8}useful)\b"
     r"|is\s{1,8}there\s{1,8}anything\s{1,8}else\s{1,8}(?:i|that\s{1,8}i|you)\b|(?:do|would)\s{1,8}you\s{1,8}(?:need|want|like)\s{1,8}(?:me\s{1,8}to|any\s{1,8}(?:more|further|other)|further|more\s{1,8}help)\b"
     r"|(?:i'?m|i\s{1,8}am)\s{1,8}(?:happy|glad)\s{1,8}to\s{1,8}help\b|happy\s{1,8}to\s{1,8}help\s{1,8}(?:further|more|with)\b"
-    r"|(?:如果(?:您|你)?(?:还有|還有|有)|如有|如還有|如还有)(?:其他|任何|更多)?(?:问题|問題|需要|疑问|疑問)|欢迎(?:继续|随时)?(?:提问|咨询)|歡迎(?:繼續|隨時)?(?:提問|諮詢)"
+    r"|(?:如果(?:您|你)?(?:还有|還有|有)|如有|如還有|如还有)(?:其他|任何|更多)?(?:问题|問題|需要|疑问|疑問)" + _ZH_OFFER + r"|欢迎(?:继续|随时)?(?:提问|咨询)|歡迎(?:繼續|隨時)?(?:提問|諮詢)"
     r"|希望(?:这|這|以上|对您|對您|对你|對你)?(?:能|对|對)?.{0,6}(?:有帮助|有幫助)"
     r"|(?:请|請)?(?:随时|隨時)(?:告诉|告訴|问|問)|还有什么(?:需要|可以)|還有什麼(?:需要|可以)|需要(?:我|其他)(?:帮|幫)"
     r")[^\n]*$",
@@ -183,20 +224,56 @@ _NOTE = re.compile(
 # A paragraph after the text that speaks about the audio or the wording rather than continuing it.
 _ABOUT = re.compile(
     r"(?i)\n\s{0,8}(?:"
-    r"(?:the|this|that)\s{1,8}(?:audio|recording|clip|speaker|speech|translation|transcription|transcript|sentence|phrase|word|term|expression|original)\b"
+    r"(?:the|this|that)\s{1,8}(?:" + _LANGUAGE + r"\s{1,8})?(?:audio|recording|clip|speaker|speech|translation|transcription|transcript|sentence|phrase|word|term|expression|original)\b"
     r"|(?:in\s{1,8}this\s{1,8}(?:translation|transcription|audio|recording))|i\s{1,8}(?:have|'ve|’ve)?\s{0,8}(?:translated|transcribed|kept|chose|used|rendered|left)\b"
     r"|(?:here|there)\s{0,8},\s{1,8}|here(?:'s|’s|\s{1,8}is)\s{1,8}(?:a|the)\s{1,8}(?:breakdown|explanation|literal|word-by-word|closer\s{1,8}look)\b|\"[^\"\n]{1,60}\"\s{1,8}(?:is|means|was|can\s{1,8}be|refers)\b|“[^”\n]{1,60}”\s{1,8}(?:is|means|was|can\s{1,8}be|refers)\b"
-    r"|(?:这段|這段|该|該)(?:音频|音頻|录音|錄音|翻译|翻譯)|(?:其中|这里|這裡|此处|此處)[，,]|以上(?:是|为|為|就是)"
+    r"|(?:这段|這段|该|該)(?:音频|音頻|录音|錄音|翻译|翻譯)|(?:这句话|這句話|这段话|這段話|这句|這句|原文|原句)的?(?:意思|含义|含義|表达|表達|表示|是说|是說|说的是|說的是)|(?:其中|这里|這裡|此处|此處)(?:[，,]|\s{0,2}[\"“「『])|[\"“「『][^\"”」』\n]{1,30}[\"”」』]\s{0,2}(?:是|指|意思|意为|意為|译为|譯為|表示|表达|表達)|以上(?:是|为|為|就是)"
     r")[\s\S]*$")
 _TRAILING_ASIDE = re.compile(
     r"(?i)\s{0,8}(?:[(\[](?:[^()\[\]\n]{0,160}\b(?:audio|recording|unclear|inaudible|noise|speaker|transcri\w*|translat\w*|note|literally|lit\.|or\s{1,8}more\s{1,8}literally)\b[^()\[\]\n]{0,160})[)\]]"
-    r"|（[^（）\n]{0,80}(?:音频|音頻|录音|錄音|噪音|杂音|雜音|听不清|聽不清|不清楚|注|翻译|翻譯)[^（）\n]{0,80}）)[.。]?\s{0,8}$")
+    r"|（[^（）\n]{0,80}(?:音频|音頻|录音|錄音|噪音|杂音|雜音|听不清|聽不清|不清楚|注|翻译|翻譯|直译|直譯|意译|意譯|字面)[^（）\n]{0,80}）)[.。]?\s{0,8}$")
 
 
-def _without_tail(text: str) -> tuple[str, list[str]]:
+_OPENING = {'"': '"', "“": "”", "「": "」", "『": "』", "«": "»", "'": "'", "‘": "’"}
+_QUOTE_MARKS = "\"“”「」『』«»"
+
+
+def _announced_quote(text: str) -> Optional[str]:
+    """An announced text that opens with a quote ends where the quote closes: what follows it ("'Go home.' The
+    speaker sounds tired.", "\"…\", but I'm not certain.") is the model's own comment. A quote left open (its
+    closing mark taken by the postprocessor) loses its opening mark. None when neither applies, or when more
+    quoted speech follows the quote (\"Stop,\" she said, \"…\")."""
+    if not text or text[0] not in _OPENING:
+        return None
+    close = _OPENING[text[0]]
+    if len(text) > 1 and text.rstrip(_END_MARKS).endswith(close):  # "'The boys' bikes were stolen.'": the quote may wrap it all
+        return None
+    if close in ("'", "’"):  # an apostrophe inside a word ("don't") closes nothing
+        found = re.search(r"(?<=\S)['’](?!\w)", text[1:])
+        end = found.start() + 1 if found else -1
+    else:
+        end = text.find(close, 1)
+    if end < 0:
+        return text[1:] if text[0] not in text[1:] else None
+    rest = text[end + 1:]
+    if not rest.strip(_END_MARKS) or any(mark in rest for mark in _QUOTE_MARKS) or "'" in rest.lstrip(_END_MARKS)[:1]:
+        return None
+    return text[: end + 1]
+
+
+# The doubt a model adds after an announced text: "…, but I'm not certain.", "…, though it's a little unclear."
+# Only after a lead-in: a speaker may well say "I'll come, but I'm not sure."
+_DOUBT = re.compile(
+    r"(?i)\s{0,4}[,;]?\s{1,4}(?:but|though|although)\s{1,4}(?:i(?:'m|’m|\s{1,4}am)\s{1,4}not\s{1,4}(?:entirely\s{1,4}|completely\s{1,4}|100%\s{1,4})?"
+    r"(?:certain|sure)|it(?:'s|’s|\s{1,4}is)\s{1,4}(?:a\s{1,4}(?:little|bit)\s{1,4}|somewhat\s{1,4})?(?:unclear|hard\s{1,4}to\s{1,4}(?:hear|tell)|muffled|noisy|faint)"
+    r"|the\s{1,4}(?:audio|recording)\s{1,4}is\s{1,4}(?:a\s{1,4}(?:little|bit)\s{1,4}|somewhat\s{1,4})?(?:unclear|muffled|noisy|faint))[^\n]{0,40}?[.!]?\s{0,4}$")
+
+
+def _without_tail(text: str, announced: bool = False) -> tuple[str, list[str]]:
     """The text without chat closers and notes about the audio or the wording after it."""
     rules = []
-    for rule, pattern in (("closer", _CLOSER), ("note", _NOTE), ("note", _ABOUT), ("note", _TRAILING_ASIDE)):
+    doubt = (("note", _DOUBT),) if announced else ()
+    for rule, pattern in (("closer", _CLOSER), ("note", _NOTE), ("note", _ABOUT), ("note", _TRAILING_ASIDE)) + doubt:
         match = pattern.search(text)
         if match and text[: match.start()].strip():
             text = text[: match.start()].rstrip()
@@ -266,8 +343,10 @@ def _section(text: str, kind: str, target: Optional[str] = None) -> Optional[str
 # --------------------------------------------------------------------------- the reading
 
 
-def _pass(text: str, kind: str, target: Optional[str]) -> tuple[str, list[str]]:
-    """One pass of every cutting rule, in the order a reader meets them."""
+def _pass(text: str, kind: str, target: Optional[str], announced: bool) -> tuple[str, list[str], bool]:
+    """One pass of every cutting rule, in the order a reader meets them, and whether what is left was quoted
+    whole: the model's quotes mark the text itself, so no rule reads inside them ('The audio says: "Let me
+    know if you need anything else."' is that sentence)."""
     rules: list[str] = []
     inner = _inside_wrapper(text)
     if inner is not None:
@@ -275,15 +354,23 @@ def _pass(text: str, kind: str, target: Optional[str]) -> tuple[str, list[str]]:
     section = _section(text, kind, target)
     if section is not None and section.strip():
         text, rules = section, rules + ["section"]
-    start = _lead_in(text)
+    start = _lead_in(text, kind)
     if start is not None:
         text, rules = text[start:], rules + ["lead_in"]
-    text, tail = _without_tail(text)
-    rules += tail
+    quoted = _announced_quote(text.strip()) if announced or start is not None else None
+    if quoted is not None and quoted.strip():
+        rest = text.strip()[len(quoted):]
+        text, rules = quoted, rules + ["closer" if _CLOSER.match(rest.lstrip(_END_MARKS)) else "note"]
     inner = _unquoted(text)
+    whole = inner is not None and inner.strip() != "" and text.strip()[:1] in _PAIRS
+    if not whole:
+        text, tail = _without_tail(text, announced or start is not None)
+        rules += tail
+        inner = _unquoted(text)
+        whole = inner is not None and inner.strip() != "" and text.strip()[:1] in _PAIRS
     if inner is not None and inner.strip():
         text, rules = inner, rules + ["quotes"]
-    return text.strip(), rules
+    return text.strip(), rules, whole
 
 
 def read_transcript(reply: str, kind: str = "transcript", target: Optional[str] = None) -> TextReading:
@@ -294,8 +381,10 @@ def read_transcript(reply: str, kind: str = "transcript", target: Optional[str] 
     if is_refusal(text):
         return TextReading("", tuple(rules + ["refusal"]), refusal=True)
     for _ in range(MAX_PASSES):
-        cut, fired = _pass(text, kind, target)
+        cut, fired, quoted = _pass(text, kind, target, "lead_in" in rules)
         if cut == text or not cut:
             break
         text, rules = cut, rules + [r for r in fired if r not in rules]
+        if quoted:
+            break
     return TextReading(text, tuple(rules))
