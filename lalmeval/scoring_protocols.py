@@ -97,12 +97,14 @@ register(ScoringProtocol(
     "github.com/huggingface/open_asr_leaderboard @ d1e99b25: normalizer/normalizer.py, normalizer/eval_utils.py",
     lambda language: {"normalizer": "open_asr", "error_unit": "word"} if language == "en" else None,
 ))
-# AU-Harness's Japanese character error rate fails in its own code (the jiwer it pins rejects its
-# truth_transform), so there is no number to reproduce: lalmeval's Japanese default stands in.
+# AU-Harness's runs score every language with its English rules (load_metric gives WERMetrics no
+# language, see lalmeval/metrics/au_harness.py): version 2 follows that run path, where version 1
+# followed WERMetrics(language), which no AU-Harness run builds.
 register(ScoringProtocol(
-    "au_harness", "1", "AU-Harness's word error rate (normalizer au_harness): num2words, openai-whisper English or "
-    "basic normalizer, punctuation deleted; every language by words; Japanese: lalmeval's default (basic, characters), "
-    "as AU-Harness's own Japanese scoring does not run",
-    "github.com/ServiceNow/AU-Harness @ daa06166: metrics/word_error_rate_metrics.py, utils/constants.py",
-    lambda language: {"normalizer": "basic", "error_unit": "character"} if language == "ja" else {"normalizer": "au_harness", "error_unit": "word"},
+    "au_harness", "2", "AU-Harness's scoring as its runs print it (normalizer au_harness): every language normalized as "
+    "English (English num2words, openai-whisper English normalizer, punctuation deleted) and scored by words; "
+    "BLEU and METEOR on the same normalized text",
+    "github.com/ServiceNow/AU-Harness @ daa06166: utils/metric_utils.py load_metric, metrics/word_error_rate_metrics.py, "
+    "metrics/bleu_metrics.py, metrics/meteor_score.py, utils/constants.py",
+    lambda language: {"normalizer": "au_harness", "error_unit": "word"},
 ))
