@@ -91,6 +91,17 @@ register(ScoringProtocol(
     "github.com/EvolvingLMMs-Lab/lmms-eval @ 75571cfe: lmms_eval/tasks/asr_wer_utils.py, lmms_eval/tasks/librispeech/utils.py",
     _by_unit("lmms", characters=frozenset({"zh", "yue"})),
 ))
+# lmms-eval v0.3.0 (tag v0.3.0 @ 754640a7), for the entries that reproduce that release: its English ASR task
+# gigaspeech applies openai-whisper's English normalizer alone, which is what English presets here; the
+# v0.3 entries of librispeech, common_voice_15, tedlium and people_speech set `normalizer: lmms`, as
+# those tasks also apply Whisper's basic normalizer (in v0.3.0 as today). Other languages score as `lmms`.
+register(ScoringProtocol(
+    "lmms_v0.3", "1", "lmms-eval v0.3.0's ASR scoring: English with openai-whisper's English normalizer alone "
+    "(normalizer lmms_english_only), whitespace tokens; otherwise as lmms (characters for Mandarin and Cantonese)",
+    "github.com/EvolvingLMMs-Lab/lmms-eval @ v0.3.0 (754640a7): lmms_eval/tasks/gigaspeech/utils.py, lmms_eval/tasks/librispeech/utils.py",
+    lambda language: {"normalizer": "lmms_english_only", "error_unit": "word"} if language == "en"
+    else _by_unit("lmms", characters=frozenset({"zh", "yue"}))(language),
+))
 register(ScoringProtocol(
     "open_asr", "1", "the Open ASR Leaderboard's English scoring (normalizer open_asr: its normalizer, compounds merged "
     "in the alignment); English only",

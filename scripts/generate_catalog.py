@@ -348,10 +348,20 @@ def lmms_entry(task: dict, mapping: dict, peer: str, commit: str) -> Optional[En
         metric_name = metric.get("metric") if isinstance(metric, dict) else metric
         _apply_metric(entry, metric_name, rules.get(metric_name, {"gap": f"lmms-eval's {metric_name} has no counterpart"}))
     _judge_templates(entry)
-    _protocol(entry, "lmms")
+    _protocol(entry, peer)  # lmms or lmms_v0.3: the release whose scoring the entry reproduces
+    if "word_error_rate" in spec.get("metrics", []) and spec.get("language") == "en":
+        _lmms_english(spec, name, peer)
     spec["reproduces"] = f"{peer}:{name}"
     spec["origin"] = _origin(spec, f"lmms-eval {task['file']} @ {commit[:12]}", mapping["papers"][peer])
     return entry
+
+
+def _lmms_english(spec: dict, name: str, peer: str) -> None:
+    """English ASR: gigaspeech applies the English normalizer alone, lmms-eval's other tasks add the basic one."""
+    wanted = "lmms_english_only" if name.startswith("gigaspeech") else "lmms"
+    default = "lmms_english_only" if peer == "lmms_v0.3" else "lmms"
+    if wanted != default and _accepts("normalizer", wanted):
+        spec["normalizer"] = wanted
 
 
 def lmms_rules(name: str, mapping: dict) -> dict:
