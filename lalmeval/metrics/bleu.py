@@ -15,6 +15,7 @@ import numpy as np
 from lalmeval.bundled import install
 from lalmeval.errors import UserError
 from lalmeval.metrics.base import METRICS, Metric, SampleScore, empty_reference, sample_stats, text_pair, unscored
+from lalmeval.metrics.peer_text import PeerText, peer_text, side_by_side
 from lalmeval.records import Record
 from lalmeval.runspecs import Dataset
 from lalmeval.stats import SampleStats
@@ -47,7 +48,7 @@ class _Sacrebleu(Metric):
     def _sentence(self) -> Any:
         return self.sentence_metric()
 
-    display_fields = frozenset({"hypothesis", "reference"})
+    display_fields = frozenset({"hypothesis", "reference", "hypothesis_scored", "reference_scored"})
 
     def score_record(self, record: Record) -> SampleScore:
         hypothesis, reference = text_pair(record)
@@ -114,6 +115,41 @@ class Bleu(_Sacrebleu):
     def result_details(self, result: Any) -> dict[str, Any]:
         return {"tokenizer": self.tokenizer, "precisions": result.precisions, "bp": result.bp,
                 "hyp_len": result.sys_len, "ref_len": result.ref_len}
+
+    @functools.cached_property
+    def peer(self) -> Optional[PeerText]:
+        return peer_text(self.dataset)
+
+    @functools.cached_property
+    def _peer_bleu(self) -> Any:
+        from sacrebleu.metrics import BLEU
+
+        return BLEU(tokenize=self.peer.bleu_tokenizer(self.dataset))
+
+    def score_record(self, record: Record) -> SampleScore:
+        own = super().score_record(record)
+        if self.peer is None or own["score"] is None:
+            return own
+        # The score is the peer's (its texts, its tokenizer); lalmeval's own statistics ride along.
+        hypothesis, reference = (self.peer.prepare(text, self.dataset) for text in text_pair(record))
+        stats = [int(v) for v in self._peer_bleu._extract_corpus_statistics([hypothesis], [[reference]])[0]]
+        return {**own, "score": self._sentence._compute_score_from_stats(stats).score, "stats": stats, "own_stats": own["stats"],
+                "hypothesis_scored": hypothesis, "reference_scored": reference}
+
+    def _score_of(self, sums: np.ndarray) -> np.ndarray:
+        scorer = self._peer_bleu if self.peer else self._corpus
+        return np.array([scorer._compute_score_from_stats([int(v) for v in np.rint(row)]).score for row in sums])
+
+    def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
+        value, details = super().aggregate(items)
+        kept = [x for x in items if x["score"] is not None]
+        if self.peer is None or not kept:
+            return value, details
+        own = self._corpus._compute_score_from_stats([sum(c) for c in zip(*(x["own_stats"] for x in kept))]).score
+        peer = self._peer_bleu._compute_score_from_stats([sum(c) for c in zip(*(x["stats"] for x in kept))])
+        details.update(self.result_details(peer), tokenizer=self.peer.bleu_tokenizer(self.dataset), signature=str(self._peer_bleu.get_signature()))
+        details["lalmeval"] = {**side_by_side(self.peer, peer.score, own), "tokenizer": self.tokenizer}
+        return peer.score, details
 
 
 @METRICS.register("chrf")
