@@ -99,7 +99,8 @@ class LLMJudge(Metric):
         reading = read_verdict(reply, template.verdict)
         if reading.problem is not None:
             return {"score": None, "variant": variant, "judge_failed": reading.problem, "judgment": reply, "cached": cached}
-        return {"score": template.printed(reading.value), "rating": reading.value, "variant": variant, "judgment": reply, "cached": cached}
+        noted = {"verdict_note": reading.note} if reading.note else {}  # a revision that replaced an earlier rating
+        return {"score": template.printed(reading.value), "rating": reading.value, "variant": variant, "judgment": reply, "cached": cached, **noted}
 
     def sample_stats(self, items: list[SampleScore]) -> Optional[SampleStats]:
         return sample_stats(items, lambda x: (x["score"], 1.0), ratio())
