@@ -55,3 +55,22 @@ def test_bleu_under_lalmevals_own_protocol_scores_the_texts_as_written_and_print
     value, details = bleu_of(ds, pairs("en"))
     peer = bleu_of(dataset(tmp_path / "au", language="fr", target_language="en", protocol="au_harness", metrics=["bleu"]), pairs("en"))
     assert "lalmeval" not in details and value == pytest.approx(peer[1]["lalmeval"]["score"])
+
+
+METEOR = json.loads((HERE / "fixtures" / "peer_scores" / "meteor.json").read_text())
+
+
+def test_meteor_under_au_harness_is_the_number_its_run_prints_pair_by_pair(tmp_path):
+    from lalmeval.metrics.meteor import Meteor, wordnet_dir
+
+    if wordnet_dir() is None:
+        pytest.skip("WordNet 3.0 is not installed (apt-get install wordnet-base)")
+    ds = dataset(tmp_path, language=METEOR["language"], protocol=METEOR["protocol"], metrics=["meteor"])
+    metric = Meteor(ds, GeneralPostprocessor())
+    rows = pairs(METEOR["set"])
+    items = [{"id": r["id"], **metric.score_record(Record(id=r["id"], prompt="", system=None, params={}, reference=r["reference"],
+                                                          prediction=r["prediction"]))} for r in rows]
+    assert {x["id"]: round(x["score"] / 100, 3) for x in items} == METEOR["pairs"]
+    value, details = metric.aggregate(items)
+    assert round(value, 2) == METEOR["printed"]
+    assert details["lalmeval"]["score"] != pytest.approx(value) and "METEOR splits at spaces" in details["lalmeval"]["differs_by"]
