@@ -12,7 +12,7 @@ from lalmeval.console import Redact, text_table
 from lalmeval.ledger import NOT_RUN
 from lalmeval.provenance import cached_answers, provenance_notes
 from lalmeval.records import Score
-from lalmeval.reports.tables import group_cell
+from lalmeval.reports.tables import group_cell, own_number, two_number_notes
 from lalmeval.secrets import NO_SECRETS
 from lalmeval.runspecs import Catalog
 from lalmeval.stats import paired_bootstrap, pooled
@@ -113,13 +113,15 @@ def score_table(scores: list[Score], aggregate_rows: list[dict[str, Any]], redac
     judged = any("num_judge_failed" in s.details for s in scores)
     cached = any(cached_answers(s.details) for s in scores)
     pooled = any(len(s.details.get("replicas") or []) > 1 for s in scores)
+    two = any(own_number(s.details) for s in scores)  # scores printed as a peer prints them carry lalmeval's own beside
     rows = [[s.model, s.dataset, s.metric, str(s.num_samples), str(s.num_failed)]
             + ([str(s.details.get("num_judge_failed", "-"))] if judged else []) + ([str(cached_answers(s.details))] if cached else [])
-            + ([str(len(s.details.get("replicas") or []) or 1)] if pooled else []) + [_fmt(s.score), _fmt_interval(s.ci95)] for s in scores]
+            + ([str(len(s.details.get("replicas") or []) or 1)] if pooled else []) + [_fmt(s.score), _fmt_interval(s.ci95)]
+            + ([_fmt((own_number(s.details) or {}).get("score")) if own_number(s.details) else ""] if two else []) for s in scores]
     header = (["Model", "Dataset", "Metric", "Num", "Failed"] + (["Judge failed"] if judged else []) + (["Cached"] if cached else [])
-              + (["Replicas"] if pooled else []) + ["Score", "95% CI"])
+              + (["Replicas"] if pooled else []) + ["Score", "95% CI"] + (["lalmeval's own"] if two else []))
     text = text_table(header, rows, range(3, len(header)), redact=redact, stream=stream)
-    notes = provenance_notes([s.to_json() for s in scores])
+    notes = provenance_notes([s.to_json() for s in scores]) + two_number_notes([s.to_json() for s in scores])
     if notes:
         text += "\n" + "\n".join(redact(f"Note: {note}.") for note in notes)
     if aggregate_rows:

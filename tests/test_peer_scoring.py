@@ -74,3 +74,40 @@ def test_meteor_under_au_harness_is_the_number_its_run_prints_pair_by_pair(tmp_p
     value, details = metric.aggregate(items)
     assert round(value, 2) == METEOR["printed"]
     assert details["lalmeval"]["score"] != pytest.approx(value) and "METEOR splits at spaces" in details["lalmeval"]["differs_by"]
+
+
+# --- a real run: the peer's number and lalmeval's own side by side -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def two_number_run(tmp_path_factory):
+    """Mandarin held-out pairs scored by word_error_rate and English ones by bleu, both under au_harness."""
+    from tests.support.endpoint import ScriptedEndpoint
+    from tests.support.workspace import Workspace, model
+    from tests.test_protocols import reply_by_id, text_dataset
+
+    ws = Workspace(tmp_path_factory.mktemp("two_numbers"))
+    replies = text_dataset(ws, "zh_au", pairs("zh")[:120], language="zh", protocol="au_harness")
+    replies.update(text_dataset(ws, "st_au", [{**p, "id": f"s{p['id']}"} for p in pairs("en")[:120]], language="fr",
+                                target_language="en", protocol="au_harness", reproduces="au_harness:covost2_fr_en"))
+    with ScriptedEndpoint(reply_by_id(replies)) as ep:
+        ws.config([model(ep.url)], [["zh_au", "word_error_rate"], ["st_au", "bleu"]], bootstrap_resamples=0)
+        result = ws.run()
+    return ws.root / "runs" / "t", result
+
+
+def test_a_run_prints_the_peers_number_and_lalmevals_own_with_the_step_between_them(two_number_run):
+    from lalmeval.report import score_table
+
+    run_dir, result = two_number_run
+    scores = {s["dataset"]: s for s in json.loads((run_dir / "final_scores.json").read_text())["scores"]}
+    wer = scores["zh_au"]["details"]["lalmeval"]
+    assert wer["score_is"] == "as AU-Harness prints it" and (wer["normalizer"], wer["unit"]) == ("chinese", "mixed")
+    assert wer["score"] < scores["zh_au"]["score"] and "normalizer au_harness counting words" in wer["differs_by"]
+    assert "normalizes both texts as English" in scores["st_au"]["details"]["lalmeval"]["differs_by"]
+    table = score_table(result.scores, [])
+    assert "lalmeval's own" in table.splitlines()[0] or "lalmeval's own" in table
+    assert f"lalmeval's own number is {wer['score']:.2f}" in table
+    html = (run_dir / "report.html").read_text()
+    assert "lalmeval&#x27;s own" in html or "lalmeval's own" in html
+    assert f"{wer['score']:.2f}</span>" in html and "they differ by normalization" in html

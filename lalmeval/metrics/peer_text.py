@@ -106,7 +106,18 @@ def au_round(value: float, digits: int) -> float:
     return round(value * 10 ** digits) / 10 ** digits
 
 
-def side_by_side(rules: PeerText, peer_score: Optional[float], own_score: Optional[float]) -> dict:
+# Who prints the numbers of each peer protocol (a protocol not named here is lalmeval's own).
+PEERS = {"au_harness": "AU-Harness", "lmms": "lmms-eval", "lmms_v0.3": "lmms-eval v0.3.0", "kimi": "Kimi-Audio-Evalkit",
+         "open_asr": "the Open ASR Leaderboard"}
+
+
+def peer_name(dataset: Dataset) -> Optional[str]:
+    """The harness whose printed numbers the dataset's protocol reproduces (None under lalmeval's own)."""
+    return PEERS.get(dataset.spec.protocol.partition("@")[0])
+
+
+def side_by_side(rules: PeerText | str, peer_score: Optional[float], own_score: Optional[float], step: str = "") -> dict:
     """details["lalmeval"]: lalmeval's own number beside the peer's, and the step that separates them when they differ."""
+    peer, step = (rules.peer, rules.step) if isinstance(rules, PeerText) else (rules, step)
     differs = peer_score is not None and own_score is not None and round(peer_score, 2) != round(own_score, 2)
-    return {"score": own_score, "score_is": f"as {rules.peer} prints it", "differs_by": rules.step if differs else None}
+    return {"score": own_score, "score_is": f"as {peer} prints it", "differs_by": step if differs else None}

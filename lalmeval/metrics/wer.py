@@ -11,6 +11,7 @@ from lalmeval.languages import default_error_unit, default_normalizer
 from lalmeval.metrics.base import METRICS, Metric, SampleScore, empty_reference, sample_stats, unscored
 from lalmeval.metrics.compounds import compound_edit_counts
 from lalmeval.metrics.normalize import normalizer, require, units_of
+from lalmeval.metrics.peer_text import peer_name, side_by_side
 from lalmeval.records import Record
 from lalmeval.runspecs import Dataset
 from lalmeval.stats import SampleStats, ratio
@@ -33,9 +34,11 @@ class Units:
     """What an error rate counts for one dataset: its normalizer (runspec `normalizer`, else the
     language default), then its unit (runspec `error_unit`, else the language default)."""
 
-    def __init__(self, dataset: Dataset):
-        self.normalizer_name = dataset.spec.normalizer or default_normalizer(dataset.iso_language)
-        self.unit = dataset.spec.error_unit or default_error_unit(dataset.iso_language)
+    def __init__(self, dataset: Dataset, own: bool = False):
+        """`own`: lalmeval's defaults for the language, whatever the runspec and its protocol set."""
+        spec = None if own else dataset.spec
+        self.normalizer_name = (spec and spec.normalizer) or default_normalizer(dataset.iso_language)
+        self.unit = (spec and spec.error_unit) or default_error_unit(dataset.iso_language)
         self.normalizer = normalizer(self.normalizer_name, dataset.iso_language)
 
     def __call__(self, text: str) -> list[str]:
@@ -53,6 +56,12 @@ class UnitMetric(Metric):
     @functools.cached_property
     def units(self) -> Units:
         return Units(self.dataset)
+
+    @functools.cached_property
+    def own_units(self) -> Optional[Units]:
+        """lalmeval's own units, when the dataset's protocol reproduces a peer whose settings differ from them."""
+        own = Units(self.dataset, own=True) if peer_name(self.dataset) else None
+        return own if own and (own.normalizer_name, own.unit) != (self.units.normalizer_name, self.units.unit) else None
 
 
 @METRICS.register("word_error_rate")
@@ -85,7 +94,15 @@ class WordErrorRate(UnitMetric):
             "score": errors / len(ref),
             "errors": errors, "substitutions": s, "deletions": d, "insertions": i,
             "ref_tokens": len(ref), "reference_norm": " ".join(ref), "prediction_norm": " ".join(hyp),
+            **({"own": self._own_counts(record)} if self.own_units else {}),
         }
+
+    def _own_counts(self, record: Record) -> Optional[tuple[int, int]]:
+        """(errors, reference tokens) under lalmeval's own normalizer and unit; None when that leaves no reference."""
+        ref, hyp = self.own_units(record.reference or ""), self.own_units(record.prediction or "")
+        if empty_reference(record.reference, ref) is not None:
+            return None
+        return sum(edit_counts(ref, hyp, self.own_units.normalizer.merge_compounds)), len(ref)
 
     def sample_stats(self, items: list[SampleScore]) -> Optional[SampleStats]:
         return sample_stats(items, lambda x: (x["errors"], x["ref_tokens"]), ratio(100.0))
@@ -106,4 +123,18 @@ class WordErrorRate(UnitMetric):
             "reference_tokens": ref_total,
             "scored": len(scored),
         }
-        return (100.0 * errors / ref_total if ref_total else None), details
+        value = 100.0 * errors / ref_total if ref_total else None
+        if self.own_units is not None:
+            details["lalmeval"] = self._own_details(scored, value)
+        return value, details
+
+    def _own_details(self, scored: list[SampleScore], value: Optional[float]) -> dict[str, Any]:
+        """lalmeval's own error rate over the same samples, beside the peer's, and what separates them."""
+        counts = [x["own"] for x in scored if x.get("own")]
+        own_total = sum(n for _, n in counts)
+        own = 100.0 * sum(e for e, _ in counts) / own_total if own_total else None
+        by = {"word": "words", "character": "characters", "mixed": "mixed units"}
+        step = (f"normalization: the protocol's normalizer {self.units.normalizer_name} counting {by[self.units.unit]}, "
+                f"lalmeval's {self.own_units.normalizer_name} counting {by[self.own_units.unit]}")
+        return {**side_by_side(peer_name(self.dataset), value, own, step), "normalizer": self.own_units.normalizer_name,
+                "unit": self.own_units.unit}
