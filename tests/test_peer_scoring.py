@@ -111,3 +111,29 @@ def test_a_run_prints_the_peers_number_and_lalmevals_own_with_the_step_between_t
     html = (run_dir / "report.html").read_text()
     assert "lalmeval&#x27;s own" in html or "lalmeval's own" in html
     assert f"{wer['score']:.2f}</span>" in html and "they differ by normalization" in html
+
+
+WER_CASES = json.loads((HERE / "fixtures" / "peer_scores" / "word_error_rate.json").read_text())["word_error_rate"]
+
+
+@pytest.mark.parametrize("case", WER_CASES, ids=[f"{c['protocol']}-{c['normalizer']}-{c['set']}" for c in WER_CASES])
+def test_a_task_that_scores_its_own_way_prints_what_its_peers_task_code_prints(tmp_path, case):
+    from lalmeval.metrics.wer import WordErrorRate
+
+    ds = dataset(tmp_path, language=case["language"], protocol=case["protocol"], normalizer=case["normalizer"], metrics=["word_error_rate"])
+    metric = WordErrorRate(ds, GeneralPostprocessor())
+    items = [{"id": r["id"], **metric.score_record(Record(id=r["id"], prompt="", system=None, params={}, reference=r["reference"],
+                                                          prediction=r["prediction"]))} for r in pairs(case["set"])]
+    value, details = metric.aggregate(items)
+    assert value == pytest.approx(case["wer"], abs=1e-5) and details["normalizer"] == case["normalizer"]
+
+
+def test_scoring_parity_counts_an_entry_only_when_each_of_its_metrics_is_checked_against_the_peers_code(tmp_path):
+    from scripts.check_parity import scoring_checks, scoring_verdict
+
+    checks = scoring_checks()
+    assert scoring_verdict(dataset(tmp_path / "a", language="zh", protocol="au_harness", metrics=["word_error_rate", "bleu", "meteor"]), checks) is None
+    judged = dataset(tmp_path / "b", language="en", protocol="au_harness", metrics=["word_error_rate", "llm_judge_binary"])
+    assert scoring_verdict(judged, checks) == "llm_judge_binary under au_harness: no check against the peer's code"
+    other_rules = dataset(tmp_path / "c", language="en", protocol="lmms", normalizer="basic", metrics=["word_error_rate"])
+    assert "normalizer basic" in scoring_verdict(other_rules, checks)
