@@ -464,3 +464,31 @@ def test_validate_names_the_judge_template_of_each_judged_pair(ws, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert next(line for line in lines if "qs × llm_judge_detailed" in line).endswith(", judge template au_harness_detailed)")
     assert "judge template" not in next(line for line in lines if "qs × bleu" in line)
+
+
+def test_step2_paralinguistic_asks_its_chinese_task_prompt_and_judges_with_lmms_evals_semantic_match(ws):
+    rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(3)]
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text", "textual_input_column": "question",
+                                          "audio_column": None, "language": "zh", "protocol": "lmms", "judge_template": "lmms_step2_gender",
+                                          "instruction": CATALOG_STEP2["instruction"]}})
+    replies = {"answer 0": "yes", "answer 1": "NO", "answer 2": " no\n"}  # the whole reply, stripped, in any case
+    with ScriptedEndpoint(answer_by_number) as m, \
+            ScriptedEndpoint(lambda s, n: replies[re.search(r"文本1: (answer \d)", s.text).group(1)]) as j:
+        assert run(ws, m, j, "llm_judge_binary") == 0
+        seen = sorted(j.requests, key=lambda s: s.text)
+        asked = [r.text for r in m.requests]
+    assert CATALOG_STEP2["instruction"] == "请根据音频中说话人的声音特征，判断说话人的性别。" and all(CATALOG_STEP2["instruction"] in t for t in asked)
+    template = shipped()["lmms_step2_gender"]
+    assert seen[0].text == template.prompt.format(text1="answer 0", text2="answer 0") and seen[0].system == "你是一个专业的文本评估助手"
+    assert seen[0].body["temperature"] == 0.0
+    score = final(ws)
+    assert score["score"] == pytest.approx(100 / 3) and score["details"]["num_judge_failed"] == 0
+
+
+def _step2_gender() -> dict:
+    from lalmeval.runspecs import BUILTIN_DIR
+
+    return json.loads((BUILTIN_DIR / "paralinguistics" / "step_audio_paralinguistic.json").read_text(encoding="utf-8"))["step2_audio_paralinguistic_gender"]
+
+
+CATALOG_STEP2 = _step2_gender()
