@@ -479,9 +479,21 @@ def _first_number(text: str, verdict: Scale) -> Reading:
     return _on_scale([_Statement(_LABELLED_TIER, float(match.group(0)), match.group(0))], verdict)
 
 
+def _first_number_in_halves(text: str, verdict: Scale) -> Reading:
+    """The first number of the reply on a scale of half points (MixEval's freeform judge grades 0, 0.5 or 1; lmms-eval
+    reads the first run of digits and dots), read as a count of halves: 0.5 is 1, 1 is 2 (the template's score
+    multiplies the mean by 0.5 to print the points)."""
+    match = _FIRST_NUMBER.search(text)
+    if match is None:
+        return Reading(problem=f"unparseable judgment: no number in the reply (this judge reads the first one): {_quote(text)}")
+    return _on_scale([_Statement(_LABELLED_TIER, 2 * float(match.group(0)), match.group(0))], verdict)
+
+
 # How a verdict may be read (a template's `read:`), and the kind of verdict each reading reads
 # (None: both ratings and words).
 READINGS: dict[str, Callable[[str, Any], Reading]] = {
     STATEMENT: _by_statement, "whole_reply": _whole_reply, "last_line": _last_line, "first_number": _first_number,
+    "first_number_in_halves": _first_number_in_halves,
 }
-READS: dict[str, Optional[type]] = {STATEMENT: None, "whole_reply": Labels, "last_line": Labels, "first_number": Scale}
+READS: dict[str, Optional[type]] = {STATEMENT: None, "whole_reply": Labels, "last_line": Labels, "first_number": Scale,
+                                    "first_number_in_halves": Scale}

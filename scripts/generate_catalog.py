@@ -380,6 +380,8 @@ def _lmms_prompt(spec: dict, kwargs: dict, fns: dict, overrides: dict) -> None:
     pre, post = kwargs.get("pre_prompt") or "", kwargs.get("post_prompt") or ""
     text_fn = fns.get("doc_to_text") or {}
     fixed = [s for s in text_fn.get("strings", []) if len(s) > 20 and " " in s and not s.startswith("{")]
+    if "prompt_template" in overrides:  # the task's doc_to_text frames it its own way (mapping.yaml lmms_tasks)
+        return
     if spec.get("additional_instruction_column"):
         template = f"{pre}{{instruction}}{post}"
         if template != "{instruction}":

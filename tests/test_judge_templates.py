@@ -492,3 +492,14 @@ def _step2_gender() -> dict:
 
 
 CATALOG_STEP2 = _step2_gender()
+
+
+def test_mixeval_freeform_sends_mixevals_eval_prompt_and_prints_the_mean_of_its_half_points(ws):
+    questions(ws, count=3, judge_template="mixeval_freeform")
+    replies = ["1", "0.5", "Point: 0"]
+    with ScriptedEndpoint(answer_by_number) as m, ScriptedEndpoint(lambda s, n: replies[int(re.search(r"ground truth: answer (\d)", s.text).group(1))]) as j:
+        assert run(ws, m, j, "llm_judge_detailed") == 0
+        seen = sorted(j.requests, key=lambda s: s.text)
+    assert seen[0].text == shipped()["mixeval_freeform"].prompt.format(model_response="answer 0", ground_truth="answer 0")
+    assert seen[0].system is None and (seen[0].body["temperature"], seen[0].body["max_tokens"]) == (0.2, 1024)
+    assert final(ws)["score"] == pytest.approx(0.5)  # (1 + 0.5 + 0) / 3, as lmms-eval prints it
