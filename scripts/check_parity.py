@@ -173,10 +173,24 @@ def scoring_checks(root: Path = ROOT) -> dict[tuple[str, str], set[Optional[str]
         normalizers = convention.get("normalizers") or {}
         checks[(protocol, "word_error_rate")] = set(normalizers.values()) or {protocol}
     for path in sorted((root / PEER_FIXTURES.relative_to(ROOT)).glob("*.json")):
-        fixture = json.loads(path.read_text())
+        fixture = json.loads(path.read_text(encoding="utf-8"))
+        if "checks" in fixture:  # a fixture of a step (answer parsing) names the scores it checks
+            for check in fixture["checks"]:
+                checks.setdefault((check["protocol"], check["metric"]), set()).add(check.get("answer_extraction"))
+            continue
         for case in fixture.get(path.stem) if isinstance(fixture.get(path.stem), list) else [fixture]:
             checks.setdefault((case["protocol"], path.stem), set()).add(case.get("normalizer"))
     return checks
+
+
+def _variant(dataset: Dataset, metric: str) -> Optional[str]:
+    """What must match the checked fixture besides protocol and metric: the normalizer of an error rate, the answer
+    parsing of multiple choice (None for a metric scored one way)."""
+    if metric == "word_error_rate":
+        return dataset.spec.normalizer
+    if metric == "accuracy" and dataset.spec.answer_extraction != "default":
+        return dataset.spec.answer_extraction
+    return None
 
 
 def scoring_verdict(dataset: Optional[Dataset], checks: dict[tuple[str, str], set[Optional[str]]]) -> Optional[str]:
@@ -188,9 +202,10 @@ def scoring_verdict(dataset: Optional[Dataset], checks: dict[tuple[str, str], se
         checked = checks.get((protocol, metric))
         if checked is None:
             return f"{metric} under {protocol}: no check against the peer's code"
-        normalizer = dataset.spec.normalizer if metric == "word_error_rate" else None
-        if normalizer not in checked:
-            return f"{metric} with normalizer {normalizer}: no check against the peer's code"
+        variant = _variant(dataset, metric)
+        if variant not in checked:
+            kind = "normalizer" if metric == "word_error_rate" else "answer_extraction"
+            return f"{metric} with {kind} {variant}: no check against the peer's code"
     return None
 
 

@@ -137,3 +137,29 @@ def test_scoring_parity_counts_an_entry_only_when_each_of_its_metrics_is_checked
     assert scoring_verdict(judged, checks) == "llm_judge_binary under au_harness: no check against the peer's code"
     other_rules = dataset(tmp_path / "c", language="en", protocol="lmms", normalizer="basic", metrics=["word_error_rate"])
     assert "normalizer basic" in scoring_verdict(other_rules, checks)
+
+
+MC = json.loads((HERE / "fixtures" / "peer_scores" / "mc_parsers.json").read_text(encoding="utf-8"))
+MC_CASES = [(parser, case) for parser in ("mmmu", "mmmu_letters") for case in MC[parser]]
+
+
+@pytest.mark.parametrize("parser,case", MC_CASES, ids=[f"{p}-{i}" for i, (p, _) in enumerate(MC_CASES)])
+def test_a_peers_multiple_choice_parser_picks_what_lmms_evals_own_code_picks(parser, case):
+    from lalmeval.postprocess.extraction import extract_choice
+
+    chosen = extract_choice(parser, case["reply"], MC["options"], ["A", "B", "C", "D"])
+    assert (None if chosen is None else "ABCD"[chosen]) == (None if case["peer"] == "guess" else case["peer"])
+
+
+def test_accuracy_under_a_guessing_parser_counts_each_guess_at_its_expected_value_and_says_so(tmp_path):
+    from lalmeval.metrics.accuracy import Accuracy
+
+    ds = dataset(tmp_path, language="en", protocol="lmms", choices_column="choices", answer_extraction="mmmu", metrics=["accuracy"])
+    metric = Accuracy(ds, GeneralPostprocessor())
+    replies = ["(C)", "I cannot tell.", "B", "None of them."]  # right, guessed, wrong, guessed
+    items = [metric.score_record(Record(id=str(i), prompt="", system=None, params={}, reference="C", prediction=reply,
+                                        extra={"options": MC["options"], "gold": 2})) for i, reply in enumerate(replies)]
+    value, details = metric.aggregate(items)
+    assert value == pytest.approx(100 * (1 + 0.25 + 0 + 0.25) / 4)
+    assert details["guessed"] == 2 and details["guessed_counted_as"].startswith("1/k")
+    assert details["lalmeval"]["score"] == pytest.approx(25.0) and "random letter" in details["lalmeval"]["differs_by"]

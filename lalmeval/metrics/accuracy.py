@@ -18,8 +18,10 @@ from lalmeval.errors import UserError
 from lalmeval.inference.client import RequestFailed
 from lalmeval.judge import judge_failure
 from lalmeval.metrics.base import METRICS, SampleScore, empty_reference, unscored
+from lalmeval.metrics.peer_text import side_by_side
 from lalmeval.metrics.percent import PercentCorrect
 from lalmeval.postprocess.extraction import extract_choice
+from lalmeval.postprocess.mmmu_parser import GUESSING
 from lalmeval.postprocess.labels import as_number, option_letter
 from lalmeval.records import Record
 from lalmeval.runspecs import Dataset
@@ -91,7 +93,14 @@ class Accuracy(PercentCorrect):
         spec = self.dataset.spec
         method = "default" if spec.answer_extraction == "llm" else spec.answer_extraction
         chosen = extract_choice(method, record.prediction or "", options, labels(len(options)), spec.answer_pattern)
-        return _verdict(chosen, gold)
+        if method not in GUESSING:
+            return _verdict(chosen, gold)
+        # A peer parser that guesses a random letter when it reads none: its expected value, 1/k, not one draw;
+        # lalmeval's own reading (default extraction, an unread reply wrong) rides along for the side-by-side number.
+        own = _verdict(extract_choice("default", record.prediction or "", options, labels(len(options))), gold)["score"]
+        if chosen is None:
+            return {"score": 1.0 / len(options), "extracted": None, "gold": LETTERS[gold], "guessed": True, "own_score": own}
+        return {**_verdict(chosen, gold), "own_score": own}
 
     async def score_records(self, records: list[Record]) -> list[SampleScore]:
         items = await super().score_records(records)
@@ -125,7 +134,20 @@ class Accuracy(PercentCorrect):
         failures = Counter(x["judge_failed"].split(":")[0] for x in items if x.get("judge_failed"))
         if failures:
             details["num_judge_failed"] = sum(failures.values())
-        return (100.0 * sum(scored) / len(scored) if scored else None), details
+        value = 100.0 * sum(scored) / len(scored) if scored else None
+        if self.dataset.spec.answer_extraction in GUESSING:
+            details.update(self._guess_details([x for x in items if x["score"] is not None], value))
+        return value, details
+
+    def _guess_details(self, kept: list[SampleScore], value: Optional[float]) -> dict[str, Any]:
+        """How many replies the peer's parser guessed at, counted at the guess's expected value, and lalmeval's own number."""
+        guessed = sum(1 for x in kept if x.get("guessed"))
+        own = 100.0 * sum(x["own_score"] for x in kept) / len(kept) if kept else None
+        step = ("answer parsing: lmms-eval's parser, a reply it cannot read counted at the expected value of its random "
+                "letter (1/k of k options); lalmeval's default extraction, which counts such a reply wrong")
+        return {"guessed": guessed, "guessed_counted_as": "1/k each, the expected value of the peer's random letter",
+                "correct": int(sum(1 for x in kept if x["score"] == 1.0)),
+                "lalmeval": side_by_side("lmms-eval", value, own, step)}
 
 
 def judge_choice(judgment: str, options: list[str]) -> tuple[bool, Optional[int]]:
