@@ -38,7 +38,7 @@ class VerdictSpec(_Strict):
     scale: Optional[tuple[int, int]] = Field(None, description="[low, high]: the verdict is an integer rating in this range.")
     labels: Optional[dict[str, int]] = Field(None, description="{word: value}: the verdict is one of these words (any case).")
     read: str = Field(STATEMENT, description="How the verdict is read: statement (lalmeval's grammar), or as a peer reads it: "
-                                             "whole_reply, last_line (words), first_number (ratings).")
+                                             "whole_reply, last_line (words), first_number, first_number_in_halves, json_object (ratings).")
 
     @model_validator(mode="after")
     def _one(self) -> "VerdictSpec":

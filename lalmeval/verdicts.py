@@ -479,6 +479,27 @@ def _first_number(text: str, verdict: Scale) -> Reading:
     return _on_scale([_Statement(_LABELLED_TIER, float(match.group(0)), match.group(0))], verdict)
 
 
+def _json_object(text: str, verdict: Scale) -> Reading:
+    """The whole reply as one JSON object and its "score" (AU-Harness's llm_judge.py: json.loads of the stripped reply
+    after its <think> blocks, then float(score); a reply that is not such an object, or has no score, scores 0 there
+    and is a failure here). true / false are 1 / 0, as float() reads them."""
+    try:
+        obj = json.loads(text.strip())
+    except ValueError:
+        return Reading(problem=f"unparseable judgment: the reply is not one JSON object (this judge reads only that): {_quote(text)}")
+    value = obj.get("score") if isinstance(obj, dict) else None
+    if isinstance(value, bool):
+        value = int(value)
+    elif isinstance(value, str):  # float("1") is 1 there too
+        try:
+            value = float(value)
+        except ValueError:
+            value = None
+    if not isinstance(value, (int, float)):
+        return Reading(problem=f"unparseable judgment: the JSON object holds no numeric \"score\": {_quote(text)}")
+    return _on_scale([_Statement(_LABELLED_TIER, float(value), text)], verdict)
+
+
 def _first_number_in_halves(text: str, verdict: Scale) -> Reading:
     """The first number of the reply on a scale of half points (MixEval's freeform judge grades 0, 0.5 or 1; lmms-eval
     reads the first run of digits and dots), read as a count of halves: 0.5 is 1, 1 is 2 (the template's score
@@ -493,7 +514,7 @@ def _first_number_in_halves(text: str, verdict: Scale) -> Reading:
 # (None: both ratings and words).
 READINGS: dict[str, Callable[[str, Any], Reading]] = {
     STATEMENT: _by_statement, "whole_reply": _whole_reply, "last_line": _last_line, "first_number": _first_number,
-    "first_number_in_halves": _first_number_in_halves,
+    "first_number_in_halves": _first_number_in_halves, "json_object": _json_object,
 }
 READS: dict[str, Optional[type]] = {STATEMENT: None, "whole_reply": Labels, "last_line": Labels, "first_number": Scale,
-                                    "first_number_in_halves": Scale}
+                                    "first_number_in_halves": Scale, "json_object": Scale}

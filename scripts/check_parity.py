@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from lalmeval.runspecs import BUILTIN_DIR, JUDGE_METRICS, Catalog, Dataset  # noqa: E402
-from scripts.generate_catalog import kimi_rules, lmms_rules, load_inputs  # noqa: E402
+from scripts.generate_catalog import au_rules, kimi_rules, lmms_rules, load_inputs  # noqa: E402
 
 # What AU-Harness's preprocessors read when a task names no column.
 _AU_IMPLIED = {
@@ -108,7 +108,7 @@ def _au(catalog: Catalog, peers: dict, mapping: dict) -> list[tuple[str, str, st
             facts = {"hf_repo": c.get("dataset_path")}
         elif c.get("preprocessor") == "BfclPreprocessor":  # it reads the row's functions beside the ground truth
             facts["target_column"] = [c.get("target_column"), "tools"]
-        verdict = _verdict(entries.get(f"au_harness:{task['name']}"), facts, c.get("metrics") or [], mapping["metrics"]["au_harness"], incomplete)
+        verdict = _verdict(entries.get(f"au_harness:{task['name']}"), facts, c.get("metrics") or [], au_rules(task["name"], mapping), incomplete)
         rows.append((task["name"], *verdict))
     return rows
 

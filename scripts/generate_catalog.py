@@ -217,13 +217,20 @@ def au_entry(task: dict, mapping: dict, commit: str) -> Optional[Entry]:
         spec["prompt_template"] = template
     if "prompt" in c and "user_prompt" not in c:
         entry.differs.append("prompt: the declaration's 'prompt' key is not read by AU-Harness (it reads user_prompt), so the dataset's own instruction is the whole prompt, as here")
+    rules = au_rules(name, mapping)
     for metric in c.get("metrics") or [] if not entry.gaps else []:
-        _apply_metric(entry, metric, mapping["metrics"]["au_harness"].get(metric, {"gap": "no mapping"}))
+        _apply_metric(entry, metric, rules.get(metric, {"gap": "no mapping"}))
     _judge_templates(entry)
     _protocol(entry, "au_harness")
     spec["reproduces"] = f"au_harness:{name}"
     spec["origin"] = _origin(spec, f"AU-Harness {task['file']} @ {commit[:12]}", mapping["papers"]["au_harness"])
     return entry
+
+
+def au_rules(name: str, mapping: dict) -> dict:
+    """AU-Harness's metric rules for one task: the common ones, with the task's own overrides (au_metric_overrides)."""
+    own = next((o for prefix, o in mapping.get("au_metric_overrides", {}).items() if name.startswith(prefix)), {})
+    return {**mapping["metrics"]["au_harness"], **own}
 
 
 def _au_corrected(entry: Entry, c: dict) -> tuple[Optional[str], Optional[str], Optional[str], Any]:

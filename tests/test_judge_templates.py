@@ -503,3 +503,16 @@ def test_mixeval_freeform_sends_mixevals_eval_prompt_and_prints_the_mean_of_its_
     assert seen[0].text == shipped()["mixeval_freeform"].prompt.format(model_response="answer 0", ground_truth="answer 0")
     assert seen[0].system is None and (seen[0].body["temperature"], seen[0].body["max_tokens"]) == (0.2, 1024)
     assert final(ws)["score"] == pytest.approx(0.5)  # (1 + 0.5 + 0) / 3, as lmms-eval prints it
+
+
+def test_au_harness_binary_json_reads_the_judge_as_au_harness_does_at_its_temperature_and_keeps_lalmevals_reading_beside(ws):
+    questions(ws, judge_template="au_harness_binary_json")
+    replies = ['{"score": 1, "explanation": "same emotion"}', '{"score": "0", "explanation": "another emotion"}',
+               '```json\n{"score": 1, "explanation": "fenced"}\n```']  # AU-Harness's json.loads fails on the fence: a failure here
+    with ScriptedEndpoint(answer_by_number) as m, ScriptedEndpoint(lambda s, n: replies[int(s.text[-1])]) as j:
+        run(ws, m, j, "llm_judge_binary")
+        assert {r.body["temperature"] for r in j.requests} == {0.1}
+    score = final(ws)
+    assert score["score"] == pytest.approx(50.0) and score["details"]["num_judge_failed"] == 1
+    own = score["details"]["lalmeval"]  # lalmeval's grammar reads all three
+    assert own["read"] == 3 and own["score"] == pytest.approx(100 * 2 / 3) and "json_object" in own["differs_by"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
+from dataclasses import replace
 from typing import Any, ClassVar, Optional
 
 from lalmeval.config import Config
@@ -18,9 +19,10 @@ from lalmeval.inference.protocols import ReplyError
 from lalmeval.judge import fields_for, judge_failure, judge_fields
 from lalmeval.judge_templates import JudgeTemplate
 from lalmeval.metrics.base import EMPTY_REFERENCE, METRICS, Metric, SampleScore, sample_stats, unscored
+from lalmeval.metrics.peer_text import peer_name, side_by_side
 from lalmeval.records import Record
 from lalmeval.stats import SampleStats, Uncertainty, ratio, t_interval, wilson
-from lalmeval.verdicts import read_verdict
+from lalmeval.verdicts import STATEMENT, read_verdict
 
 
 class LLMJudge(Metric):
@@ -97,10 +99,13 @@ class LLMJudge(Metric):
         except ReplyError as exc:
             return {"score": None, "variant": variant, "judge_failed": f"judge reply unusable: {exc}"}
         reading = read_verdict(reply, template.verdict)
+        # A peer's reading: lalmeval's own grammar reads the same reply too, for the number printed beside the peer's.
+        own = {"own_rating": read_verdict(reply, replace(template.verdict, read=STATEMENT)).value} if template.verdict.read != STATEMENT else {}
         if reading.problem is not None:
-            return {"score": None, "variant": variant, "judge_failed": reading.problem, "judgment": reply, "cached": cached}
+            return {"score": None, "variant": variant, "judge_failed": reading.problem, "judgment": reply, "cached": cached, **own}
         noted = {"verdict_note": reading.note} if reading.note else {}  # a revision that replaced an earlier rating
-        return {"score": template.printed(reading.value), "rating": reading.value, "variant": variant, "judgment": reply, "cached": cached, **noted}
+        return {"score": template.printed(reading.value), "rating": reading.value, "variant": variant, "judgment": reply, "cached": cached,
+                **noted, **own}
 
     def sample_stats(self, items: list[SampleScore]) -> Optional[SampleStats]:
         return sample_stats(items, lambda x: (x["score"], 1.0), ratio())
@@ -132,7 +137,20 @@ class LLMJudge(Metric):
         if per_turn:  # each turn's mean printed score over the dialogues
             details["turns"] = [sum(t[i] for t in per_turn if len(t) > i) / sum(1 for t in per_turn if len(t) > i)
                                 for i in range(max(map(len, per_turn)))]
-        return (sum(x["score"] for x in scored) / len(scored) if scored else None), details
+        value = sum(x["score"] for x in scored) / len(scored) if scored else None
+        if template.verdict.read != STATEMENT:
+            details["lalmeval"] = self._own_details(items, value)
+        return value, details
+
+    def _own_details(self, items: list[SampleScore], value: Optional[float]) -> dict[str, Any]:
+        """lalmeval's own number from the same replies: its verdict grammar instead of the peer's reading, over every
+        reply either reading reads (a reply only the grammar reads counts there, one it cannot read does not)."""
+        own = [x["own_rating"] for x in items if x.get("own_rating") is not None]
+        mean = self.template.printed(sum(own) / len(own)) if own else None
+        step = (f"verdict reading: the template reads the judge as its peer does ({self.template.verdict.read}); "
+                "lalmeval reads the same replies by its verdict grammar")
+        peer = peer_name(self.dataset) or "the template's peer"
+        return {**side_by_side(peer, value, mean, step), "read": len(own)}
 
 
 def _turn_references(reference: Optional[str], count: int) -> list[Optional[str]]:
