@@ -57,6 +57,8 @@ class AuHarness(Normalizer):
                   "(github.com/ServiceNow/AU-Harness @ daa06166): language 'en' for every task; NFC, English num2words, "
                   "openai-whisper English normalizer, jiwer ToLowerCase + RemovePunctuation + Strip, words")
 
+    empty_reference_tokens = 1  # compute_record_level_scores: every candidate word incorrect, out of a total of 1
+
     def __init__(self, language: str = "") -> None:
         super().__init__(language)
         import num2words  # noqa: F401  (a missing package stops the run at start, see normalize.require)

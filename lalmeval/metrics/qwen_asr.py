@@ -125,6 +125,7 @@ class Lmms(QwenAsrScoring):
     """lmms-eval's ASR scoring for the dataset's language; whitespace tokens (characters for zh/yue by unit)."""
 
     split_cjk = False
+    empty_reference_tokens = 0  # compute_wer adds the hypothesis tokens to the distance and nothing to the length
     convention = ("lmms-eval lmms_eval/tasks/asr_wer_utils.py compute_wer with librispeech/utils.py's settings "
                   "(github.com/EvolvingLMMs-Lab/lmms-eval @ 75571cfe): SpeechIO cn_tn for Mandarin, zhconv zh-cn + "
                   "Whisper basic for Cantonese, openai-whisper English + basic for English, whitespace tokens")

@@ -8,7 +8,7 @@ from typing import Any, Optional
 import jiwer
 
 from lalmeval.languages import default_error_unit, default_normalizer
-from lalmeval.metrics.base import METRICS, Metric, SampleScore, empty_reference, sample_stats, unscored
+from lalmeval.metrics.base import EMPTY_REFERENCE, METRICS, Metric, SampleScore, empty_reference, sample_stats, unscored
 from lalmeval.metrics.compounds import compound_edit_counts
 from lalmeval.metrics.normalize import normalizer, require, units_of
 from lalmeval.metrics.peer_text import peer_name, side_by_side
@@ -86,14 +86,17 @@ class WordErrorRate(UnitMetric):
     def score_record(self, record: Record) -> SampleScore:
         ref = self.tokens(record.reference or "")
         hyp = self.tokens(record.prediction or "")
-        if (empty := empty_reference(record.reference, ref)) is not None:
+        empty = empty_reference(record.reference, ref)
+        peer_counts = self.units.normalizer.empty_reference_tokens
+        if empty is not None and (empty == EMPTY_REFERENCE or peer_counts is None):
             return unscored(empty, prediction_norm=" ".join(hyp))
         s, d, i = edit_counts(ref, hyp, self.units.normalizer.merge_compounds)
         errors = s + d + i
+        total = len(ref) if empty is None else peer_counts  # the peer's count for a reference its rules emptied
         return {
-            "score": errors / len(ref),
+            "score": errors / max(total, 1),
             "errors": errors, "substitutions": s, "deletions": d, "insertions": i,
-            "ref_tokens": len(ref), "reference_norm": " ".join(ref), "prediction_norm": " ".join(hyp),
+            "ref_tokens": total, "reference_norm": " ".join(ref), "prediction_norm": " ".join(hyp),
             **({"own": self._own_counts(record)} if self.own_units else {}),
         }
 
