@@ -176,7 +176,7 @@ def scoring_checks(root: Path = ROOT) -> dict[tuple[str, str], set[Optional[str]
         fixture = json.loads(path.read_text(encoding="utf-8"))
         if "checks" in fixture:  # a fixture of a step (answer parsing) names the scores it checks
             for check in fixture["checks"]:
-                checks.setdefault((check["protocol"], check["metric"]), set()).add(check.get("answer_extraction"))
+                checks.setdefault((check["protocol"], check["metric"]), set()).add(check.get("answer_extraction") or check.get("postprocessor"))
             continue
         for case in fixture.get(path.stem) if isinstance(fixture.get(path.stem), list) else [fixture]:
             checks.setdefault((case["protocol"], path.stem), set()).add(case.get("normalizer"))
@@ -190,6 +190,8 @@ def _variant(dataset: Dataset, metric: str) -> Optional[str]:
         return dataset.spec.normalizer
     if metric == "accuracy" and dataset.spec.answer_extraction != "default":
         return dataset.spec.answer_extraction
+    if metric == "accuracy" and dataset.spec.postprocessor != "GeneralPostprocessor":
+        return dataset.spec.postprocessor
     return None
 
 
@@ -204,7 +206,7 @@ def scoring_verdict(dataset: Optional[Dataset], checks: dict[tuple[str, str], se
             return f"{metric} under {protocol}: no check against the peer's code"
         variant = _variant(dataset, metric)
         if variant not in checked:
-            kind = "normalizer" if metric == "word_error_rate" else "answer_extraction"
+            kind = "normalizer" if metric == "word_error_rate" else "answer parsing"
             return f"{metric} with {kind} {variant}: no check against the peer's code"
     return None
 

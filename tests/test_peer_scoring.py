@@ -165,3 +165,18 @@ def test_accuracy_under_a_guessing_parser_counts_each_guess_at_its_expected_valu
     assert value == pytest.approx(100 * (1 + 0.25 + 0 + 0.25) / 4)
     assert details["guessed"] == 2 and details["guessed_counted_as"].startswith("1/k")
     assert details["lalmeval"]["score"] == pytest.approx(25.0) and "random letter" in details["lalmeval"]["differs_by"]
+
+
+VOICEBENCH = json.loads((HERE / "fixtures" / "peer_scores" / "voicebench_mcq.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("case", VOICEBENCH["cases"], ids=[f"vb-{i}" for i in range(len(VOICEBENCH["cases"]))])
+def test_voicebench_multiple_choice_credits_the_letter_lmms_evals_own_code_credits(tmp_path, case):
+    from lalmeval.metrics.accuracy import Accuracy
+    from lalmeval.postprocess.voicebench_mcq import VoiceBenchMcqPostprocessor
+
+    ds = dataset(tmp_path, language="en", protocol="lmms", postprocessor="VoiceBenchMcqPostprocessor", metrics=["accuracy"])
+    metric = Accuracy(ds, VoiceBenchMcqPostprocessor())
+    credited = [g for g in "ABCD" if metric.score_record(Record(id="x", prompt="", system=None, params={}, reference=g,
+                                                                   prediction=case["reply"]))["score"] == 1.0]
+    assert credited == ([case["peer"]] if case["peer"] else [])
