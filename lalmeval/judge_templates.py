@@ -77,6 +77,8 @@ class HistorySpec(_Strict):
 class ScoreSpec(_Strict):
     multiply: Optional[float] = Field(None, gt=0, le=1000, description="Printed score = (mean rating + add) x multiply; default 100 / top of the scale.")
     add: float = Field(0.0, ge=-1000, le=1000, description="See multiply.")
+    round_mean: Optional[int] = Field(None, ge=0, le=6, description="Round the mean rating to this many decimals before it is "
+                                      "mapped, and the printed score to 2, as a peer prints it (AU-Harness: 3); default: no rounding.")
 
 
 class TemplateSpec(_Strict):
@@ -123,6 +125,7 @@ class JudgeTemplate:
     multiply: float = 100.0
     add: float = 0.0
     history: Optional[HistorySpec] = None
+    round_mean: Optional[int] = None  # the peer rounds the mean rating, then the printed score to 2 decimals
     stand_ins: bool = False   # the default template shows "(empty answer)" and the like instead of empty fields
 
     @property
@@ -174,6 +177,12 @@ class JudgeTemplate:
     def printed(self, rating: float) -> float:
         """A rating (or a mean of ratings) as the printed score."""
         return (rating + self.add) * self.multiply
+
+    def printed_mean(self, mean_rating: float) -> float:
+        """The printed score of a mean rating: mapped, after the peer's rounding when the template names one."""
+        if self.round_mean is None:
+            return self.printed(mean_rating)
+        return _smart_round(self.printed(_smart_round(mean_rating, self.round_mean)), 2)
 
 
 def placeholders(text: str) -> list[str]:
@@ -239,7 +248,8 @@ def build(spec: TemplateSpec, name: str, where: str) -> JudgeTemplate:
         raise UserError(f"{where}: score: a binary verdict is always printed as percent (remove score:)")
     top = verdict.high if isinstance(verdict, Scale) else max(verdict.values.values())
     multiply = spec.score.multiply if spec.score.multiply is not None else 100.0 / max(top, 1)
-    return JudgeTemplate(name, verdict, variants, dict(spec.fields), spec.generation.given(), multiply, spec.score.add, spec.history)
+    return JudgeTemplate(name, verdict, variants, dict(spec.fields), spec.generation.given(), multiply, spec.score.add, spec.history,
+                         spec.score.round_mean)
 
 
 def default_template(judge_prompts: dict[str, Any], metric: str, prompt_model: str) -> JudgeTemplate:
@@ -302,3 +312,8 @@ def resolve(value: str, metric: str, base: Path, judge_prompts: dict[str, Any], 
         kind = f"gives a {template.verdict.describe()} verdict" if template.binary else f"rates on a {template.verdict.describe()} scale"
         raise UserError(f"judge template '{template.name}' {kind} and fits {fits}, not {metric}")
     return template
+
+
+def _smart_round(value: float, digits: int) -> float:
+    """round(value x 10^digits) / 10^digits, as AU-Harness's smart_round rounds its printed numbers."""
+    return round(value * 10 ** digits) / 10 ** digits

@@ -176,7 +176,8 @@ def scoring_checks(root: Path = ROOT) -> dict[tuple[str, str], set[Optional[str]
         fixture = json.loads(path.read_text(encoding="utf-8"))
         if "checks" in fixture:  # a fixture of a step (answer parsing) names the scores it checks
             for check in fixture["checks"]:
-                checks.setdefault((check["protocol"], check["metric"]), set()).add(check.get("answer_extraction") or check.get("postprocessor"))
+                variant = check.get("answer_extraction") or check.get("postprocessor") or check.get("judge_template")
+                checks.setdefault((check["protocol"], check["metric"]), set()).add(variant)
             continue
         for case in fixture.get(path.stem) if isinstance(fixture.get(path.stem), list) else [fixture]:
             checks.setdefault((case["protocol"], path.stem), set()).add(case.get("normalizer"))
@@ -192,6 +193,8 @@ def _variant(dataset: Dataset, metric: str) -> Optional[str]:
         return dataset.spec.answer_extraction
     if metric == "accuracy" and dataset.spec.postprocessor != "GeneralPostprocessor":
         return dataset.spec.postprocessor
+    if metric in JUDGE_METRICS:
+        return dataset.spec.judge_template_for(metric)
     return None
 
 
@@ -206,7 +209,7 @@ def scoring_verdict(dataset: Optional[Dataset], checks: dict[tuple[str, str], se
             return f"{metric} under {protocol}: no check against the peer's code"
         variant = _variant(dataset, metric)
         if variant not in checked:
-            kind = "normalizer" if metric == "word_error_rate" else "answer parsing"
+            kind = "normalizer" if metric == "word_error_rate" else "judge template" if metric in JUDGE_METRICS else "answer parsing"
             return f"{metric} with {kind} {variant}: no check against the peer's code"
     return None
 

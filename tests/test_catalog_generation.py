@@ -89,7 +89,7 @@ def test_peer_entries_name_the_peers_judge_for_each_judge_metric():
     def spec(name):
         return CATALOG.datasets[name].spec
 
-    assert spec("noise_detection").judge_template == {"llm_judge_binary": "au_harness_binary", "llm_judge_detailed": "au_harness_detailed"}
+    assert spec("noise_detection").judge_template == {"llm_judge_binary": "au_harness_binary_json", "llm_judge_detailed": "au_harness_detailed_json"}
     assert spec("big_bench_audio_audio_query").judge_template == "au_harness_big_bench_audio"
     assert spec("big_bench_audio_audio_query").transcript_column == "transcript"  # its judge sees (transcript, answer)
     assert spec("wavcaps").judge_template == spec("wavcaps@lmms_v0.3").judge_template == "audiobench_wavcaps"

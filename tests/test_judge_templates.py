@@ -516,3 +516,18 @@ def test_au_harness_binary_json_reads_the_judge_as_au_harness_does_at_its_temper
     assert score["score"] == pytest.approx(50.0) and score["details"]["num_judge_failed"] == 1
     own = score["details"]["lalmeval"]  # lalmeval's grammar reads all three
     assert own["read"] == 3 and own["score"] == pytest.approx(100 * 2 / 3) and "json_object" in own["differs_by"]
+
+
+AU_JUDGE = json.loads((Path(__file__).parent / "fixtures" / "peer_scores" / "au_judge.json").read_text(encoding="utf-8"))["cases"]
+
+
+@pytest.mark.parametrize("case", AU_JUDGE, ids=[c["metric"] for c in AU_JUDGE])
+def test_au_harness_json_templates_print_what_au_harness_prints_for_the_same_judge_replies(ws, case):
+    questions(ws, count=len(case["replies"]), judge_template=case["template"])
+    with ScriptedEndpoint(answer_by_number) as m, \
+            ScriptedEndpoint(lambda s, n: case["replies"][int(re.search(r"(\d+)\s*$", s.text).group(1))]) as j:
+        assert run(ws, m, j, case["metric"], judge_extra={"judge_temperature": 0.0}) == 0
+        assert {r.body["temperature"] for r in j.requests} == {case["temperature"]}  # AU-Harness's, over the config's
+    score = final(ws)
+    assert score["score"] == case["printed"]  # its mean rounded to 3 decimals, then the printed number to 2
+    assert sorted(x["rating"] for x in sample_scores(ws, case["metric"]).values()) == sorted(int(v) for v in case["scores"])

@@ -138,6 +138,8 @@ class LLMJudge(Metric):
             details["turns"] = [sum(t[i] for t in per_turn if len(t) > i) / sum(1 for t in per_turn if len(t) > i)
                                 for i in range(max(map(len, per_turn)))]
         value = sum(x["score"] for x in scored) / len(scored) if scored else None
+        if scored and template.round_mean is not None:  # printed as the peer prints it: its mean rating rounded first
+            value = template.printed_mean(sum(x["rating"] for x in scored) / len(scored))
         if template.verdict.read != STATEMENT:
             details["lalmeval"] = self._own_details(items, value)
         return value, details
@@ -146,7 +148,7 @@ class LLMJudge(Metric):
         """lalmeval's own number from the same replies: its verdict grammar instead of the peer's reading, over every
         reply either reading reads (a reply only the grammar reads counts there, one it cannot read does not)."""
         own = [x["own_rating"] for x in items if x.get("own_rating") is not None]
-        mean = self.template.printed(sum(own) / len(own)) if own else None
+        mean = self.template.printed(sum(own) / len(own)) if own else None  # lalmeval's own: no peer rounding
         step = (f"verdict reading: the template reads the judge as its peer does ({self.template.verdict.read}); "
                 "lalmeval reads the same replies by its verdict grammar")
         peer = peer_name(self.dataset) or "the template's peer"
