@@ -500,6 +500,28 @@ def _json_object(text: str, verdict: Scale) -> Reading:
     return _on_scale([_Statement(_LABELLED_TIER, float(value), text)], verdict)
 
 
+def _first_digit(text: str, verdict: Scale) -> Reading:
+    """The first digit of the scale anywhere in the reply (lmms-eval's AudioBench judges of alpaca_audio, openhermes and
+    clotho_aqa search the pattern [0-5]), so "The reference answer is [answer 1] …" reads 1; a reply without one scores 0
+    there and is a failure here)."""
+    match = re.search(f"[{verdict.low}-{min(verdict.high, 9)}]", text)
+    if match is None:
+        return Reading(problem=f"unparseable judgment: no digit {verdict.describe()} in the reply (this judge reads the first one): {_quote(text)}")
+    return _on_scale([_Statement(_LABELLED_TIER, float(match.group(0)), match.group(0))], verdict)
+
+
+_RATING_AT_END = re.compile(r"Rating:\s*(\d)\s*$")
+
+
+def _rating_at_end(text: str, verdict: Scale) -> Reading:
+    """The "Rating: n" that ends the reply (lmms-eval's wavcaps and song_describer: Rating, optional spaces, a digit 0-5,
+    optional spaces, the end); any other reply scores 0 there and is a failure here."""
+    match = _RATING_AT_END.search(text)
+    if match is None:
+        return Reading(problem=f"unparseable judgment: the reply does not end with \"Rating: n\" (this judge reads only that): {_quote(text)}")
+    return _on_scale([_Statement(_LABELLED_TIER, float(match.group(1)), match.group(0))], verdict)
+
+
 def _first_number_in_halves(text: str, verdict: Scale) -> Reading:
     """The first number of the reply on a scale of half points (MixEval's freeform judge grades 0, 0.5 or 1; lmms-eval
     reads the first run of digits and dots), read as a count of halves: 0.5 is 1, 1 is 2 (the template's score
@@ -514,7 +536,8 @@ def _first_number_in_halves(text: str, verdict: Scale) -> Reading:
 # (None: both ratings and words).
 READINGS: dict[str, Callable[[str, Any], Reading]] = {
     STATEMENT: _by_statement, "whole_reply": _whole_reply, "last_line": _last_line, "first_number": _first_number,
-    "first_number_in_halves": _first_number_in_halves, "json_object": _json_object,
+    "first_number_in_halves": _first_number_in_halves, "json_object": _json_object, "first_digit": _first_digit,
+    "rating_at_end": _rating_at_end,
 }
 READS: dict[str, Optional[type]] = {STATEMENT: None, "whole_reply": Labels, "last_line": Labels, "first_number": Scale,
-                                    "first_number_in_halves": Scale, "json_object": Scale}
+                                    "first_number_in_halves": Scale, "json_object": Scale, "first_digit": Scale, "rating_at_end": Scale}

@@ -12,6 +12,7 @@ from lalmeval.cli import main
 from lalmeval.errors import UserError
 from lalmeval.judge_templates import resolve, shipped
 from lalmeval.prompts import load_prompts
+from lalmeval.verdicts import read_verdict
 from tests.support.endpoint import ScriptedEndpoint, answer_by_number
 from tests.support.workspace import demo_rows, model
 
@@ -531,3 +532,15 @@ def test_au_harness_json_templates_print_what_au_harness_prints_for_the_same_jud
     score = final(ws)
     assert score["score"] == case["printed"]  # its mean rounded to 3 decimals, then the printed number to 2
     assert sorted(x["rating"] for x in sample_scores(ws, case["metric"]).values()) == sorted(int(v) for v in case["scores"])
+
+
+AUDIOBENCH = json.loads((Path(__file__).parent / "fixtures" / "peer_scores" / "audiobench.json").read_text(encoding="utf-8"))["cases"]
+
+
+@pytest.mark.parametrize("case", AUDIOBENCH, ids=[f"{c['template']}-{i}" for i, c in enumerate(AUDIOBENCH)])
+def test_audiobench_templates_read_replies_as_lmms_eval_does_under_its_protocols_only(case):
+    template = resolve(case["template"], "llm_judge_detailed", Path("."), {}, "")
+    for protocol in ("lmms", "lmms_v0.3@1"):
+        reading = read_verdict(case["reply"], template.verdict_under(protocol))
+        assert reading.value == case["peer"] and (reading.problem is None) == (case["peer"] is not None)
+    assert template.verdict_under("lalmeval").read == template.verdict_under("kimi").read == "statement"

@@ -139,8 +139,8 @@ def test_scoring_parity_counts_an_entry_only_when_each_of_its_metrics_is_checked
     assert scoring_verdict(judged, checks) == "llm_judge_binary with judge template None: no check against the peer's code"
     peer_judge = dataset(tmp_path / "d", language="en", protocol="au_harness", judge_template="au_harness_binary_json", metrics=["llm_judge_binary"])
     assert scoring_verdict(peer_judge, checks) is None
-    judged_elsewhere = dataset(tmp_path / "e", language="en", protocol="lmms", metrics=["llm_judge_detailed"])
-    assert scoring_verdict(judged_elsewhere, checks) == "llm_judge_detailed under lmms: no check against the peer's code"
+    judged_elsewhere = dataset(tmp_path / "e", language="en", protocol="kimi", metrics=["llm_judge_detailed"])
+    assert scoring_verdict(judged_elsewhere, checks) == "llm_judge_detailed under kimi: no check against the peer's code"
     other_rules = dataset(tmp_path / "c", language="en", protocol="lmms", normalizer="basic", metrics=["word_error_rate"])
     assert "normalizer basic" in scoring_verdict(other_rules, checks)
 
