@@ -551,10 +551,11 @@ LMMS_JUDGES = json.loads((Path(__file__).parent / "fixtures" / "peer_scores" / "
 
 @pytest.mark.parametrize("case", LMMS_JUDGES, ids=[f"{c['template']}-{i}" for i, c in enumerate(LMMS_JUDGES)])
 def test_lmms_judge_templates_read_what_lmms_evals_own_code_reads_and_fail_where_it_would_score_0(case):
-    metric = "llm_judge_binary" if case["template"].startswith("lmms_step2") else "llm_judge_detailed"
+    metric = "llm_judge_binary" if case["template"].startswith(("lmms_step2", "lmms_voicebench_sd_qa")) else "llm_judge_detailed"
     template = resolve(case["template"], metric, Path("."), {}, "")
     reading = read_verdict(case["reply"], template.verdict_under("lmms"))
-    rating = case["peer"] * (2 if template.verdict.read == "first_number_in_halves" else 1)
+    rating = int(case["peer"]) if case["peer"] in (0, 1) and template.binary else case["peer"]
+    rating = rating * (2 if template.verdict.read == "first_number_in_halves" else 1)
     verdict = template.verdict
     on_scale = case["read"] and rating == int(rating) and verdict.binary or (case["read"] and rating == int(rating) and verdict.low <= rating <= verdict.high)
     assert reading.value == (int(rating) if on_scale else None)  # never a number the peer's reading did not find
