@@ -366,10 +366,12 @@ def _json_labels(obj: dict, raw: str, verdict: Labels) -> list[_Statement]:
 # --- spelled ratings, correct/incorrect, revisions ---------------------------------------------
 
 _SPELLED = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
-_SPELLED_WORD = r"(?P<spelled>" + "|".join(_SPELLED) + r")\b(?![ \t]*-)"
+# Only where a rating ends its statement: "Rating: one of the best" is no rating.
+_SPELLED_WORD = (r"(?P<spelled>" + "|".join(_SPELLED) + r")\b"
+                 r"(?=[ \t]*(?:$|[.!,;)\]/]|out[ \t]+of\b|of[ \t]+\w+[ \t]*(?:$|[.!,;)])|\(|points?\b|stars?\b))")
 # A spelled number where a rating stands: after a rating label ("Rating: five"), alone, or "five out of five".
 _SPELLED_AFTER_LABEL = re.compile(r"(?P<head>" + _NOT_AFTER_LETTER + r"(?:final[ \t]+|revised[ \t]+|overall[ \t]+)?" + _LABEL + _ECHO + _SEP
-                                  + r"|[ \t]+(?:out[ \t]+)?of[ \t]+|/[ \t]*)" + _SPELLED_WORD, re.IGNORECASE)
+                                  + r"|[ \t]+(?:out[ \t]+)?of[ \t]+|/[ \t]*)" + _SPELLED_WORD, re.IGNORECASE | re.MULTILINE)
 _SPELLED_LONE = re.compile(r"^[ \t]*" + _SPELLED_WORD + r"[ \t]*[.!]?[ \t]*$", re.IGNORECASE | re.MULTILINE)
 
 
