@@ -184,3 +184,14 @@ def test_voicebench_multiple_choice_credits_the_letter_lmms_evals_own_code_credi
     credited = [g for g in "ABCD" if metric.score_record(Record(id="x", prompt="", system=None, params={}, reference=g,
                                                                    prediction=case["reply"]))["score"] == 1.0]
     assert credited == ([case["peer"]] if case["peer"] else [])
+
+
+VOCALSOUND = json.loads((HERE / "fixtures" / "peer_scores" / "vocalsound.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("case", VOCALSOUND["cases"], ids=[f"{c['version']}-{i}" for i, c in enumerate(VOCALSOUND["cases"])])
+def test_vocalsound_reads_the_class_lmms_evals_own_code_credits(case):
+    from lalmeval.postprocess.extraction import extract_choice
+
+    chosen = extract_choice("vocalsound", case["reply"], VOCALSOUND["options"])
+    assert (None if chosen is None else VOCALSOUND["options"][chosen]) == case["peer"]
