@@ -26,6 +26,7 @@ def _hub(spec: dict) -> str:
 def _parity_section(files: dict[str, OrderedDict]) -> str:
     from lalmeval.catalog.runspecs import Catalog
     from scripts.check_parity import HEADER, parity, summary
+    from scripts.check_parity import SCORING_HEADER, scoring, scoring_summary
 
     with tempfile.TemporaryDirectory() as folder:  # the catalog as generated, read through lalmeval's own loader
         for name, body in files.items():
@@ -34,12 +35,32 @@ def _parity_section(files: dict[str, OrderedDict]) -> str:
             import json
 
             path.write_text(json.dumps(body, ensure_ascii=False), encoding="utf-8")
-        rows = parity(Catalog.load([Path(folder)]))
+        catalog = Catalog.load([Path(folder)])
+        rows, scored = parity(catalog), scoring(catalog)
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "|".join(" --- " for _ in HEADER) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in summary(rows)]
     misses = [f"- {PEER_NAMES[peer]} `{name}` — {verdict}: {_cell(detail)}" for peer, found in rows.items()
               for name, verdict, detail in found if verdict not in ("reproduced", "same data and metric")]
-    return "\n".join(lines) + "\n\nDeclarations not reproduced (the reason is the entry's or the check's):\n\n" + "\n".join(misses) + "\n"
+    return ("\n".join(lines) + "\n\nDeclarations not reproduced (the reason is the entry's or the check's):\n\n" + "\n".join(misses) + "\n\n"
+            + _scoring_section(rows, scored, SCORING_HEADER, scoring_summary))
+
+
+def _scoring_section(rows: dict, scored: dict, header: list[str], summarize: Any) -> str:
+    """Scoring parity: the entries whose every metric is checked against numbers from the peer's own code."""
+    from collections import Counter
+
+    lines = ["### Scoring parity", "",
+             "Declaration parity says an entry asks what the peer asks; it does not say the entry prints the number the peer's run "
+             "prints. *scoring parity* counts the declarations reproduced above whose every metric is checked, under the entry's "
+             "protocol (and normalizer), against numbers computed with the peer's own code on held-out pairs "
+             "(tests/data/protocols/expected.json, tests/fixtures/peer_scores/; the tests that compare them: tests/test_protocols.py, "
+             "tests/test_peer_scoring.py). An entry without such a check is not counted.", "",
+             "| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in summarize(rows, scored)]
+    why = Counter(f"{PEER_NAMES[peer]}: {detail.split(':')[0]}" for peer, found in scored.items() for _, ok, detail in found if not ok)
+    lines += ["", "Reproduced by declaration, scoring not yet checked against the peer's code (entries, by the metric that lacks a check):", ""]
+    lines += [f"- {reason} ({count})" for reason, count in sorted(why.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return "\n".join(lines) + "\n"
 
 
 def _family_tables(files: dict[str, OrderedDict], mapping: dict) -> str:

@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from lalmeval.catalog.runspecs import BUILTIN_DIR, JUDGE_METRICS, Catalog, Dataset  # noqa: E402
 from scripts.generate_catalog import kimi_rules, lmms_rules, load_inputs  # noqa: E402
+from scripts.generate_catalog import au_rules  # noqa: E402
 
 # What AU-Harness's preprocessors read when a task names no column.
 _AU_IMPLIED = {
@@ -108,7 +109,7 @@ def _au(catalog: Catalog, peers: dict, mapping: dict) -> list[tuple[str, str, st
             facts = {"hf_repo": c.get("dataset_path")}
         elif c.get("preprocessor") == "BfclPreprocessor":  # it reads the row's functions beside the ground truth
             facts["target_column"] = [c.get("target_column"), "tools"]
-        verdict = _verdict(entries.get(f"au_harness:{task['name']}"), facts, c.get("metrics") or [], mapping["metrics"]["au_harness"], incomplete)
+        verdict = _verdict(entries.get(f"au_harness:{task['name']}"), facts, c.get("metrics") or [], au_rules(task["name"], mapping), incomplete)
         rows.append((task["name"], *verdict))
     return rows
 
@@ -155,6 +156,95 @@ def _kimi(catalog: Catalog, peers: dict, mapping: dict) -> list[tuple[str, str, 
     return rows
 
 
+# Scoring parity: the (peer, metric) families whose numbers tests compare with numbers computed by the peer's own
+# code (run outside this repository; only the numbers are in the fixtures), and for error rates the normalizers
+# those fixtures cover. An entry counts as printing what its peer prints only when every metric it declares is
+# such a family: a declaration alone (same data, metric name and prompt) proves nothing about the number.
+PROTOCOL_FIXTURE = ROOT / "tests" / "data" / "protocols" / "expected.json"
+PEER_FIXTURES = ROOT / "tests" / "fixtures" / "peer_scores"
+
+
+def scoring_checks(root: Path = ROOT) -> dict[tuple[str, str], set[Optional[str]]]:
+    """(protocol, metric) → the normalizers checked against the peer's code (None: the metric has no normalizer)."""
+    import json
+
+    checks: dict[tuple[str, str], set[Optional[str]]] = {}
+    conventions = json.loads((root / PROTOCOL_FIXTURE.relative_to(ROOT)).read_text())["conventions"]
+    for protocol, convention in conventions.items():
+        normalizers = convention.get("normalizers") or {}
+        checks[(protocol, "word_error_rate")] = set(normalizers.values()) or {protocol}
+    for path in sorted((root / PEER_FIXTURES.relative_to(ROOT)).glob("*.json")):
+        fixture = json.loads(path.read_text(encoding="utf-8"))
+        if "checks" in fixture:  # a fixture of a step (answer parsing) names the scores it checks
+            for check in fixture["checks"]:
+                variant = check.get("answer_extraction") or check.get("postprocessor") or check.get("judge_template")
+                checks.setdefault((check["protocol"], check["metric"]), set()).add(variant)
+            continue
+        for case in fixture.get(path.stem) if isinstance(fixture.get(path.stem), list) else [fixture]:
+            checks.setdefault((case["protocol"], path.stem), set()).add(case.get("normalizer"))
+    return checks
+
+
+def _variant(dataset: Dataset, metric: str) -> Optional[str]:
+    """What must match the checked fixture besides protocol and metric: the normalizer of an error rate, the answer
+    parsing of multiple choice (None for a metric scored one way)."""
+    if metric == "word_error_rate":
+        return dataset.spec.normalizer
+    if metric == "accuracy" and dataset.spec.answer_extraction != "default":
+        return dataset.spec.answer_extraction
+    if metric == "accuracy" and dataset.spec.postprocessor != "GeneralPostprocessor":
+        return dataset.spec.postprocessor
+    if metric in JUDGE_METRICS:
+        return dataset.spec.judge_template_for(metric)
+    return None
+
+
+def scoring_verdict(dataset: Optional[Dataset], checks: dict[tuple[str, str], set[Optional[str]]]) -> Optional[str]:
+    """None when every metric of the entry is checked against its peer's code under the entry's protocol, else why not."""
+    if dataset is None:
+        return "no entry"
+    protocol = dataset.spec.protocol.partition("@")[0]
+    for metric in dataset.spec.metrics:
+        checked = checks.get((protocol, metric))
+        if checked is None:
+            return f"{metric} under {protocol}: no check against the peer's code"
+        variant = _variant(dataset, metric)
+        if variant not in checked:
+            kind = "normalizer" if metric == "word_error_rate" else "judge template" if metric in JUDGE_METRICS else "answer parsing"
+            return f"{metric} with {kind} {variant}: no check against the peer's code"
+    return None
+
+
+def scoring(catalog: Optional[Catalog] = None, root: Path = ROOT) -> dict[str, list[tuple[str, bool, str]]]:
+    """Per peer, for every declaration reproduced by declaration: (declaration, scoring checked, why not)."""
+    catalog = catalog or Catalog.load([BUILTIN_DIR])
+    entries, checks, out = _entries(catalog), scoring_checks(root), {}
+    for peer, found in parity(catalog, root).items():
+        rows = []
+        for name, verdict, _ in found:
+            if verdict != "reproduced":
+                continue
+            why = scoring_verdict(entries.get(f"{peer}:{name}"), checks)
+            rows.append((name, why is None, why or ""))
+        out[peer] = rows
+    return out
+
+
+def scoring_summary(declared: dict[str, list[tuple[str, str, str]]], scored: dict[str, list[tuple[str, bool, str]]]) -> list[list[str]]:
+    """One row per peer: declarations, those reproduced by declaration, those whose scoring is checked, and the shares."""
+    out = []
+    for peer, found in declared.items():
+        n = len(found) or 1
+        reproduced = scored.get(peer, [])
+        checked = sum(ok for _, ok, _ in reproduced)
+        out.append([LABELS[peer], str(len(found)), str(len(reproduced)), str(checked), f"{100.0 * len(reproduced) / n:.1f} %",
+                    f"{100.0 * checked / n:.1f} %"])
+    return out
+
+
+SCORING_HEADER = ["peer", "declarations", "declaration parity", "scoring parity", "declared %", "scored %"]
+
+
 def parity(catalog: Optional[Catalog] = None, root: Path = ROOT) -> dict[str, list[tuple[str, str, str]]]:
     """Per peer: (declaration, verdict, detail) for every declaration."""
     mapping, _, peers = load_inputs(root)
@@ -182,17 +272,28 @@ def summary(rows: dict[str, list[tuple[str, str, str]]]) -> list[list[str]]:
 HEADER = ["peer", "declarations", *VERDICTS, "data + metric", "strict"]
 
 
-def main() -> int:
-    rows = parity()
-    header = HEADER
-    table = summary(rows)
+def _print(header: list[str], table: list[list[str]]) -> None:
     widths = [max(len(r[i]) for r in [header, *table]) for i in range(len(header))]
     for row in [header, *table]:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)))
+
+
+def main() -> int:
+    catalog = Catalog.load([BUILTIN_DIR])
+    rows = parity(catalog)
+    print("Declaration parity (hub repository, configuration, split, columns, metric, judge prompt, normalizer):")
+    _print(HEADER, summary(rows))
+    scored = scoring(catalog)
+    print("\nScoring parity (every metric of the entry checked against numbers from the peer's own code):")
+    _print(SCORING_HEADER, scoring_summary(rows, scored))
     for peer, found in rows.items():
         for name, verdict, detail in found:
             if verdict != "reproduced":
                 print(f"{peer}\t{name}\t{verdict}\t{detail}")
+    for peer, found in scored.items():
+        for name, ok, why in found:
+            if not ok:
+                print(f"{peer}\t{name}\tscoring not checked\t{why}")
     return 0
 
 

@@ -217,13 +217,20 @@ def au_entry(task: dict, mapping: dict, commit: str) -> Optional[Entry]:
         spec["prompt_template"] = template
     if "prompt" in c and "user_prompt" not in c:
         entry.differs.append("prompt: the declaration's 'prompt' key is not read by AU-Harness (it reads user_prompt), so the dataset's own instruction is the whole prompt, as here")
+    rules = au_rules(name, mapping)
     for metric in c.get("metrics") or [] if not entry.gaps else []:
-        _apply_metric(entry, metric, mapping["metrics"]["au_harness"].get(metric, {"gap": "no mapping"}))
+        _apply_metric(entry, metric, rules.get(metric, {"gap": "no mapping"}))
     _judge_templates(entry)
     _protocol(entry, "au_harness")
     spec["reproduces"] = f"au_harness:{name}"
     spec["origin"] = _origin(spec, f"AU-Harness {task['file']} @ {commit[:12]}", mapping["papers"]["au_harness"])
     return entry
+
+
+def au_rules(name: str, mapping: dict) -> dict:
+    """AU-Harness's metric rules for one task: the common ones, with the task's own overrides (au_metric_overrides)."""
+    own = next((o for prefix, o in mapping.get("au_metric_overrides", {}).items() if name.startswith(prefix)), {})
+    return {**mapping["metrics"]["au_harness"], **own}
 
 
 def _au_corrected(entry: Entry, c: dict) -> tuple[Optional[str], Optional[str], Optional[str], Any]:
@@ -348,10 +355,20 @@ def lmms_entry(task: dict, mapping: dict, peer: str, commit: str) -> Optional[En
         metric_name = metric.get("metric") if isinstance(metric, dict) else metric
         _apply_metric(entry, metric_name, rules.get(metric_name, {"gap": f"lmms-eval's {metric_name} has no counterpart"}))
     _judge_templates(entry)
-    _protocol(entry, "lmms")
+    _protocol(entry, peer)  # lmms or lmms_v0.3: the release whose scoring the entry reproduces
+    if "word_error_rate" in spec.get("metrics", []) and spec.get("language") == "en":
+        _lmms_english(spec, name, peer)
     spec["reproduces"] = f"{peer}:{name}"
     spec["origin"] = _origin(spec, f"lmms-eval {task['file']} @ {commit[:12]}", mapping["papers"][peer])
     return entry
+
+
+def _lmms_english(spec: dict, name: str, peer: str) -> None:
+    """English ASR: gigaspeech applies the English normalizer alone, lmms-eval's other tasks add the basic one."""
+    wanted = "lmms_english_only" if name.startswith("gigaspeech") else "lmms"
+    default = "lmms_english_only" if peer == "lmms_v0.3" else "lmms"
+    if wanted != default and _accepts("normalizer", wanted):
+        spec["normalizer"] = wanted
 
 
 def lmms_rules(name: str, mapping: dict) -> dict:
@@ -370,6 +387,8 @@ def _lmms_prompt(spec: dict, kwargs: dict, fns: dict, overrides: dict) -> None:
     pre, post = kwargs.get("pre_prompt") or "", kwargs.get("post_prompt") or ""
     text_fn = fns.get("doc_to_text") or {}
     fixed = [s for s in text_fn.get("strings", []) if len(s) > 20 and " " in s and not s.startswith("{")]
+    if "prompt_template" in overrides:  # the task's doc_to_text frames it its own way (mapping.yaml lmms_tasks)
+        return
     if spec.get("additional_instruction_column"):
         template = f"{pre}{{instruction}}{post}"
         if template != "{instruction}":

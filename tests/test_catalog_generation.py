@@ -89,12 +89,13 @@ def test_peer_entries_name_the_peers_judge_for_each_judge_metric():
     def spec(name):
         return CATALOG.datasets[name].spec
 
-    assert spec("noise_detection").judge_template == {"llm_judge_binary": "au_harness_binary", "llm_judge_detailed": "au_harness_detailed"}
+    assert spec("noise_detection").judge_template == {"llm_judge_binary": "au_harness_binary_json", "llm_judge_detailed": "au_harness_detailed_json"}
     assert spec("big_bench_audio_audio_query").judge_template == "au_harness_big_bench_audio"
     assert spec("big_bench_audio_audio_query").transcript_column == "transcript"  # its judge sees (transcript, answer)
     assert spec("wavcaps").judge_template == spec("wavcaps@lmms_v0.3").judge_template == "audiobench_wavcaps"
     assert (spec("alpaca_audio").judge_template, spec("alpaca_audio").transcript_column) == ("audiobench", "speech_instruction")
-    assert spec("mix_evals_audio2text_freeform").judge_template is None  # MixEval-X's 0-1 judge: the default binary stands in
+    assert spec("mix_evals_audio2text_freeform").judge_template == spec("mix_evals_audio2text_freeform@lmms_v0.3").judge_template == "mixeval_freeform"
+    assert spec("step2_audio_paralinguistic_age").judge_template == "lmms_step2_age"  # semantic_match, the prompt of its subset
     assert (spec("sd-qa@kimi").judge_template, spec("commoneval@kimi").judge_template, spec("ClothoAQA@kimi").judge_template) == \
         ("kimi_sd_qa", "kimi_open_qa", "kimi_yes_no")
     assert spec("MELD@kimi").judge_template == spec("TUT2017@kimi").judge_template == "kimi_single_choice"

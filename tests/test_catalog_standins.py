@@ -124,6 +124,6 @@ def test_an_au_harness_task_with_both_judges_sends_each_its_own_prompt(ws):
         result = ws.run()
         systems = {s.system for s in j.requests}
     names = {s.metric: s.details["judge_template"]["name"] for s in result.scores}
-    assert names == {"llm_judge_binary": "au_harness_binary", "llm_judge_detailed": "au_harness_detailed"}
+    assert names == {"llm_judge_binary": "au_harness_binary_json", "llm_judge_detailed": "au_harness_detailed_json"}
     assert {s.metric: s.score for s in result.scores} == {"llm_judge_binary": 100.0, "llm_judge_detailed": 20.0}
     assert systems == {judge_templates.shipped()["au_harness_binary"].system, judge_templates.shipped()["au_harness_detailed"].system}

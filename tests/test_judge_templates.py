@@ -12,6 +12,7 @@ from lalmeval.cli.commands import main
 from lalmeval.errors import UserError
 from lalmeval.judging.templates import resolve, shipped
 from lalmeval.config.prompts import load_prompts
+from lalmeval.judging.verdicts import read_verdict
 from tests.support.endpoint import ScriptedEndpoint, answer_by_number
 from tests.support.workspace import demo_rows, model
 
@@ -464,3 +465,97 @@ def test_validate_names_the_judge_template_of_each_judged_pair(ws, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert next(line for line in lines if "qs × llm_judge_detailed" in line).endswith(", judge template au_harness_detailed)")
     assert "judge template" not in next(line for line in lines if "qs × bleu" in line)
+
+
+def test_step2_paralinguistic_asks_its_chinese_task_prompt_and_judges_with_lmms_evals_semantic_match(ws):
+    rows = [{"id": f"q{i}", "question": f"question {i}", "reference": f"answer {i}"} for i in range(3)]
+    ws.runspec("qa", "questions", {"qs": {"hf_repo": ws.jsonl(rows), "id_column": "id", "modality": "text", "textual_input_column": "question",
+                                          "audio_column": None, "language": "zh", "protocol": "lmms", "judge_template": "lmms_step2_gender",
+                                          "instruction": CATALOG_STEP2["instruction"]}})
+    replies = {"answer 0": "yes", "answer 1": "NO", "answer 2": " no\n"}  # the whole reply, stripped, in any case
+    with ScriptedEndpoint(answer_by_number) as m, \
+            ScriptedEndpoint(lambda s, n: replies[re.search(r"文本1: (answer \d)", s.text).group(1)]) as j:
+        assert run(ws, m, j, "llm_judge_binary") == 0
+        seen = sorted(j.requests, key=lambda s: s.text)
+        asked = [r.text for r in m.requests]
+    assert CATALOG_STEP2["instruction"] == "请根据音频中说话人的声音特征，判断说话人的性别。" and all(CATALOG_STEP2["instruction"] in t for t in asked)
+    template = shipped()["lmms_step2_gender"]
+    assert seen[0].text == template.prompt.format(text1="answer 0", text2="answer 0") and seen[0].system == "你是一个专业的文本评估助手"
+    assert seen[0].body["temperature"] == 0.0
+    score = final(ws)
+    assert score["score"] == pytest.approx(100 / 3) and score["details"]["num_judge_failed"] == 0
+
+
+def _step2_gender() -> dict:
+    from lalmeval.catalog.runspecs import BUILTIN_DIR
+
+    return json.loads((BUILTIN_DIR / "paralinguistics" / "step_audio_paralinguistic.json").read_text(encoding="utf-8"))["step2_audio_paralinguistic_gender"]
+
+
+CATALOG_STEP2 = _step2_gender()
+
+
+def test_mixeval_freeform_sends_mixevals_eval_prompt_and_prints_the_mean_of_its_half_points(ws):
+    questions(ws, count=3, judge_template="mixeval_freeform")
+    replies = ["1", "0.5", "Point: 0"]
+    with ScriptedEndpoint(answer_by_number) as m, ScriptedEndpoint(lambda s, n: replies[int(re.search(r"ground truth: answer (\d)", s.text).group(1))]) as j:
+        assert run(ws, m, j, "llm_judge_detailed") == 0
+        seen = sorted(j.requests, key=lambda s: s.text)
+    assert seen[0].text == shipped()["mixeval_freeform"].prompt.format(model_response="answer 0", ground_truth="answer 0")
+    assert seen[0].system is None and (seen[0].body["temperature"], seen[0].body["max_tokens"]) == (0.2, 1024)
+    assert final(ws)["score"] == pytest.approx(0.5)  # (1 + 0.5 + 0) / 3, as lmms-eval prints it
+
+
+def test_au_harness_binary_json_reads_the_judge_as_au_harness_does_at_its_temperature_and_keeps_lalmevals_reading_beside(ws):
+    questions(ws, judge_template="au_harness_binary_json")
+    replies = ['{"score": 1, "explanation": "same emotion"}', '{"score": "0", "explanation": "another emotion"}',
+               '```json\n{"score": 1, "explanation": "fenced"}\n```']  # AU-Harness's json.loads fails on the fence: a failure here
+    with ScriptedEndpoint(answer_by_number) as m, ScriptedEndpoint(lambda s, n: replies[int(s.text[-1])]) as j:
+        run(ws, m, j, "llm_judge_binary")
+        assert {r.body["temperature"] for r in j.requests} == {0.1}
+    score = final(ws)
+    assert score["score"] == pytest.approx(50.0) and score["details"]["num_judge_failed"] == 1
+    own = score["details"]["lalmeval"]  # lalmeval's grammar reads all three
+    assert own["read"] == 3 and own["score"] == pytest.approx(100 * 2 / 3) and "json_object" in own["differs_by"]
+
+
+AU_JUDGE = json.loads((Path(__file__).parent / "fixtures" / "peer_scores" / "au_judge.json").read_text(encoding="utf-8"))["cases"]
+
+
+@pytest.mark.parametrize("case", AU_JUDGE, ids=[c["metric"] for c in AU_JUDGE])
+def test_au_harness_json_templates_print_what_au_harness_prints_for_the_same_judge_replies(ws, case):
+    questions(ws, count=len(case["replies"]), judge_template=case["template"])
+    with ScriptedEndpoint(answer_by_number) as m, \
+            ScriptedEndpoint(lambda s, n: case["replies"][int(re.search(r"(\d+)\s*$", s.text).group(1))]) as j:
+        assert run(ws, m, j, case["metric"], judge_extra={"judge_temperature": 0.0}) == 0
+        assert {r.body["temperature"] for r in j.requests} == {case["temperature"]}  # AU-Harness's, over the config's
+    score = final(ws)
+    assert score["score"] == case["printed"]  # its mean rounded to 3 decimals, then the printed number to 2
+    assert sorted(x["rating"] for x in sample_scores(ws, case["metric"]).values()) == sorted(int(v) for v in case["scores"])
+
+
+AUDIOBENCH = json.loads((Path(__file__).parent / "fixtures" / "peer_scores" / "audiobench.json").read_text(encoding="utf-8"))["cases"]
+
+
+@pytest.mark.parametrize("case", AUDIOBENCH, ids=[f"{c['template']}-{i}" for i, c in enumerate(AUDIOBENCH)])
+def test_audiobench_templates_read_replies_as_lmms_eval_does_under_its_protocols_only(case):
+    template = resolve(case["template"], "llm_judge_detailed", Path("."), {}, "")
+    for protocol in ("lmms", "lmms_v0.3@1"):
+        reading = read_verdict(case["reply"], template.verdict_under(protocol))
+        assert reading.value == case["peer"] and (reading.problem is None) == (case["peer"] is not None)
+    assert template.verdict_under("lalmeval").read == template.verdict_under("kimi").read == "statement"
+
+
+LMMS_JUDGES = json.loads((Path(__file__).parent / "fixtures" / "peer_scores" / "lmms_judges.json").read_text(encoding="utf-8"))["cases"]
+
+
+@pytest.mark.parametrize("case", LMMS_JUDGES, ids=[f"{c['template']}-{i}" for i, c in enumerate(LMMS_JUDGES)])
+def test_lmms_judge_templates_read_what_lmms_evals_own_code_reads_and_fail_where_it_would_score_0(case):
+    metric = "llm_judge_binary" if case["template"].startswith(("lmms_step2", "lmms_voicebench_sd_qa")) else "llm_judge_detailed"
+    template = resolve(case["template"], metric, Path("."), {}, "")
+    reading = read_verdict(case["reply"], template.verdict_under("lmms"))
+    rating = int(case["peer"]) if case["peer"] in (0, 1) and template.binary else case["peer"]
+    rating = rating * (2 if template.verdict.read == "first_number_in_halves" else 1)
+    verdict = template.verdict
+    on_scale = case["read"] and rating == int(rating) and verdict.binary or (case["read"] and rating == int(rating) and verdict.low <= rating <= verdict.high)
+    assert reading.value == (int(rating) if on_scale else None)  # never a number the peer's reading did not find

@@ -84,3 +84,20 @@ def test_lmms_open_reading_takes_the_first_number_and_it_must_be_on_the_scale():
     assert read_verdict("4.5", verdict).problem == 'rating not an integer: 4.5 in "4.5" (the scale is 1-5)'
     assert read_verdict("It deserves a 9", verdict).problem == 'rating outside the scale: 9 in "9" (the scale is 1-5)'
     assert read_verdict("Relevant and", verdict).problem.startswith("unparseable judgment: no number in the reply")
+
+
+READABLE = [json.loads(line) for line in (Path(__file__).parent / "fixtures" / "judge_replies" / "readable_and_revised.jsonl")
+            .read_text(encoding="utf-8").splitlines()]
+
+
+def _verdict(spec: dict):
+    return Scale(*spec["scale"]) if "scale" in spec else Labels(spec["labels"])
+
+
+@pytest.mark.parametrize("case", READABLE, ids=[f"{i}-{c['kind'] or c['value']}" for i, c in enumerate(READABLE)])
+def test_spelled_json_boolean_correctness_and_revised_verdicts_are_read_and_nothing_else_is(case):
+    reading = read_verdict(case["reply"], _verdict(case["verdict"]))
+    assert reading.value == case["value"], reading.problem
+    if case["value"] is None:
+        assert case["kind"] in reading.problem
+    assert (reading.note is not None and reading.note.startswith("revised: ")) == (case["kind"] == "revised")

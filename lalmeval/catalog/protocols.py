@@ -93,18 +93,31 @@ register(ScoringProtocol(
     "github.com/EvolvingLMMs-Lab/lmms-eval @ 75571cfe: lmms_eval/tasks/asr_wer_utils.py, lmms_eval/tasks/librispeech/utils.py",
     _by_unit("lmms", characters=frozenset({"zh", "yue"})),
 ))
+# lmms-eval v0.3.0 (tag v0.3.0 @ 754640a7), for the entries that reproduce that release: its English ASR task
+# gigaspeech applies openai-whisper's English normalizer alone, which is what English presets here; the
+# v0.3 entries of librispeech, common_voice_15, tedlium and people_speech set `normalizer: lmms`, as
+# those tasks also apply Whisper's basic normalizer (in v0.3.0 as today). Other languages score as `lmms`.
+register(ScoringProtocol(
+    "lmms_v0.3", "1", "lmms-eval v0.3.0's ASR scoring: English with openai-whisper's English normalizer alone "
+    "(normalizer lmms_english_only), whitespace tokens; otherwise as lmms (characters for Mandarin and Cantonese)",
+    "github.com/EvolvingLMMs-Lab/lmms-eval @ v0.3.0 (754640a7): lmms_eval/tasks/gigaspeech/utils.py, lmms_eval/tasks/librispeech/utils.py",
+    lambda language: {"normalizer": "lmms_english_only", "error_unit": "word", "reading": "verbatim"} if language == "en"
+    else _by_unit("lmms", characters=frozenset({"zh", "yue"}))(language),
+))
 register(ScoringProtocol(
     "open_asr", "1", "the Open ASR Leaderboard's English scoring (normalizer open_asr: its normalizer, compounds merged "
     "in the alignment); English only",
     "github.com/huggingface/open_asr_leaderboard @ d1e99b25: normalizer/normalizer.py, normalizer/eval_utils.py",
     lambda language: {"normalizer": "open_asr", "error_unit": "word", "reading": "verbatim"} if language == "en" else None,
 ))
-# AU-Harness's Japanese character error rate fails in its own code (the jiwer it pins rejects its
-# truth_transform), so there is no number to reproduce: lalmeval's Japanese default stands in.
+# AU-Harness's runs score every language with its English rules (load_metric gives WERMetrics no
+# language, see lalmeval/metrics/au_harness.py): version 2 follows that run path, where version 1
+# followed WERMetrics(language), which no AU-Harness run builds.
 register(ScoringProtocol(
-    "au_harness", "1", "AU-Harness's word error rate (normalizer au_harness): num2words, openai-whisper English or "
-    "basic normalizer, punctuation deleted; every language by words; Japanese: lalmeval's default (basic, characters), "
-    "as AU-Harness's own Japanese scoring does not run",
-    "github.com/ServiceNow/AU-Harness @ daa06166: metrics/word_error_rate_metrics.py, utils/constants.py",
-    lambda language: {"normalizer": "basic", "error_unit": "character", "reading": "verbatim"} if language == "ja" else {"normalizer": "au_harness", "error_unit": "word", "reading": "verbatim"},
+    "au_harness", "2", "AU-Harness's scoring as its runs print it (normalizer au_harness): every language normalized as "
+    "English (English num2words, openai-whisper English normalizer, punctuation deleted) and scored by words; "
+    "BLEU and METEOR on the same normalized text",
+    "github.com/ServiceNow/AU-Harness @ daa06166: utils/metric_utils.py load_metric, metrics/word_error_rate_metrics.py, "
+    "metrics/bleu_metrics.py, metrics/meteor_score.py, utils/constants.py",
+    lambda language: {"normalizer": "au_harness", "error_unit": "word", "reading": "verbatim"},
 ))

@@ -10,7 +10,7 @@ import functools
 import hashlib
 import json
 import string
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Optional
 
@@ -38,7 +38,10 @@ class VerdictSpec(_Strict):
     scale: Optional[tuple[int, int]] = Field(None, description="[low, high]: the verdict is an integer rating in this range.")
     labels: Optional[dict[str, int]] = Field(None, description="{word: value}: the verdict is one of these words (any case).")
     read: str = Field(STATEMENT, description="How the verdict is read: statement (lalmeval's grammar), or as a peer reads it: "
-                                             "whole_reply, last_line (words), first_number (ratings).")
+                                             "whole_reply, last_line (words), first_number, first_number_in_halves, json_object, first_digit, "
+                                             "rating_at_end (ratings).")
+    peer_read: dict[str, str] = Field(default_factory=dict, description="{protocol: reading}: under that scoring protocol the "
+                                      "verdict is read as that peer reads it (lalmeval's reading is printed beside it).")
 
     @model_validator(mode="after")
     def _one(self) -> "VerdictSpec":
@@ -53,6 +56,9 @@ class VerdictSpec(_Strict):
             raise ValueError("scale must be [low, high] with 0 <= low < high <= 1000")
         if self.labels is not None and (len(self.labels) < 2 or any(not w.strip() or w != w.strip() for w in self.labels)):
             raise ValueError("labels must map at least two words (without surrounding spaces) to values")
+        for protocol, reading in self.peer_read.items():
+            if reading not in READS or (READS[reading] is not None and (READS[reading] is Labels) != (self.labels is not None)):
+                raise ValueError(f"peer_read.{protocol}: '{reading}' is not a reading of this verdict; readings: {', '.join(READS)}")
         return self
 
     def verdict(self) -> Verdict:
@@ -77,6 +83,8 @@ class HistorySpec(_Strict):
 class ScoreSpec(_Strict):
     multiply: Optional[float] = Field(None, gt=0, le=1000, description="Printed score = (mean rating + add) x multiply; default 100 / top of the scale.")
     add: float = Field(0.0, ge=-1000, le=1000, description="See multiply.")
+    round_mean: Optional[int] = Field(None, ge=0, le=6, description="Round the mean rating to this many decimals before it is "
+                                      "mapped, and the printed score to 2, as a peer prints it (AU-Harness: 3); default: no rounding.")
 
 
 class TemplateSpec(_Strict):
@@ -123,6 +131,13 @@ class JudgeTemplate:
     multiply: float = 100.0
     add: float = 0.0
     history: Optional[HistorySpec] = None
+    round_mean: Optional[int] = None  # the peer rounds the mean rating, then the printed score to 2 decimals
+    peer_read: dict[str, str] = field(default_factory=dict)  # protocol → the reading its peer applies
+
+    def verdict_under(self, protocol: str) -> Verdict:
+        """The verdict as read under a scoring protocol: the peer's reading where the template names one for it."""
+        reading = self.peer_read.get(protocol.partition("@")[0])
+        return replace(self.verdict, read=reading) if reading else self.verdict
     stand_ins: bool = False   # the default template shows "(empty answer)" and the like instead of empty fields
 
     @property
@@ -174,6 +189,12 @@ class JudgeTemplate:
     def printed(self, rating: float) -> float:
         """A rating (or a mean of ratings) as the printed score."""
         return (rating + self.add) * self.multiply
+
+    def printed_mean(self, mean_rating: float) -> float:
+        """The printed score of a mean rating: mapped, after the peer's rounding when the template names one."""
+        if self.round_mean is None:
+            return self.printed(mean_rating)
+        return _smart_round(self.printed(_smart_round(mean_rating, self.round_mean)), 2)
 
 
 def placeholders(text: str) -> list[str]:
@@ -239,7 +260,8 @@ def build(spec: TemplateSpec, name: str, where: str) -> JudgeTemplate:
         raise UserError(f"{where}: score: a binary verdict is always printed as percent (remove score:)")
     top = verdict.high if isinstance(verdict, Scale) else max(verdict.values.values())
     multiply = spec.score.multiply if spec.score.multiply is not None else 100.0 / max(top, 1)
-    return JudgeTemplate(name, verdict, variants, dict(spec.fields), spec.generation.given(), multiply, spec.score.add, spec.history)
+    return JudgeTemplate(name, verdict, variants, dict(spec.fields), spec.generation.given(), multiply, spec.score.add, spec.history,
+                         spec.score.round_mean, dict(spec.verdict.peer_read))
 
 
 def default_template(judge_prompts: dict[str, Any], metric: str, prompt_model: str) -> JudgeTemplate:
@@ -302,3 +324,8 @@ def resolve(value: str, metric: str, base: Path, judge_prompts: dict[str, Any], 
         kind = f"gives a {template.verdict.describe()} verdict" if template.binary else f"rates on a {template.verdict.describe()} scale"
         raise UserError(f"judge template '{template.name}' {kind} and fits {fits}, not {metric}")
     return template
+
+
+def _smart_round(value: float, digits: int) -> float:
+    """round(value x 10^digits) / 10^digits, as AU-Harness's smart_round rounds its printed numbers."""
+    return round(value * 10 ** digits) / 10 ** digits

@@ -75,6 +75,7 @@ class Reading:
 
     value: Optional[int] = None
     problem: Optional[str] = None
+    note: Optional[str] = None  # how it was read when that needs saying: a revision that replaced an earlier rating
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,7 @@ class _Statement:
     value: Any          # a number (ratings) or a lower-case word (labels); None: a value that is no rating
     text: str           # the statement as written, quoted in failure reasons
     denominator: Optional[int] = None
+    revision: bool = False  # a rating the judge marks as replacing an earlier one ("Revised rating: 3", "Final: 3")
 
 
 def read_verdict(reply: str, verdict: Verdict) -> Reading:
@@ -96,11 +98,12 @@ def read_verdict(reply: str, verdict: Verdict) -> Reading:
 def _by_statement(text: str, verdict: Verdict) -> Reading:
     """The verdict the reply's statements agree on, in the first tier holding any."""
     blanked, objects = _json_objects(text)
-    cleaned = _demarkdown(blanked)
+    cleaned = _spelled_ratings(_demarkdown(blanked))
     if isinstance(verdict, Scale):
-        found = [s for obj, raw in objects for s in _json_ratings(obj, raw)] + _rating_statements(cleaned)
+        found = [s for obj, raw in objects for s in _json_ratings(obj, raw, verdict)] + _rating_statements(cleaned)
     else:
         found = [s for obj, raw in objects for s in _json_labels(obj, raw, verdict)] + _label_statements(cleaned, verdict)
+    found += _correctness_statements(cleaned, verdict) + _revisions(cleaned, verdict)
     if not found:
         return Reading(problem=_nothing_found(cleaned, verdict))
     tier = min(s.tier for s in found)
@@ -110,7 +113,11 @@ def _by_statement(text: str, verdict: Verdict) -> Reading:
         first, other = deciding[0], next(s for s in deciding if s.value != deciding[0].value)
         kind = "ratings" if isinstance(verdict, Scale) else "verdicts"
         return Reading(problem=f"ambiguous judgment: two different {kind}, {_quote(first.text)} and {_quote(other.text)}")
-    return _on_scale(deciding, verdict)
+    reading = _on_scale(deciding, verdict)
+    replaced = [s for s in found if s.tier > tier and s.value != deciding[0].value]
+    if reading.problem is None and tier == _FINAL_TIER and replaced and any(s.revision for s in deciding):
+        return Reading(value=reading.value, note=f"revised: {_quote(replaced[0].text)} replaced by {_quote(deciding[0].text)}")
+    return reading
 
 
 def _on_scale(statements: list[_Statement], verdict: Verdict) -> Reading:
@@ -163,21 +170,38 @@ _OBJECT = re.compile(r"\{[^{}]{0,4000}\}")
 
 
 def _json_objects(text: str) -> tuple[str, list[tuple[dict, str]]]:
-    """Every flat JSON (or Python-literal) object of the reply, and the reply with them blanked out,
-    so that an explanation inside the object is never read as a statement of its own."""
+    """Every JSON object (braces inside its strings allowed) or flat Python-literal object of the reply, and the
+    reply with them blanked out, so that an explanation inside the object is never read as a statement of its own."""
     found: list[tuple[dict, str]] = []
-    pieces, last = [], 0
-    for match in _OBJECT.finditer(text):
-        raw = match.group(0)
-        obj = _as_object(raw)
-        if obj is None:
+    pieces, last, start = [], 0, text.find("{")
+    while start != -1:
+        span = _object_at(text, start)
+        if span is None:
+            start = text.find("{", start + 1)
             continue
-        found.append((obj, raw))
-        pieces.append(text[last:match.start()])
-        pieces.append(" ")
-        last = match.end()
+        end, obj = span
+        found.append((obj, text[start:end]))
+        pieces += [text[last:start], " "]
+        last = end
+        start = text.find("{", end)
     pieces.append(text[last:])
     return "".join(pieces), found
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _object_at(text: str, start: int) -> Optional[tuple[int, dict]]:
+    """(end, object) of the JSON or flat Python-literal object opening at `start`, None when there is none."""
+    try:
+        value, end = _DECODER.raw_decode(text, start)
+    except ValueError:
+        match = _OBJECT.match(text, start)
+        obj = _as_object(match.group(0)) if match else None
+        return (match.end(), obj) if obj is not None else None
+    if not isinstance(value, dict):
+        return None
+    return end, {str(k).strip().lower(): v for k, v in value.items()}
 
 
 def _as_object(raw: str) -> Optional[dict]:
@@ -268,15 +292,18 @@ _JSON_RATING_KEYS = {"rating": False, "score": False, "grade": False, "final_rat
 _NUMBER_TEXT = re.compile(r"^[ \t]*" + _WRAPPED + r"[ \t]*$", re.IGNORECASE)
 
 
-def _json_ratings(obj: dict, raw: str) -> list[_Statement]:
-    """A JSON object's rating: "rating" / "score" (or final_score, ...) holding a number or a number as text."""
+def _json_ratings(obj: dict, raw: str, verdict: Scale) -> list[_Statement]:
+    """A JSON object's rating: "rating" / "score" (or final_score, ...) holding a number or a number as text
+    (a boolean too when the scale is 0/1)."""
     out = []
     for key, final in _JSON_RATING_KEYS.items():
         if key not in obj:
             continue
         value, den = obj[key], None
-        if isinstance(value, str) and (match := _NUMBER_TEXT.match(unicodedata.normalize("NFKC", value))):
+        if isinstance(value, str) and (match := _NUMBER_TEXT.match(_spelled_ratings(unicodedata.normalize("NFKC", value), lone=True))):
             value, den = _number(match)
+        elif isinstance(value, bool) and verdict.binary:
+            value = int(value)
         elif isinstance(value, bool) or not isinstance(value, (int, float)):
             value = None  # true, null, "good": a rating field that holds no rating
         out.append(_Statement(_FINAL_TIER if final else _LABELLED_TIER, value, raw, den))
@@ -326,10 +353,80 @@ _JSON_LABEL_KEYS = ("judgment", "judgement", "verdict", "result", "answer", "dec
 def _json_labels(obj: dict, raw: str, verdict: Labels) -> list[_Statement]:
     """A JSON object's verdict: "judgment" (or verdict, result, ...) holding one of the words."""
     out = []
-    for key in _JSON_LABEL_KEYS:
+    by_value = {v: w for w, v in reversed(list(verdict.values.items()))}
+    for key in _JSON_LABEL_KEYS + ("score", "rating"):
         value = obj.get(key)
         if isinstance(value, str) and value.strip().strip(".").lower() in verdict.values:
             out.append(_Statement(_LABELLED_TIER, value.strip().strip(".").lower(), raw))
+        elif isinstance(value, bool) and verdict.binary:
+            out.append(_Statement(_LABELLED_TIER, by_value[int(value)], raw))
+    return out
+
+
+# --- spelled ratings, correct/incorrect, revisions ---------------------------------------------
+
+_SPELLED = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+# Only where a rating ends its statement: "Rating: one of the best" is no rating.
+_SPELLED_WORD = (r"(?P<spelled>" + "|".join(_SPELLED) + r")\b"
+                 r"(?=[ \t]*(?:$|[.!,;)\]/]|out[ \t]+of\b|of[ \t]+\w+[ \t]*(?:$|[.!,;)])|\(|points?\b|stars?\b))")
+# A spelled number where a rating stands: after a rating label ("Rating: five"), alone, or "five out of five".
+_SPELLED_AFTER_LABEL = re.compile(r"(?P<head>" + _NOT_AFTER_LETTER + r"(?:final[ \t]+|revised[ \t]+|overall[ \t]+)?" + _LABEL + _ECHO + _SEP
+                                  + r"|[ \t]+(?:out[ \t]+)?of[ \t]+|/[ \t]*)" + _SPELLED_WORD, re.IGNORECASE | re.MULTILINE)
+_SPELLED_LONE = re.compile(r"^[ \t]*" + _SPELLED_WORD + r"[ \t]*[.!]?[ \t]*$", re.IGNORECASE | re.MULTILINE)
+
+
+def _spelled_ratings(text: str, lone: bool = False) -> str:
+    """Spelled numbers where a rating stands written as digits ("Rating: five" → "Rating: 5"); other words stay."""
+    digit = lambda m: f"{m.groupdict().get('head') or ''}{_SPELLED[m.group('spelled').lower()]}"  # noqa: E731
+    text = _SPELLED_AFTER_LABEL.sub(digit, text)
+    text = _SPELLED_AFTER_LABEL.sub(digit, text)  # "five out of five": the denominator after the rating
+    return _SPELLED_LONE.sub(digit, text) if lone or "\n" in text or _SPELLED_LONE.fullmatch(text) else text
+
+
+_CORRECTNESS = re.compile(r"^[ \t]*(?:(?:final[ \t]+)?(?:verdict|judge?ment|result|evaluation|assessment)[ \t]*:[ \t]*)?"
+                          r"[\[(]?(?P<word>correct|incorrect)[\])]?[ \t]*[.!]?[ \t]*$", re.IGNORECASE | re.MULTILINE)
+
+
+def _correctness_statements(text: str, verdict: Verdict) -> list[_Statement]:
+    """On a binary template, a line saying only "Correct." or "Incorrect." is its 1 or 0."""
+    if not verdict.binary or (isinstance(verdict, Labels) and "correct" in verdict.values):
+        return []
+    out = []
+    for match in _CORRECTNESS.finditer(text):
+        value = 0 if match.group("word").lower() == "incorrect" else 1
+        if isinstance(verdict, Labels):
+            value = next(w for w, v in verdict.values.items() if v == value)
+        out.append(_Statement(_LABELLED_TIER, value, match.group(0)))
+    return out
+
+
+# "Final: 3", "Revised rating: 3", "Updated score - 3": a rating the judge marks as replacing what it said before.
+_REVISION_WORD = r"(?:final|revised|updated|corrected|amended)"
+_REVISED = re.compile(r"(?:" + _NOT_AFTER_LETTER + _REVISION_WORD + r"[ \t]+(?:" + _LABEL[3:-1] + r"|verdict|judge?ment)"
+                      + r"|(?:^|(?<=[.!?])[ \t])[ \t]*" + _REVISION_WORD + r")"  # a bare "Final:" only where a sentence starts
+                      + _ECHO + _SEP + _ECHO_AFTER + _WRAPPED + _AFTER, re.IGNORECASE | re.MULTILINE)
+# An explicit change of mind, after which a "[[n]]" replaces the one before.
+_CHANGE_OF_MIND = re.compile(r"\b(?:on (?:second thought|reflection|re-?consideration)|actually,|wait,|let me (?:revise|reconsider|correct)"
+                             r"|i (?:will|'ll|would|need to|should|must) (?:revise|change|correct|adjust|raise|lower|update)"
+                             r"|i (?:revise|change|correct|adjust|raise|lower|update) my|revising|upon re-?evaluation|correction:)", re.IGNORECASE)
+
+
+def _revisions(text: str, verdict: Verdict) -> list[_Statement]:
+    """Ratings marked as revisions ("Final: 3", "Revised rating: 3"), and a "[[n]]" after an explicit change of
+    mind that follows an earlier "[[m]]"; each is final: it replaces the earlier rating."""
+    if not isinstance(verdict, Scale):
+        return []
+    out = []
+    for match in _REVISED.finditer(text):
+        value, den = _number(match)
+        if value is not None:
+            out.append(_Statement(_FINAL_TIER, value, match.group(0), den, revision=True))
+    brackets = list(_DOUBLE_BRACKETS.finditer(text))
+    turn = next((m for m in _CHANGE_OF_MIND.finditer(text) if brackets and m.start() > brackets[0].end()), None)
+    for match in brackets:
+        if turn is not None and match.start() > turn.end():
+            value, den = _number(match)
+            out.append(_Statement(_FINAL_TIER, value, match.group(0), den, revision=True))
     return out
 
 
@@ -384,9 +481,65 @@ def _first_number(text: str, verdict: Scale) -> Reading:
     return _on_scale([_Statement(_LABELLED_TIER, float(match.group(0)), match.group(0))], verdict)
 
 
+def _json_object(text: str, verdict: Scale) -> Reading:
+    """The whole reply as one JSON object and its "score" (AU-Harness's llm_judge.py: json.loads of the stripped reply
+    after its <think> blocks, then float(score); a reply that is not such an object, or has no score, scores 0 there
+    and is a failure here). true / false are 1 / 0, as float() reads them."""
+    try:
+        obj = json.loads(text.strip())
+    except ValueError:
+        return Reading(problem=f"unparseable judgment: the reply is not one JSON object (this judge reads only that): {_quote(text)}")
+    value = obj.get("score") if isinstance(obj, dict) else None
+    if isinstance(value, bool):
+        value = int(value)
+    elif isinstance(value, str):  # float("1") is 1 there too
+        try:
+            value = float(value)
+        except ValueError:
+            value = None
+    if not isinstance(value, (int, float)):
+        return Reading(problem=f"unparseable judgment: the JSON object holds no numeric \"score\": {_quote(text)}")
+    return _on_scale([_Statement(_LABELLED_TIER, float(value), text)], verdict)
+
+
+def _first_digit(text: str, verdict: Scale) -> Reading:
+    """The first digit of the scale anywhere in the reply (lmms-eval's AudioBench judges of alpaca_audio, openhermes and
+    clotho_aqa search the pattern [0-5]), so "The reference answer is [answer 1] …" reads 1; a reply without one scores 0
+    there and is a failure here)."""
+    match = re.search(f"[{verdict.low}-{min(verdict.high, 9)}]", text)
+    if match is None:
+        return Reading(problem=f"unparseable judgment: no digit {verdict.describe()} in the reply (this judge reads the first one): {_quote(text)}")
+    return _on_scale([_Statement(_LABELLED_TIER, float(match.group(0)), match.group(0))], verdict)
+
+
+_RATING_AT_END = re.compile(r"Rating:\s*(\d)\s*$")
+
+
+def _rating_at_end(text: str, verdict: Scale) -> Reading:
+    """The "Rating: n" that ends the reply (lmms-eval's wavcaps and song_describer: Rating, optional spaces, a digit 0-5,
+    optional spaces, the end); any other reply scores 0 there and is a failure here."""
+    match = _RATING_AT_END.search(text)
+    if match is None:
+        return Reading(problem=f"unparseable judgment: the reply does not end with \"Rating: n\" (this judge reads only that): {_quote(text)}")
+    return _on_scale([_Statement(_LABELLED_TIER, float(match.group(1)), match.group(0))], verdict)
+
+
+def _first_number_in_halves(text: str, verdict: Scale) -> Reading:
+    """The first number of the reply on a scale of half points (MixEval's freeform judge grades 0, 0.5 or 1; lmms-eval
+    reads the first run of digits and dots), read as a count of halves: 0.5 is 1, 1 is 2 (the template's score
+    multiplies the mean by 0.5 to print the points)."""
+    match = _FIRST_NUMBER.search(text)
+    if match is None:
+        return Reading(problem=f"unparseable judgment: no number in the reply (this judge reads the first one): {_quote(text)}")
+    return _on_scale([_Statement(_LABELLED_TIER, 2 * float(match.group(0)), match.group(0))], verdict)
+
+
 # How a verdict may be read (a template's `read:`), and the kind of verdict each reading reads
 # (None: both ratings and words).
 READINGS: dict[str, Callable[[str, Any], Reading]] = {
     STATEMENT: _by_statement, "whole_reply": _whole_reply, "last_line": _last_line, "first_number": _first_number,
+    "first_number_in_halves": _first_number_in_halves, "json_object": _json_object, "first_digit": _first_digit,
+    "rating_at_end": _rating_at_end,
 }
-READS: dict[str, Optional[type]] = {STATEMENT: None, "whole_reply": Labels, "last_line": Labels, "first_number": Scale}
+READS: dict[str, Optional[type]] = {STATEMENT: None, "whole_reply": Labels, "last_line": Labels, "first_number": Scale,
+                                    "first_number_in_halves": Scale, "json_object": Scale, "first_digit": Scale, "rating_at_end": Scale}

@@ -19,11 +19,19 @@ from lalmeval.errors import UserError
 from lalmeval.inference.client import RequestFailed
 from lalmeval.judging.judge import judge_failure
 from lalmeval.metrics.base import METRICS, SampleScore, empty_reference, unscored
+from lalmeval.metrics.peer_text import side_by_side
 from lalmeval.metrics.percent import PercentCorrect
 from lalmeval.metrics.reading import judge_label, reading_details, reading_mode
-from lalmeval.postprocess.label_reading import LabelReading, LabelSet, read_label, reference_label, reference_sets
 from lalmeval.postprocess.extraction import extract_choice, focus, mentions
+from lalmeval.postprocess.label_reading import (
+    LabelReading,
+    LabelSet,
+    read_label,
+    reference_label,
+    reference_sets,
+)
 from lalmeval.postprocess.labels import as_number, option_letter
+from lalmeval.postprocess.mmmu_parser import GUESSING
 from lalmeval.results.records import Record
 
 JUDGE_EXTRACTION = """A model answered a multiple-choice question. Which option does its answer choose?
@@ -106,6 +114,13 @@ class Accuracy(PercentCorrect):
         method = "default" if spec.answer_extraction == "llm" else spec.answer_extraction
         reply = record.prediction or ""
         chosen = extract_choice(method, reply, options, labels(len(options)), spec.answer_pattern)
+        if method in GUESSING:
+            # A peer parser that guesses a random letter when it reads none: its expected value, 1/k, not one draw;
+            # lalmeval's own reading (default extraction, an unread reply wrong) rides along for the side-by-side number.
+            own = _verdict(extract_choice("default", reply, options, labels(len(options))), gold)["score"]
+            if chosen is None:
+                return {"score": 1.0 / len(options), "extracted": None, "gold": LETTERS[gold], "guessed": True, "own_score": own}
+            return {**_verdict(chosen, gold), "own_score": own}
         if not spec.choices or self.reading == "verbatim":
             return _verdict(chosen, gold)
         # A fixed label set (runspec choices): the reply may name one label by a synonym or an inflection
@@ -193,7 +208,20 @@ class Accuracy(PercentCorrect):
         failures = Counter(x["judge_failed"].split(":")[0] for x in items if x.get("judge_failed"))
         if failures:
             details["num_judge_failed"] = sum(failures.values())
-        return (100.0 * sum(scored) / len(scored) if scored else None), details
+        value = 100.0 * sum(scored) / len(scored) if scored else None
+        if self.dataset.spec.answer_extraction in GUESSING:
+            details.update(self._guess_details([x for x in items if x["score"] is not None], value))
+        return value, details
+
+    def _guess_details(self, kept: list[SampleScore], value: Optional[float]) -> dict[str, Any]:
+        """How many replies the peer's parser guessed at, counted at the guess's expected value, and lalmeval's own number."""
+        guessed = sum(1 for x in kept if x.get("guessed"))
+        own = 100.0 * sum(x["own_score"] for x in kept) / len(kept) if kept else None
+        step = ("answer parsing: lmms-eval's parser, a reply it cannot read counted at the expected value of its random "
+                "letter (1/k of k options); lalmeval's default extraction, which counts such a reply wrong")
+        return {"guessed": guessed, "guessed_counted_as": "1/k each, the expected value of the peer's random letter",
+                "correct": int(sum(1 for x in kept if x["score"] == 1.0)),
+                "lalmeval": side_by_side("lmms-eval", value, own, step)}
 
 
 def judge_choice(judgment: str, options: list[str]) -> tuple[bool, Optional[int]]:

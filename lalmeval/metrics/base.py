@@ -60,6 +60,10 @@ class Metric:
         """The overall score (None when nothing could be scored) and its details."""
         raise NotImplementedError
 
+    # True where the dataset's protocol itself (the peer it names) changes how the metric scores, beyond the fields
+    # the protocol presets: a peer's judge reading, its text preparation before BLEU or METEOR.
+    reads_protocol = False
+
     @classmethod
     def reads_fields(cls, dataset: Dataset) -> frozenset[str]:
         """The runspec fields that only scoring reads (normalizer, error_unit) this metric reads on `dataset`: a

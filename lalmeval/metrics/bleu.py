@@ -13,12 +13,27 @@ from typing import Any, Optional
 import numpy as np
 
 from lalmeval.catalog.bundled import install
+from lalmeval.catalog.runspecs import Dataset
 from lalmeval.errors import UserError
-from lalmeval.metrics.base import METRICS, Metric, SampleScore, empty_reference, sample_stats, unscored
-from lalmeval.metrics.reading import judged_texts, read_text, reading_details, reading_mode, text_fields
+from lalmeval.metrics.base import (
+    METRICS,
+    Metric,
+    SampleScore,
+    empty_reference,
+    sample_stats,
+    text_pair,
+    unscored,
+)
+from lalmeval.metrics.peer_text import PeerText, peer_text, side_by_side
+from lalmeval.metrics.reading import (
+    judged_texts,
+    read_text,
+    reading_details,
+    reading_mode,
+    text_fields,
+)
 from lalmeval.postprocess.reading import TextReading
 from lalmeval.results.records import Record
-from lalmeval.catalog.runspecs import Dataset
 from lalmeval.stats import SampleStats
 
 # sacrebleu's own default per target language, plus char for scripts without spaces that it has
@@ -49,7 +64,7 @@ class _Sacrebleu(Metric):
     def _sentence(self) -> Any:
         return self.sentence_metric()
 
-    display_fields = frozenset({"hypothesis", "reference", "read"})
+    display_fields = frozenset({"hypothesis", "reference", "read", "hypothesis_scored", "reference_scored"})
 
     @classmethod
     def needs_judge(cls, dataset: Dataset) -> bool:
@@ -97,6 +112,7 @@ class Bleu(_Sacrebleu):
     """sacrebleu corpus BLEU with the target language's tokenizer (named in details with sacrebleu's signature)."""
 
     name = "bleu"
+    reads_protocol = True
 
     @classmethod
     def check_dataset(cls, dataset: Dataset) -> None:
@@ -130,6 +146,44 @@ class Bleu(_Sacrebleu):
     def result_details(self, result: Any) -> dict[str, Any]:
         return {"tokenizer": self.tokenizer, "precisions": result.precisions, "bp": result.bp,
                 "hyp_len": result.sys_len, "ref_len": result.ref_len}
+
+    @functools.cached_property
+    def peer(self) -> Optional[PeerText]:
+        return peer_text(self.dataset)
+
+    @functools.cached_property
+    def _peer_bleu(self) -> Any:
+        from sacrebleu.metrics import BLEU
+
+        return BLEU(tokenize=self.peer.bleu_tokenizer(self.dataset))
+
+    def score_record(self, record: Record) -> SampleScore:
+        if self.peer is None:
+            return super().score_record(record)
+        # The score is the peer's (the reply as written, prepared as the peer prepares it, its tokenizer); lalmeval's
+        # own statistics ride along: the reply read carefully, scored by lalmeval's tokenizer.
+        own = self.score_read(record, read_text(record.prediction or "", "careful", "translation", self.dataset.iso_target_language))
+        if own["score"] is None:
+            return own
+        hypothesis, reference = (self.peer.prepare(text, self.dataset) for text in text_pair(record))
+        stats = [int(v) for v in self._peer_bleu._extract_corpus_statistics([hypothesis], [[reference]])[0]]
+        return {**own, "score": self._sentence._compute_score_from_stats(stats).score, "stats": stats, "own_stats": own["stats"],
+                "hypothesis_scored": hypothesis, "reference_scored": reference}
+
+    def _score_of(self, sums: np.ndarray) -> np.ndarray:
+        scorer = self._peer_bleu if self.peer else self._corpus
+        return np.array([scorer._compute_score_from_stats([int(v) for v in np.rint(row)]).score for row in sums])
+
+    def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
+        value, details = super().aggregate(items)
+        kept = [x for x in items if x["score"] is not None]
+        if self.peer is None or not kept:
+            return value, details
+        own = self._corpus._compute_score_from_stats([sum(c) for c in zip(*(x["own_stats"] for x in kept))]).score
+        peer = self._peer_bleu._compute_score_from_stats([sum(c) for c in zip(*(x["stats"] for x in kept))])
+        details.update(self.result_details(peer), tokenizer=self.peer.bleu_tokenizer(self.dataset), signature=str(self._peer_bleu.get_signature()))
+        details["lalmeval"] = {**side_by_side(self.peer, peer.score, own), "tokenizer": self.tokenizer}
+        return peer.score, details
 
 
 @METRICS.register("chrf")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
+from dataclasses import replace
 from typing import Any, ClassVar, Optional
 
 from lalmeval.config.schema import Config
@@ -21,6 +22,8 @@ from lalmeval.metrics.base import EMPTY_REFERENCE, METRICS, Metric, SampleScore,
 from lalmeval.results.records import Record
 from lalmeval.stats import SampleStats, Uncertainty, ratio, t_interval, wilson
 from lalmeval.judging.verdicts import read_verdict
+from lalmeval.metrics.peer_text import peer_name, side_by_side
+from lalmeval.judging.verdicts import STATEMENT, Verdict
 
 
 class LLMJudge(Metric):
@@ -28,6 +31,7 @@ class LLMJudge(Metric):
 
     uses_template: ClassVar[bool] = True
     display_fields = frozenset({"judgment", "turns"})
+    reads_protocol = True
 
     @classmethod
     def check(cls, config: Config) -> None:
@@ -37,6 +41,11 @@ class LLMJudge(Metric):
     @property
     def template(self) -> JudgeTemplate:
         return self.context.judge.template(self.dataset.name, self.name)
+
+    @property
+    def verdict(self) -> Verdict:
+        """How replies are read: the template's verdict, or its peer's reading under that peer's protocol."""
+        return self.template.verdict_under(self.dataset.spec.protocol)
 
     def score_record(self, record: Record) -> SampleScore:
         raise NotImplementedError("judges score asynchronously")
@@ -90,16 +99,20 @@ class LLMJudge(Metric):
             return {"score": None, "judge_failed": template.missing(bool(fields["reference"]))}
         texts = template.render(variant, fields)
         try:
-            reply, cached = await judge.ask(texts.prompt, usable=lambda text: read_verdict(text, template.verdict).problem is None,
+            reply, cached = await judge.ask(texts.prompt, usable=lambda text: read_verdict(text, self.verdict).problem is None,
                                             system=texts.system, generation=template.generation)
         except RequestFailed as exc:
             return {"score": None, "variant": variant, "judge_failed": judge_failure(exc)}
         except ReplyError as exc:
             return {"score": None, "variant": variant, "judge_failed": f"judge reply unusable: {exc}"}
-        reading = read_verdict(reply, template.verdict)
+        reading = read_verdict(reply, self.verdict)
+        # A peer's reading: lalmeval's own grammar reads the same reply too, for the number printed beside the peer's.
+        own = {"own_rating": read_verdict(reply, replace(self.verdict, read=STATEMENT)).value} if self.verdict.read != STATEMENT else {}
         if reading.problem is not None:
-            return {"score": None, "variant": variant, "judge_failed": reading.problem, "judgment": reply, "cached": cached}
-        return {"score": template.printed(reading.value), "rating": reading.value, "variant": variant, "judgment": reply, "cached": cached}
+            return {"score": None, "variant": variant, "judge_failed": reading.problem, "judgment": reply, "cached": cached, **own}
+        noted = {"verdict_note": reading.note} if reading.note else {}  # a revision that replaced an earlier rating
+        return {"score": template.printed(reading.value), "rating": reading.value, "variant": variant, "judgment": reply, "cached": cached,
+                **noted, **own}
 
     def sample_stats(self, items: list[SampleScore]) -> Optional[SampleStats]:
         return sample_stats(items, lambda x: (x["score"], 1.0), ratio())
@@ -131,7 +144,22 @@ class LLMJudge(Metric):
         if per_turn:  # each turn's mean printed score over the dialogues
             details["turns"] = [sum(t[i] for t in per_turn if len(t) > i) / sum(1 for t in per_turn if len(t) > i)
                                 for i in range(max(map(len, per_turn)))]
-        return (sum(x["score"] for x in scored) / len(scored) if scored else None), details
+        value = sum(x["score"] for x in scored) / len(scored) if scored else None
+        if scored and template.round_mean is not None:  # printed as the peer prints it: its mean rating rounded first
+            value = template.printed_mean(sum(x["rating"] for x in scored) / len(scored))
+        if self.verdict.read != STATEMENT:
+            details["lalmeval"] = self._own_details(items, value)
+        return value, details
+
+    def _own_details(self, items: list[SampleScore], value: Optional[float]) -> dict[str, Any]:
+        """lalmeval's own number from the same replies: its verdict grammar instead of the peer's reading, over every
+        reply either reading reads (a reply only the grammar reads counts there, one it cannot read does not)."""
+        own = [x["own_rating"] for x in items if x.get("own_rating") is not None]
+        mean = self.template.printed(sum(own) / len(own)) if own else None  # lalmeval's own: no peer rounding
+        step = (f"verdict reading: the judge's replies read as the peer reads them ({self.verdict.read}); "
+                "lalmeval reads the same replies by its verdict grammar")
+        peer = peer_name(self.dataset) or "the template's peer"
+        return {**side_by_side(peer, value, mean, step), "read": len(own)}
 
 
 def _turn_references(reference: Optional[str], count: int) -> list[Optional[str]]:

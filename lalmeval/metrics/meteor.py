@@ -15,6 +15,7 @@ from lalmeval.config.schema import Config
 from lalmeval.errors import UserError
 from lalmeval.metrics.base import METRICS, MeanMetric, SampleScore, empty_reference, text_pair, unscored
 from lalmeval.results.records import Record
+from lalmeval.metrics.peer_text import PeerText, au_round, peer_text, side_by_side
 
 DEBIAN_WORDNET = Path("/usr/share/wordnet")
 INSTALL_HINT = f"{install('meteor')} (nltk) and apt-get install wordnet-base (WordNet 3.0 in /usr/share/wordnet), or set LALMEVAL_WORDNET_DIR"
@@ -72,6 +73,7 @@ class Meteor(MeanMetric):
     """Mean nltk METEOR (WordNet 3.0 synonyms, Porter stems), references and replies tokenized by nltk."""
 
     name = "meteor"
+    reads_protocol = True
 
     @classmethod
     def check(cls, config: Config) -> None:
@@ -95,11 +97,26 @@ class Meteor(MeanMetric):
         hypothesis, reference = text_pair(record)
         if (empty := empty_reference(reference)) is not None:
             return unscored(empty)
-        value = meteor_score([self._tokenize(reference)], self._tokenize(hypothesis), wordnet=self._wordnet)
-        return {"score": 100.0 * value}
+        value = 100.0 * meteor_score([self._tokenize(reference)], self._tokenize(hypothesis), wordnet=self._wordnet)
+        if self.peer is None:
+            return {"score": value}
+        # The peer's METEOR: its normalized texts split at spaces, each sample rounded as it rounds them.
+        ref, hyp = (self.peer.prepare(text, self.dataset).split() for text in (reference, hypothesis))
+        peer = au_round(meteor_score([ref], hyp, wordnet=self._wordnet), self.peer.meteor_rounding)
+        return {"score": 100.0 * peer, "own_score": value}
+
+    @functools.cached_property
+    def peer(self) -> Optional[PeerText]:
+        rules = peer_text(self.dataset)
+        return rules if rules is not None and rules.meteor_rounding is not None else None
 
     def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
         value, details = super().aggregate(items)
         wordnet = wordnet_dir()
-        return value, {**details, "tokenizer": "nltk NLTKWordTokenizer", "wordnet": str(wordnet) if wordnet else None,
-                       "wordnet_version": self._wordnet.get_version() if wordnet and details["scored"] else None}
+        details = {**details, "tokenizer": "str.split after the peer's normalization" if self.peer else "nltk NLTKWordTokenizer",
+                   "wordnet": str(wordnet) if wordnet else None,
+                   "wordnet_version": self._wordnet.get_version() if wordnet and details["scored"] else None}
+        own = [x["own_score"] for x in items if x["score"] is not None and "own_score" in x]
+        if self.peer is not None and own:
+            details["lalmeval"] = {**side_by_side(self.peer, value, sum(own) / len(own)), "tokenizer": "nltk NLTKWordTokenizer"}
+        return value, details

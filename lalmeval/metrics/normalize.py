@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Optional
 
 import regex
 
@@ -27,6 +27,9 @@ class Normalizer:
     # Alignment joins words split in one text and written as one in the other at no cost
     # ("white paper" = "whitepaper"), as the Open ASR Leaderboard scores; else plain Levenshtein.
     merge_compounds: ClassVar[bool] = False
+    # A reference that says something but that the rules turn into nothing: lalmeval leaves the sample unscored;
+    # a peer's convention may score it (its every hypothesis token an error) against this many reference tokens.
+    empty_reference_tokens: ClassVar[Optional[int]] = None
     language: str = ""  # ISO code of the texts; a normalizer whose rules depend on it takes it in __init__
 
     def __init__(self, language: str = "") -> None:

@@ -125,6 +125,21 @@ class Lmms(QwenAsrScoring):
     """lmms-eval's ASR scoring for the dataset's language; whitespace tokens (characters for zh/yue by unit)."""
 
     split_cjk = False
+    empty_reference_tokens = 0  # compute_wer adds the hypothesis tokens to the distance and nothing to the length
     convention = ("lmms-eval lmms_eval/tasks/asr_wer_utils.py compute_wer with librispeech/utils.py's settings "
                   "(github.com/EvolvingLMMs-Lab/lmms-eval @ 75571cfe): SpeechIO cn_tn for Mandarin, zhconv zh-cn + "
                   "Whisper basic for Cantonese, openai-whisper English + basic for English, whitespace tokens")
+
+
+@NORMALIZERS.register("lmms_english_only")
+class LmmsEnglishOnly(Lmms):
+    """lmms-eval's gigaspeech scoring: as `lmms`, but English texts get openai-whisper's English rules alone (no basic pass)."""
+
+    convention = ("lmms-eval lmms_eval/tasks/gigaspeech/utils.py compute_wer (github.com/EvolvingLMMs-Lab/lmms-eval, "
+                  "v0.3.0 @ 754640a7 and @ 75571cfe alike): openai-whisper English normalizer only, whitespace tokens; "
+                  "its other English tasks (librispeech, common_voice_15, tedlium, people_speech) add Whisper's basic normalizer")
+
+    def __init__(self, language: str = "") -> None:
+        super().__init__(language)
+        if language == "en":
+            self._normalize = openai_whisper_english()

@@ -6,18 +6,40 @@ import json
 from html import escape
 from typing import Any, Iterable, Optional, Sequence
 
+from lalmeval.reports.assets import BROWSER_JS, CSS
+from lalmeval.reports.plots import (
+    Scored,
+    latency_histograms,
+    legend,
+    score_charts,
+    score_histograms,
+)
+from lalmeval.reports.rundir import RunDir, ci95, subsets
+from lalmeval.reports.samples import (
+    MAX_FIELD_CHARS,
+    MAX_SAMPLE_BYTES,
+    GroupStats,
+    SampleTable,
+    audio_note,
+)
+from lalmeval.reports.settings import model_settings, request_settings
+from lalmeval.reports.tables import (
+    PROTOCOL_HEADER,
+    fmt,
+    fmt_ci,
+    fmt_interval,
+    fmt_p,
+    group_cell,
+    not_run,
+    own_number,
+    protocol_rows,
+    two_number_notes,
+)
 from lalmeval.results.ledger import NOT_RUN
 from lalmeval.results.provenance import cached_answers, provenance_notes
-from lalmeval.reports.assets import BROWSER_JS, CSS
-from lalmeval.reports.rundir import RunDir, ci95, subsets
-from lalmeval.reports.samples import MAX_FIELD_CHARS, MAX_SAMPLE_BYTES, GroupStats, SampleTable, audio_note
-from lalmeval.reports.settings import model_settings, request_settings
-from lalmeval.reports.plots import Scored, latency_histograms, legend, score_charts, score_histograms
-from lalmeval.reports.tables import PROTOCOL_HEADER, fmt, fmt_ci, fmt_interval, group_cell, not_run, protocol_rows
-from lalmeval.reports.tables import fmt_p
 
 # Keys of a score's details that other columns already show.
-_SHOWN_ELSEWHERE = ("failures", "subsets", "protocol", "reading")
+_SHOWN_ELSEWHERE = ("failures", "subsets", "protocol", "reading", "lalmeval")
 
 
 def esc(value: Any) -> str:
@@ -74,6 +96,15 @@ def _details_cell(details: dict[str, Any]) -> str:
     return f"<details><summary>{len(rest)} fields</summary><pre>{esc(json.dumps(rest, indent=1, ensure_ascii=False))}</pre></details>"
 
 
+def _own_cell(details: dict[str, Any]) -> str:
+    """lalmeval's own number beside a score printed as a peer prints it, the step between them as its title."""
+    own = own_number(details)
+    if own is None:
+        return ""
+    why = own.get("differs_by") or "the same to two decimals"
+    return f'<span class="own" title="{esc(str(own.get("score_is")) + "; " + why)}">{esc(fmt(own.get("score")))}</span>'
+
+
 def _interval_cells(score: dict[str, Any], has_ci: bool, has_se: bool) -> list[str]:
     """The 95% CI and stderr cells, when the table has those columns."""
     return ([esc(fmt_ci(score))] if has_ci else []) + ([esc(fmt(score["stderr"])) if "stderr" in score else ""] if has_se else [])
@@ -93,20 +124,22 @@ def score_rows(run: RunDir) -> tuple[list[str], list[list[str]], list[str]]:
     cached = any(cached_answers(s.get("details") or {}) for s in run.scores)
     pooled = any(len((s.get("details") or {}).get("replicas") or []) > 1 for s in run.scores)
     stopped = any(not_run(s.get("details") or {}) for s in run.scores)   # never sent: counted apart, not as failed
-    header = (["Model", "Dataset", "Metric", "Score"] + (["95% CI"] if has_ci else []) + (["Stderr"] if has_se else []) + ["Samples", "Failed"]
-              + (["Not run"] if stopped else []) + (["Cached"] if cached else []) + (["Replicas"] if pooled else []) + ["Details"])
+    two = any(own_number(s.get("details") or {}) for s in run.scores)
+    header = (["Model", "Dataset", "Metric", "Score"] + (["lalmeval's own"] if two else []) + (["95% CI"] if has_ci else [])
+              + (["Stderr"] if has_se else []) + ["Samples", "Failed"] + (["Not run"] if stopped else []) + (["Cached"] if cached else [])
+              + (["Replicas"] if pooled else []) + ["Details"])
     rows, classes = [], []
     badge = partial_badge() if run.partial else ""
     for s in run.scores:
         details = s.get("details") or {}
         failed = (s.get("num_failed") or 0) - not_run(details)
         rows.append([esc(s["model"]), esc(s["dataset"]), esc(s["metric"]), esc(fmt(s.get("score"))) + badge + _repeats(details),
-                     *_interval_cells(s, has_ci, has_se), esc(s.get("num_samples", "")),
+                     *([_own_cell(details)] if two else []), *_interval_cells(s, has_ci, has_se), esc(s.get("num_samples", "")),
                      f'<span class="reason">{esc(failed)}</span>' if failed else "0", *([esc(not_run(details))] if stopped else []),
                      *_provenance_cells(details, cached, pooled), _details_cell(details)])
         classes.append("")
         for name, sub in subsets(s).items():
-            rows.append(["", esc(f"↳ {name}"), "", esc(fmt(sub.get("score"))), *_interval_cells(sub, has_ci, has_se),
+            rows.append(["", esc(f"↳ {name}"), "", esc(fmt(sub.get("score"))), *([""] if two else []), *_interval_cells(sub, has_ci, has_se),
                          esc(sub.get("num_samples", "")), esc(sub.get("num_failed", "")), *[""] * (stopped + cached + pooled), ""])
             classes.append("subset")
     return header, rows, classes
@@ -114,9 +147,10 @@ def score_rows(run: RunDir) -> tuple[list[str], list[list[str]], list[str]]:
 
 def _scores_section(run: RunDir) -> str:
     header, rows, classes = score_rows(run)
-    numeric = [i for i, h in enumerate(header) if h in ("Score", "95% CI", "Stderr", "Samples", "Failed", "Cached", "Replicas")]
+    numeric = [i for i, h in enumerate(header) if h in ("Score", "lalmeval's own", "95% CI", "Stderr", "Samples", "Failed", "Cached", "Replicas")]
     note = '<p class="small">Failed samples are excluded from a score and counted in "Failed"; they are never scored 0.</p>'
     note += "".join(f'<p class="note provenance">{esc(line)}.</p>' for line in provenance_notes(run.scores))
+    note += "".join(f'<p class="note two-numbers">{esc(line)}.</p>' for line in two_number_notes(run.scores))
     return f'<section id="scores"><h2>Scores</h2>{table(header, rows, numeric, classes, "score-table")}{note}</section>'
 
 

@@ -10,8 +10,13 @@ from typing import Any, Optional, Sequence, TextIO
 from lalmeval.catalog.runspecs import Catalog
 from lalmeval.config.secrets import NO_SECRETS
 from lalmeval.reports.console import Redact, text_table
-from lalmeval.reports.tables import group_cell, not_run
-from lalmeval.reports.tables import fmt_p
+from lalmeval.reports.tables import (
+    fmt_p,
+    group_cell,
+    not_run,
+    own_number,
+    two_number_notes,
+)
 from lalmeval.results.ledger import NOT_RUN
 from lalmeval.results.provenance import cached_answers, provenance_notes
 from lalmeval.results.records import Score
@@ -123,16 +128,18 @@ def score_table(scores: list[Score], aggregate_rows: list[dict[str, Any]], redac
     pooled = any(len(s.details.get("replicas") or []) > 1 for s in scores)
     stopped = any(not_run(s.details) for s in scores)   # samples a stopped run never sent: counted apart, not as failed
     timed = [name for name in ("ttft", "ttfa") if any(name in (s.details.get("latency") or {}) for s in scores)]
+    two = any(own_number(s.details) for s in scores)  # scores printed as a peer prints them carry lalmeval's own beside
     rows = [[s.model, s.dataset, s.metric, str(s.num_samples), str(s.num_failed - not_run(s.details))]
             + ([str(not_run(s.details))] if stopped else [])
             + ([str(s.details.get("num_judge_failed", "-"))] if judged else []) + ([str(cached_answers(s.details))] if cached else [])
             + ([str(len(s.details.get("replicas") or []) or 1)] if pooled else []) + [_fmt(s.score), _fmt_interval(s.ci95)]
+            + ([_fmt((own_number(s.details) or {}).get("score")) if own_number(s.details) else ""] if two else [])
             + [percentiles_cell((s.details.get("latency") or {}).get(name)) for name in timed] for s in scores]
     header = (["Model", "Dataset", "Metric", "Num", "Failed"] + (["Not run"] if stopped else []) + (["Judge failed"] if judged else [])
-              + (["Cached"] if cached else []) + (["Replicas"] if pooled else []) + ["Score", "95% CI"]
+              + (["Cached"] if cached else []) + (["Replicas"] if pooled else []) + ["Score", "95% CI"] + (["lalmeval's own"] if two else [])
               + [f"{name.upper()} p50/p90/p99 s" for name in timed])
     text = text_table(header, rows, range(3, len(header)), redact=redact, stream=stream)
-    notes = provenance_notes([s.to_json() for s in scores])
+    notes = provenance_notes([s.to_json() for s in scores]) + two_number_notes([s.to_json() for s in scores])
     if notes:
         text += "\n" + "\n".join(redact(f"Note: {note}.") for note in notes)
     if aggregate_rows:

@@ -58,6 +58,23 @@ def protocol_cells(score: dict[str, Any]) -> dict[str, Optional[str]]:
             "generation": compact(used.get("generation"))}
 
 
+def own_number(details: dict[str, Any]) -> Optional[dict[str, Any]]:
+    """lalmeval's own number kept beside a peer's (details.lalmeval), None for a score that has only one."""
+    own = (details or {}).get("lalmeval")
+    return own if isinstance(own, dict) and "score" in own else None
+
+
+def two_number_notes(scores: list[dict[str, Any]]) -> list[str]:
+    """One line per score printed as a peer prints it whose lalmeval number differs: both numbers and the step between them."""
+    notes = []
+    for score in scores:
+        own = own_number(score.get("details") or {})
+        if own and own.get("differs_by"):
+            notes.append(f"{score['dataset']} {score['metric']}: Score {fmt(score.get('score'))} is {own.get('score_is')}, "
+                         f"lalmeval's own number is {fmt(own.get('score'))}; they differ by {own['differs_by']}")
+    return notes
+
+
 def fmt_interval(interval: Any) -> str:
     """'[low, high]' with two decimals for a two-number list, '' otherwise."""
     if isinstance(interval, (list, tuple)) and len(interval) == 2 and all(isinstance(v, (int, float)) for v in interval):

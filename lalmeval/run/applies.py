@@ -130,7 +130,7 @@ def _check_protocols(plan: "Plan") -> None:
             continue
         protocol = resolve_protocol(spec.protocol, f"{dataset.source}: dataset '{dataset.name}': protocol")
         preset = set(protocol.fields(dataset.iso_language))
-        if not preset or preset - SCORING_FIELDS or preset & _reads(metric, dataset):
+        if not preset or preset - SCORING_FIELDS or preset & _reads(metric, dataset) or METRICS.get(metric).reads_protocol:
             continue
         readers = [m for m in METRICS.names() if preset & _reads(m, dataset)]
         raise UserError(f"{dataset.source}: dataset '{dataset.name}': protocol '{spec.protocol}' sets {', '.join(sorted(preset))}, which "
