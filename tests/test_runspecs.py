@@ -87,8 +87,8 @@ def test_list_command_prints_families_and_expands_every_dataset_on_request():
         return subprocess.run([sys.executable, "-m", "lalmeval", "list", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout
 
     out = listing()
-    assert "\n  demo_commands (1): en · lalmeval 1 · word_error_rate\n" in out
-    assert re.search(r"\n  fleurs \(\d+\): 10\d languages · au_harness 102, kimi 2, lalmeval 4, lmms 3 · word_error_rate\n", out)
+    assert "\n  demo_commands (1): en · lalmeval 1 · word_error_rate · local data: 1 of 1 present\n" in out
+    assert re.search(r"\n  fleurs \(\d+\): 10\d languages · au_harness 102, kimi 2, lalmeval 4, lmms 3 · word_error_rate · local data: \d+ of \d+ present\n", out)
     assert "librispeech_test_other  [" not in out  # families, not every dataset
     assert re.search(r"\n    librispeech_test_other +\[en; word_error_rate\]\n", listing("--expand"))
     assert re.search(r"\n    librispeech_test_other@lmms_v0.3 +\[en; word_error_rate; lmms_v0.3\]\n", listing("librispeech"))
