@@ -449,7 +449,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for stream in streams:  # text from outside (a reply, a server's message) must never fail to print
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
-            reconfigure(errors="backslashreplace")
+            # Line by line: in a log of both streams (`2>&1 | tee`) a hint on stderr that says "see above"
+            # must come after the tables it points to, not before the block-buffered stdout.
+            reconfigure(errors="backslashreplace", line_buffering=True)
     sys.stdout, sys.stderr = _Output(sys.stdout), _Output(sys.stderr)
     try:
         return _main(argv)
