@@ -94,6 +94,18 @@ def test_bad_config_is_one_line_and_exit_2(tmp_path):
     assert_one_line_error(cli("run", "--config", str(path)), "bad.yaml", "unknown key 'model'", "did you mean 'models'")
 
 
+def test_the_retry_hint_follows_the_score_table_in_a_log_of_both_streams(tmp_path):
+    """`bash evaluate.sh 2>&1 | tee run.log`: the hint that says "see above" comes after the tables it points to."""
+    config = write_config(tmp_path)
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # a pipe, as a user's shell gives it
+    out = subprocess.run([sys.executable, "-m", "lalmeval", "run", "--config", str(config), "--limit", "2"], cwd=REPO,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240, env=buffered)
+    assert out.returncode == 3, out.stdout
+    lines = out.stdout.splitlines()
+    hint = next(i for i, line in enumerate(lines) if "Retry them with:" in line)
+    assert hint > max(i for i, line in enumerate(lines) if line.startswith("│ m ")), out.stdout
+
+
 def test_missing_config_file(tmp_path):
     assert_one_line_error(cli("run", "--config", str(tmp_path / "nope.yaml")), "nope.yaml: config file not found")
 

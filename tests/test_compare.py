@@ -85,6 +85,22 @@ def test_runs_asked_differently_are_refused_before_any_number(ws, tmp_path, caps
     assert reason in capsys.readouterr().err
 
 
+def test_runs_with_no_dataset_in_common_are_refused_not_passed_by_the_gate(ws, tmp_path, capsys):
+    references = noisy_datasets(ws, DATASETS[:2], 20)
+    for run_id, name in (("base", "set0"), ("other", "set1"), ("cand", "set0")):
+        with ScriptedEndpoint(NoisyModel(references, 1)) as ep:
+            ws.config([model(ep.url)], [[name, "word_error_rate"]])
+            ws.run(run_id)
+    runs = ws.root / "runs"
+    out = tmp_path / "cmp.json"
+    assert main(["compare", str(runs / "base"), str(runs / "other"), "--fail-on-regression", "1", "--json", str(out), "--html", ""]) == 2
+    err = capsys.readouterr().err
+    assert "no dataset–metric in common" in err and "nothing was compared" in err
+    assert json.loads(out.read_text())["exit_code"] == 2
+    # The printed fix works: a candidate run of the baseline's dataset and metric is compared.
+    assert main(["compare", str(runs / "base"), str(runs / "cand"), "--fail-on-regression", "1", "--html", ""]) == 0
+
+
 def test_holm_correction_multiplies_the_smallest_p_by_the_number_of_tests():
     rows = [{"p_value": p} for p in (0.01, 0.04, 0.03, 0.5)]
     holm(rows)

@@ -221,10 +221,10 @@ def final(ws, run_id="t"):
     return json.loads((ws.root / "runs" / run_id / "final_scores.json").read_text())
 
 
-def test_num_failed_counts_samples_whose_judgment_failed(ws):
+def test_num_failed_counts_samples_whose_judgment_failed(ws, capsys):
     """Four samples answered; the judge rates two and returns no rating for the other two: the
     README defines num_failed as every sample without a prediction or a score, so it is 2 — in
-    final_scores.json and results.csv alike — and the run exits 3."""
+    final_scores.json and results.csv alike — and the run exits 3, saying why they have no score."""
     questions(ws, text_rows(4))
     with ScriptedEndpoint(answer) as ep, ScriptedEndpoint(lambda seen, n: "Rating: 1" if n % 2 == 0 else "no idea") as judge_ep:
         ws.config([model(ep.url)], [["qs", "llm_judge_binary"]], output_dir=str(ws.root / "runs"),
@@ -236,6 +236,7 @@ def test_num_failed_counts_samples_whose_judgment_failed(ws):
     assert score["num_samples"] == 4 and score["score"] == 100.0 and code == 3
     row = next(csv.DictReader((ws.root / "runs" / "t" / "results.csv").open()))
     assert row["num_failed"] == "2"
+    assert "2 prediction(s) could not be scored (unparseable judgment: 2)" in capsys.readouterr().err
 
 
 def test_the_printed_retry_command_retries_an_unparseable_judgment(ws, capsys):

@@ -191,6 +191,21 @@ def test_constraints_pin_everything_requirements_pull_in_at_the_installed_versio
         assert metadata.version(name) == pinned[name], name
 
 
+def test_every_pin_installs_on_the_first_patch_release_of_its_python():
+    """A pin for Python X.Y must install on any X.Y (Debian 12's python3 is 3.11.2): pymdown-extensions 13
+    wants 3.11.5, so a `python_version >= "3.11"` pin of it broke `bash test.sh` there. Read from the
+    Requires-Python of each installed distribution that is at its pinned version."""
+    from packaging.specifiers import SpecifierSet
+
+    first = "%d.%d.0" % sys.version_info[:2]
+    pinned = pins()
+    at_pin = [d for d in metadata.distributions() if pinned.get(canonical(d.metadata["Name"])) == d.version]
+    assert len(at_pin) > 20, "too few pinned distributions installed to check"
+    too_new = [f"{d.metadata['Name']}=={d.version} (Requires-Python {d.metadata['Requires-Python']})" for d in at_pin
+               if d.metadata["Requires-Python"] and not SpecifierSet(d.metadata["Requires-Python"]).contains(first, prereleases=True)]
+    assert not too_new, f"constraints.txt pins for Python {first[:-2]} releases that refuse Python {first}: {too_new}"
+
+
 def failing_twice(seen, n):
     return Reply(status=400, payload={"error": {"message": "not yet"}}) if n < 2 else "ok"
 

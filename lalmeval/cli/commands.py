@@ -139,6 +139,15 @@ def _breakdown(failures: list[dict]) -> str:
     return ", ".join(f"{kind}: {count}" for kind, count in sorted(kinds.items()))
 
 
+def _judge_breakdown(result: RunResult) -> str:
+    """Why the judge scored no verdict, by kind ("unparseable judgment: 3"): the table shows only how many."""
+    kinds: dict[str, int] = {}
+    for score in result.scores:
+        for kind, count in (score.details.get("judge_failures") or {}).items():
+            kinds[kind] = kinds.get(kind, 0) + count
+    return ", ".join(f"{kind}: {count}" for kind, count in sorted(kinds.items()))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from lalmeval.cli.overrides import config_file, from_args, load_plan
     from lalmeval.config.options import RunOptions
@@ -221,7 +230,8 @@ def _conclude(result: RunResult, again: str) -> int:
         if result.failed_samples:
             parts.append(f"{result.failed_samples} sample(s) failed ({_breakdown(result.failures)})")
         if result.unscored:
-            parts.append(f"{result.unscored} prediction(s) could not be scored")
+            why = _judge_breakdown(result)
+            parts.append(f"{result.unscored} prediction(s) could not be scored" + (f" ({why})" if why else ""))
         print(f"{' and '.join(parts)}; they are excluded from the scores. {_retry(result, again)}", file=sys.stderr)
         return EXIT_FAILED_SAMPLES
     return 0
@@ -449,7 +459,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for stream in streams:  # text from outside (a reply, a server's message) must never fail to print
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
-            reconfigure(errors="backslashreplace")
+            # Line by line: in a log of both streams (`2>&1 | tee`) a hint on stderr that says "see above"
+            # must come after the tables it points to, not before the block-buffered stdout.
+            reconfigure(errors="backslashreplace", line_buffering=True)
     sys.stdout, sys.stderr = _Output(sys.stdout), _Output(sys.stderr)
     try:
         return _main(argv)

@@ -1,4 +1,4 @@
-"""`lalmeval compare BASELINE CANDIDATE [MORE...]`: exit 0 no regression, 1 a regression, 2 refused (not like for like, bad input)."""
+"""`lalmeval compare BASELINE CANDIDATE [MORE...]`: exit 0 no regression, 1 a regression, 2 refused (not like for like, nothing in common, bad input)."""
 
 from __future__ import annotations
 
@@ -64,8 +64,10 @@ def compare_command(args: argparse.Namespace) -> int:
     for result in results:
         for line in result.differences:  # before any number: why the runs are not like for like
             print(f"not like for like: {result.candidate.label} against {result.baseline.label}: {line}", file=sys.stderr)
+    # A pair of runs with no dataset–metric in common tested nothing: a gate must not pass on that.
+    empty = [] if refused else [r for r in results if not r.rows]
     found = [] if refused else [row for r in results for row in regressions(r, args.fail_on_regression or 0.0)]
-    code = EXIT_USER_ERROR if refused else (EXIT_REGRESSION if found and args.fail_on_regression is not None else 0)
+    code = EXIT_USER_ERROR if refused or empty else (EXIT_REGRESSION if found and args.fail_on_regression is not None else 0)
     if not refused:
         for result in results:
             print(console(result, args.fail_on_regression))
@@ -73,6 +75,10 @@ def compare_command(args: argparse.Namespace) -> int:
     if refused:
         print("error: the runs are not like for like (see above): evaluate both with the same config, or give --allow-different "
               "to compare them anyway", file=sys.stderr)
+    elif empty:
+        for result in empty:
+            print(f"error: {result.candidate.label} and {result.baseline.label} scored no dataset–metric in common (see Not compared "
+                  "above), so nothing was compared: give a candidate run of the baseline's datasets and metrics", file=sys.stderr)
     elif code == EXIT_REGRESSION:
         names = ", ".join(f"{r['dataset']} · {r['metric']}" for r in found)
         print(f"REGRESSION: {names} got worse by more than {args.fail_on_regression:g} point(s) (p (Holm) < 0.05)", file=sys.stderr)

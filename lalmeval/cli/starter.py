@@ -17,7 +17,7 @@ DATA = Path("data") / "my_dataset.jsonl"
 CONFIG = """\
 # A starter config: one model, one dataset (my_dataset, declared in runspecs/my_category/my_task.json
 # with three example clips in data/). Check it with `lalmeval validate --config config.yaml`.
-# Every key, with what it does: sample_config.yaml in the lalmeval repository, and its README.
+# Every key, with what it does: sample_config.yaml in the lalmeval repository, and its docs/configuration.md.
 # ${VAR} reads an environment variable (unset is an error); ${VAR:-default} has a fallback.
 
 # [dataset, metric] pairs. A name is a dataset, a task type (a runspec file's stem) or a category

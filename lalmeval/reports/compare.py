@@ -239,7 +239,7 @@ def _record_changes(baseline: Side, candidate: Side, dataset: str) -> list[str]:
         changed = [u for u in a if u in b and _built(a[u]) and _built(b[u]) and _asked(a[u], what) != _asked(b[u], what)]
         if changed:
             first = changed[0]
-            out.append(f"the {_WHAT[what]} differs on {len(changed)} sample(s), e.g. {first[0]!r}: "
+            out.append(f"the {_WHAT[what]} changed on {len(changed)} sample(s), e.g. {first[0]!r}: "
                        f"{_clip(_asked(a[first], what))} → {_clip(_asked(b[first], what))}")
     return out
 
