@@ -2,6 +2,8 @@
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import jiwer
@@ -195,3 +197,13 @@ def test_undecodable_transcript_is_an_error_naming_the_file(tmp_path):
 @pytest.mark.parametrize("args,fragment", [(("speakers",), "unknown CallHome segment 'speakers'"), (("turns", 0.0), "positive number of seconds")])
 def test_bad_segmentation_settings_are_errors(args, fragment):
     assert fragment in one_line_error(FIXTURE, *args)
+
+
+def test_without_pylangacq_a_callhome_transcript_names_the_extra_that_reads_it(tmp_path):
+    # pylangacq is the .[callhome] extra, not a core dependency: a run that needs it says how to install it.
+    probe = ("import sys; sys.modules['pylangacq'] = None\n"
+             "from pathlib import Path\nfrom lalmeval.data.chat import parse_chat\nfrom lalmeval.errors import UserError\n"
+             "try:\n    parse_chat('*A:\\thello .\\n', Path('call.cha'))\nexcept UserError as exc:\n    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "call.cha: reading CallHome's CHAT transcripts needs the pylangacq package: pip install" in out.stdout, out
+    assert "[callhome]" in out.stdout

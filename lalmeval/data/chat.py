@@ -133,7 +133,12 @@ def clean_text(raw: str) -> str:
 
 def parse_chat(text: str, path: Path) -> Transcript:
     """Parse CHAT text (read from `path`, named in errors) into timed, cleaned utterances."""
-    import pylangacq
+    try:
+        import pylangacq
+    except ImportError:
+        from lalmeval.catalog.bundled import install
+
+        raise UserError(f"{path}: reading CallHome's CHAT transcripts needs the pylangacq package: {install('callhome')}") from None
 
     try:
         # strict=False and no %mor/%gra: we need neither the morphology tiers nor the check
