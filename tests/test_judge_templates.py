@@ -559,3 +559,29 @@ def test_lmms_judge_templates_read_what_lmms_evals_own_code_reads_and_fail_where
     verdict = template.verdict
     on_scale = case["read"] and rating == int(rating) and verdict.binary or (case["read"] and rating == int(rating) and verdict.low <= rating <= verdict.high)
     assert reading.value == (int(rating) if on_scale else None)  # never a number the peer's reading did not find
+
+
+KIMI_JUDGES = json.loads((Path(__file__).parent / "fixtures" / "peer_scores" / "kimi_judges.json").read_text(encoding="utf-8"))["cases"]
+
+
+@pytest.mark.parametrize("case", KIMI_JUDGES, ids=[c["template"] for c in KIMI_JUDGES])
+def test_kimi_templates_print_what_kimis_own_code_prints_for_the_same_judge_replies(ws, case):
+    extra = {"target_column": None} if case["template"] == "kimi_open_qa" else {}
+    questions(ws, count=len(case["replies"]), judge_template=case["template"], protocol="kimi", **extra)
+    with ScriptedEndpoint(answer_by_number) as m, ScriptedEndpoint(by_question(case["replies"])) as j:
+        code = run(ws, m, j, case["metric"])
+        assert {r.body["temperature"] for r in j.requests} == {case["temperature"]}
+    assert code == (3 if None in case["peer"] else 0)  # replies Kimi leaves out are judge failures, retryable here
+    score = final(ws)
+    assert score["score"] == pytest.approx(case["printed"], abs=0.005)  # Kimi leaves its invalid replies out
+    assert score["details"]["num_judge_failed"] == sum(p is None for p in case["peer"])
+    got = sample_scores(ws, case["metric"])
+    assert [got[f"q{i}"].get("rating") for i in range(len(case["replies"]))] == case["peer"]
+
+
+def test_kimi_open_qa_keeps_lalmevals_reading_beside_kimis_and_reads_its_own_way_elsewhere():
+    template = resolve("kimi_open_qa", "llm_judge_detailed", Path("."), {}, "")
+    assert read_verdict("Score: 4", template.verdict_under("kimi")).value is None  # Kimi: invalid, left out
+    assert read_verdict("Score: 4", template.verdict_under("lalmeval")).value == 4
+    assert read_verdict("[[2]] off-topic. On reflection [[3]]", template.verdict_under("kimi")).value == 2
+    assert read_verdict("7", template.verdict_under("kimi")).problem.startswith("rating outside the scale")
