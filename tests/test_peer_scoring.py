@@ -140,7 +140,11 @@ def test_scoring_parity_counts_an_entry_only_when_each_of_its_metrics_is_checked
     peer_judge = dataset(tmp_path / "d", language="en", protocol="au_harness", judge_template="au_harness_binary_json", metrics=["llm_judge_binary"])
     assert scoring_verdict(peer_judge, checks) is None
     judged_elsewhere = dataset(tmp_path / "e", language="en", protocol="kimi", metrics=["llm_judge_detailed"])
-    assert scoring_verdict(judged_elsewhere, checks) == "llm_judge_detailed under kimi: no check against the peer's code"
+    assert scoring_verdict(judged_elsewhere, checks) == "llm_judge_detailed with judge template None: no check against the peer's code"
+    kimi_judge = dataset(tmp_path / "f", language="en", protocol="kimi", judge_template="kimi_open_qa", metrics=["llm_judge_detailed"])
+    assert scoring_verdict(kimi_judge, checks) is None
+    unchecked = dataset(tmp_path / "g", language="en", protocol="au_harness", metrics=["bertscore"])
+    assert scoring_verdict(unchecked, checks) == "bertscore under au_harness: no check against the peer's code"
     other_rules = dataset(tmp_path / "c", language="en", protocol="lmms", normalizer="basic", metrics=["word_error_rate"])
     assert "normalizer basic" in scoring_verdict(other_rules, checks)
 
@@ -155,6 +159,26 @@ def test_a_peers_multiple_choice_parser_picks_what_lmms_evals_own_code_picks(par
 
     chosen = extract_choice(parser, case["reply"], MC["options"], ["A", "B", "C", "D"])
     assert (None if chosen is None else "ABCD"[chosen]) == (None if case["peer"] == "guess" else case["peer"])
+
+
+MC_TASKS = json.loads((HERE / "fixtures" / "peer_scores" / "mc_tasks.json").read_text(encoding="utf-8"))
+MC_TASK_CASES = [(c, reply, peer) for c in MC_TASKS["cases"] for reply, peer in zip(c["replies"], c["peer"])]
+
+
+@pytest.mark.parametrize("case,reply,peer", MC_TASK_CASES, ids=[f"{c['task']}-{i}" for i, (c, _, _) in enumerate(MC_TASK_CASES)])
+def test_air_bench_mmau_and_mmsu_credit_the_option_lmms_evals_own_task_code_credits(case, reply, peer):
+    from lalmeval.postprocess.extraction import extract_choice
+
+    chosen = extract_choice(case["answer_extraction"], reply, case["options"], ["A", "B", "C", "D"])
+    assert (None if chosen is None else "ABCD"[chosen]) == (None if peer == "guess" else peer)
+
+
+def test_mmau_keeps_the_replys_whitespace_where_muchomusic_strips_it():
+    from lalmeval.postprocess.extraction import extract_choice
+
+    options = MC_TASKS["cases"][0]["options"]
+    assert extract_choice("mmau", "A\n", options, ["A", "B", "C", "D"]) is None  # lmms-eval's mmau guesses here
+    assert extract_choice("mmmu_letters", "A\n", options, ["A", "B", "C", "D"]) == 0
 
 
 def test_accuracy_under_a_guessing_parser_counts_each_guess_at_its_expected_value_and_says_so(tmp_path):

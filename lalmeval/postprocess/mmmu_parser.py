@@ -1,7 +1,9 @@
 """lmms-eval's MMMU-style multiple-choice parsers (mmar, muchomusic), which guess a random letter when they read none.
 
 Registered as answer extractions `mmmu` (lmms_eval/tasks/mmar/utils.py parse_multi_choice_response) and
-`mmmu_letters` (lmms_eval/tasks/muchomusic/utils.py), github.com/EvolvingLMMs-Lab/lmms-eval @ 75571cfe:
+`mmmu_letters` (lmms_eval/tasks/muchomusic/utils.py; air_bench's foundation tasks, v0.3.0 too, parse the same way)
+and `mmau` (lmms_eval/tasks/mmau/utils.py: muchomusic's rules on the reply as sent, its whitespace kept, so "A\n" is
+no " A "), github.com/EvolvingLMMs-Lab/lmms-eval @ 75571cfe:
 
 1. The reply loses the characters , . ! ? ; : ' at both ends and is framed by spaces.
 2. Candidates, the first rule that finds any deciding: every letter written "(X)"; else every letter
@@ -20,7 +22,7 @@ from typing import Optional
 
 from lalmeval.postprocess.extraction import EXTRACTORS
 
-GUESSING = frozenset({"mmmu", "mmmu_letters"})  # extractions whose unread replies the peer scores as a random letter
+GUESSING = frozenset({"mmmu", "mmmu_letters", "mmau"})  # extractions whose unread replies the peer scores as a random letter
 _ENDS = ",.!?;:'"
 
 
@@ -77,3 +79,9 @@ def mmmu(reply: str, options: list[str], labels: list[str], pattern: Optional[st
 def mmmu_letters(reply: str, options: list[str], labels: list[str], pattern: Optional[str] = None) -> Optional[int]:
     """lmms-eval's muchomusic parser: brackets and letters only; None where it would guess."""
     return _parse((reply or "").strip(), options, [x.upper() for x in labels], with_text=False)
+
+
+@EXTRACTORS.register("mmau")
+def mmau(reply: str, options: list[str], labels: list[str], pattern: Optional[str] = None) -> Optional[int]:
+    """lmms-eval's mmau parser: muchomusic's rules on the unstripped reply; None where it would guess."""
+    return _parse(reply or "", options, [x.upper() for x in labels], with_text=False)
