@@ -211,3 +211,32 @@ def test_vocalsound_reads_the_class_lmms_evals_own_code_credits(case):
 
     chosen = extract_choice("vocalsound", case["reply"], VOCALSOUND["options"])
     assert (None if chosen is None else VOCALSOUND["options"][chosen]) == case["peer"]
+
+
+EXACT = json.loads((HERE / "fixtures" / "peer_scores" / "exact_match.json").read_text(encoding="utf-8"))
+
+
+def test_clotho_aqa_exact_match_credits_what_lmms_evals_own_exact_match_credits_and_prints_lalmevals_reading_beside(tmp_path):
+    from lalmeval.metrics.accuracy import Accuracy
+
+    for protocol in ("lmms", "lmms_v0.3"):
+        ds = dataset(tmp_path / protocol, language="en", protocol=protocol, answer_extraction="exact_match", metrics=["accuracy"])
+        metric = Accuracy(ds, GeneralPostprocessor())
+        items = [metric.score_record(Record(id=str(i), prompt="", system=None, params={}, reference=c["reference"],
+                                            prediction=GeneralPostprocessor().process(c["reply"])))
+                 for i, c in enumerate(EXACT["cases"])]
+        assert [x["score"] for x in items] == [c["peer"] for c in EXACT["cases"]]
+        value, details = metric.aggregate(items)
+        assert value == pytest.approx(100 * sum(c["peer"] for c in EXACT["cases"]) / len(EXACT["cases"]))
+        own = details["lalmeval"]
+        assert own["score"] == pytest.approx(100 * sum(x["own_score"] for x in items) / len(items))
+        assert own["score"] != value and own["differs_by"].startswith("answer matching")
+        guillemets = next(x for x, c in zip(items, EXACT["cases"]) if c["reply"] == "«Yes»")
+        assert (guillemets["score"], guillemets["own_score"]) == (0.0, 1.0)  # not ASCII punctuation to lmms-eval
+
+
+def test_exact_match_on_a_multiple_choice_dataset_is_refused_with_the_fix(tmp_path):
+    from lalmeval.errors import UserError
+
+    with pytest.raises(UserError, match="answer_extraction exact_match compares a free answer .* use a multiple-choice extraction"):
+        dataset(tmp_path, language="en", answer_extraction="exact_match", choices_column="choices", target_column="answer", metrics=["accuracy"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import string
 from collections import Counter
 from typing import Any, Optional
 
@@ -91,6 +92,16 @@ class Accuracy(PercentCorrect):
             return self._choice(record, options)
         if (empty := empty_reference(record.reference)) is not None:
             return unscored(empty)
+        if self.dataset.spec.answer_extraction == "exact_match":
+            own = self._free(record)
+            if own["score"] is None:
+                return own
+            return {**own, "score": 1.0 if _exact_text(record.prediction or "") == _exact_text(record.reference or "", strip=False) else 0.0,
+                    "own_score": own["score"]}
+        return self._free(record)
+
+    def _free(self, record: Record) -> SampleScore:
+        """A free answer against a plain reference, read by lalmeval's rules (labels, numbers, label sets)."""
         reference = record.reference.strip()
         letters = len(reference.strip("()., ")) == 1 and option_letter(reference) is not None
         ref = self.postprocessor.label(reference, letters)
@@ -211,6 +222,11 @@ class Accuracy(PercentCorrect):
         value = 100.0 * sum(scored) / len(scored) if scored else None
         if self.dataset.spec.answer_extraction in GUESSING:
             details.update(self._guess_details([x for x in items if x["score"] is not None], value))
+        if self.dataset.spec.answer_extraction == "exact_match":
+            own = [x["own_score"] for x in items if x.get("own_score") is not None]
+            step = ("answer matching: lmms-eval's exact_match (the whole reply equal to the reference, case and ASCII "
+                    "punctuation ignored); lalmeval reads the answer the reply states")
+            details["lalmeval"] = side_by_side("lmms-eval", value, 100.0 * sum(own) / len(own) if own else None, step)
         return value, details
 
     def _guess_details(self, kept: list[SampleScore], value: Optional[float]) -> dict[str, Any]:
@@ -247,6 +263,15 @@ def _states_letter(reply: str, options: list[str]) -> bool:
     """Whether the reply names an option by its letter or its position (not only by its text)."""
     found = mentions(focus(reply), options, labels(len(options)))
     return any(m.kind != "text" and not m.negated for m in found)
+
+
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
+def _exact_text(text: str, strip: bool = True) -> str:
+    """A text as lmms-eval's exact_match compares it (ignore_case, ignore_punctuation): lower case, ASCII punctuation
+    deleted; its run strips the reply (not the reference) first."""
+    return (text.strip() if strip else text).lower().translate(_PUNCTUATION)
 
 
 def _label_verdict(reading: LabelReading, gold: str) -> SampleScore:
