@@ -166,11 +166,11 @@ MC_TASK_CASES = [(c, reply, peer) for c in MC_TASKS["cases"] for reply, peer in 
 
 
 @pytest.mark.parametrize("case,reply,peer", MC_TASK_CASES, ids=[f"{c['task']}-{i}" for i, (c, _, _) in enumerate(MC_TASK_CASES)])
-def test_air_bench_mmau_and_mmsu_credit_the_option_lmms_evals_own_task_code_credits(case, reply, peer):
+def test_multiple_choice_tasks_credit_the_option_lmms_evals_own_task_code_credits(case, reply, peer):
     from lalmeval.postprocess.extraction import extract_choice
 
     chosen = extract_choice(case["answer_extraction"], reply, case["options"], ["A", "B", "C", "D"])
-    assert (None if chosen is None else "ABCD"[chosen]) == (None if peer == "guess" else peer)
+    assert (None if chosen is None else "ABCD"[chosen]) == (None if peer in ("guess", "none") else peer)
 
 
 def test_accuracy_under_a_guessing_parser_counts_each_guess_at_its_expected_value_and_says_so(tmp_path):
