@@ -193,3 +193,24 @@ def test_air_bench_judge_shows_the_dataset_question_without_the_prompt_templates
     assert question_of("What is it?Give a detail answer to the question in English.", "{instruction}Give a detail answer to the question in English.") == "What is it?"
     assert question_of("Q: What is it?", "Q: {instruction}") == "What is it?"
     assert question_of("What is it? {x}", "{instruction} {x}") == "What is it? {x}"  # a frame with fields stays
+
+
+AU_GSM8K = json.loads((Path(__file__).parent / "fixtures" / "peer_scores" / "au_gsm8k.json").read_text(encoding="utf-8"))
+
+
+def test_gsm8k_exact_match_credits_and_prints_what_au_harnesss_own_metric_does(tmp_path):
+    from lalmeval.catalog.runspecs import Catalog
+    from lalmeval.metrics.gsm8k import Gsm8kExactMatch
+    from lalmeval.postprocess.general import GeneralPostprocessor
+    from lalmeval.results.records import Record
+
+    folder = tmp_path / "runspecs" / "r"
+    folder.mkdir(parents=True)
+    (folder / "g.json").write_text(json.dumps({"g": {"hf_repo": "x.jsonl", "language": "en", "protocol": "au_harness", "metrics": ["gsm8k_exact_match"]}}))
+    metric = Gsm8kExactMatch(Catalog.load([tmp_path / "runspecs"]).datasets["g"], GeneralPostprocessor())
+    cases = AU_GSM8K["cases"]
+    items = [metric.score_record(Record(id=str(i), prompt="", system=None, params={}, reference=c["reference"], prediction=c["reply"]))
+             for i, c in enumerate(cases)]
+    assert [(x["score"], x["extracted"], x["expected"]) for x in items] == [(float(c["peer"]), c["extracted"], c["expected"]) for c in cases]
+    value, _ = metric.aggregate(items)
+    assert round(value, 2) == AU_GSM8K["printed"]
