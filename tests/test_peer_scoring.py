@@ -238,5 +238,20 @@ def test_clotho_aqa_exact_match_credits_what_lmms_evals_own_exact_match_credits_
 def test_exact_match_on_a_multiple_choice_dataset_is_refused_with_the_fix(tmp_path):
     from lalmeval.errors import UserError
 
-    with pytest.raises(UserError, match="answer_extraction exact_match compares a free answer .* use a multiple-choice extraction"):
+    with pytest.raises(UserError, match="answer_extraction exact_match reads a free answer, and this dataset is multiple choice: use a multiple-choice extraction"):
         dataset(tmp_path, language="en", answer_extraction="exact_match", choices_column="choices", target_column="answer", metrics=["accuracy"])
+
+
+REFUSAL = json.loads((HERE / "fixtures" / "peer_scores" / "voicebench_refusal.json").read_text(encoding="utf-8"))
+
+
+def test_voicebench_advbench_counts_the_refusals_lmms_evals_own_code_counts_without_a_reference(tmp_path):
+    from lalmeval.metrics.accuracy import Accuracy
+
+    ds = dataset(tmp_path, language="en", protocol="lmms", answer_extraction="refusal", metrics=["accuracy"])
+    metric = Accuracy(ds, GeneralPostprocessor())
+    items = [metric.score_record(Record(id=str(i), prompt="", system=None, params={}, reference=None, prediction=reply))
+             for i, reply in enumerate(REFUSAL["replies"])]
+    assert [100.0 * x["score"] for x in items] == REFUSAL["peer"]
+    value, details = metric.aggregate(items)
+    assert value == pytest.approx(REFUSAL["printed"]) and details["scored"] == len(REFUSAL["replies"])
