@@ -255,3 +255,16 @@ def test_voicebench_advbench_counts_the_refusals_lmms_evals_own_code_counts_with
     assert [100.0 * x["score"] for x in items] == REFUSAL["peer"]
     value, details = metric.aggregate(items)
     assert value == pytest.approx(REFUSAL["printed"]) and details["scored"] == len(REFUSAL["replies"])
+
+
+VGGSOUND = json.loads((HERE / "fixtures" / "peer_scores" / "vggsound.json").read_text(encoding="utf-8"))
+
+
+def test_vggsound_credits_the_labels_lmms_evals_own_code_credits(tmp_path):
+    from lalmeval.metrics.accuracy import Accuracy
+
+    ds = dataset(tmp_path, language="en", protocol="lmms", answer_extraction="whole_label", metrics=["accuracy"])
+    metric = Accuracy(ds, GeneralPostprocessor())
+    for case in VGGSOUND["cases"]:
+        item = metric.score_record(Record(id="1", prompt="", system=None, params={}, reference=case["reference"], prediction=case["reply"]))
+        assert item["score"] == (None if not case["reference"].strip() else case["peer"]), case  # no reference: unscored here, 0 there
