@@ -214,3 +214,30 @@ def test_gsm8k_exact_match_credits_and_prints_what_au_harnesss_own_metric_does(t
     assert [(x["score"], x["extracted"], x["expected"]) for x in items] == [(float(c["peer"]), c["extracted"], c["expected"]) for c in cases]
     value, _ = metric.aggregate(items)
     assert round(value, 2) == AU_GSM8K["printed"]
+
+
+AU_IFEVAL = json.loads((Path(__file__).parent / "fixtures" / "peer_scores" / "au_ifeval.json").read_text(encoding="utf-8"))
+
+
+def test_instruction_following_follows_and_prints_what_au_harnesss_own_ifeval_code_does(tmp_path):
+    from lalmeval.catalog.runspecs import Catalog
+    from lalmeval.metrics.instruction_following import InstructionFollowing
+    from lalmeval.postprocess.general import GeneralPostprocessor
+    from lalmeval.results.records import Record
+
+    folder = tmp_path / "runspecs" / "r"
+    folder.mkdir(parents=True)
+    (folder / "i.json").write_text(json.dumps({"i": {"hf_repo": "x.jsonl", "language": "en", "protocol": "au_harness",
+                                                     "target_column": ["instruction_id_list", "kwargs"], "metrics": ["instruction_following"]}}))
+    metric = InstructionFollowing(Catalog.load([tmp_path / "runspecs"]).datasets["i"], GeneralPostprocessor())
+    cases = AU_IFEVAL["cases"]
+    items = [metric.score_record(Record(id=str(i), prompt="", system=None, params={}, prediction=c["reply"],
+                                        reference=json.dumps({"instruction_id_list": c["instruction_id_list"], "kwargs": c["kwargs"]})))
+             for i, c in enumerate(cases)]
+    assert [(x["strict"], x["loose"]) for x in items] == [(c["strict"], c["loose"]) for c in cases]
+    value, details = metric.aggregate(items)
+    printed = AU_IFEVAL["printed"]
+    assert value == pytest.approx(printed["final"], abs=0.01)  # AU-Harness rounds the four to 2 decimals before their mean
+    for ours, theirs in (("strict_prompt", "strict-prompt"), ("strict_instruction", "strict-instruction"), ("loose_prompt", "loose-prompt"),
+                         ("loose_instruction", "loose-instruction")):
+        assert details[ours] == pytest.approx(printed[theirs], abs=0.005)
