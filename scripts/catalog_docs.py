@@ -57,6 +57,11 @@ def _scoring_section(rows: dict, scored: dict, header: list[str], summarize: Any
              "tests/test_peer_scoring.py). An entry without such a check is not counted.", "",
              "| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in summarize(rows, scored)]
+    reproduced = sum(len(found) for found in scored.values())
+    checked = sum(ok for found in scored.values() for _, ok, _ in found)
+    if reproduced:  # the share a sample of entries that claim a peer (reproduced by declaration) would see
+        lines += ["", f"Of the {reproduced} entries that reproduce a peer's declaration, {checked} "
+                      f"({100.0 * checked / reproduced:.1f} %) print what that peer prints for the same replies."]
     why = Counter(f"{PEER_NAMES[peer]}: {detail.split(':')[0]}" for peer, found in scored.items() for _, ok, detail in found if not ok)
     lines += ["", "Reproduced by declaration, scoring not yet checked against the peer's code (entries, by the metric that lacks a check):", ""]
     lines += [f"- {reason} ({count})" for reason, count in sorted(why.items(), key=lambda kv: (-kv[1], kv[0]))]

@@ -1,6 +1,7 @@
 """BFCL function calling: the prompt with the row's functions, and bfcl_match_score as AU-Harness computes it."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -68,3 +69,23 @@ def test_the_shipped_bfcl_text_entry_sends_the_functions_and_the_question_and_sc
     prompt = next(t for t in seen if "2 by 2" in t)
     assert "Here is a list of functions in JSON format that you can invoke.\n[\n    {\n        \"name\": \"math_area\"" in prompt
     assert prompt.rstrip().endswith("What is the area of a 2 by 2 square?")
+
+
+AU_BFCL = json.loads((Path(__file__).parent / "fixtures" / "peer_scores" / "au_bfcl.json").read_text(encoding="utf-8"))
+
+
+def test_bfcl_match_score_credits_and_prints_what_au_harnesss_own_bfcl_code_does(tmp_path):
+    from lalmeval.metrics.bfcl import BfclMatchScore
+    from lalmeval.postprocess.general import GeneralPostprocessor
+    from lalmeval.results.records import Record
+
+    folder = tmp_path / "runspecs" / "r"
+    folder.mkdir(parents=True)
+    (folder / "b.json").write_text(json.dumps({"b": {"hf_repo": "x.jsonl", "language": "en", "protocol": "au_harness",
+                                                     "target_column": ["reference", "tools"], "metrics": ["bfcl_match_score"]}}))
+    metric = BfclMatchScore(Catalog.load([tmp_path / "runspecs"]).datasets["b"], GeneralPostprocessor())
+    items = [metric.score_record(Record(id=str(i), prompt="", system=None, params={}, reference=reference(c["truth"], c["tools"]), prediction=c["reply"]))
+             for i, c in enumerate(AU_BFCL["cases"])]
+    assert [x["score"] for x in items] == [c["peer"] for c in AU_BFCL["cases"]]
+    value, _ = metric.aggregate(items)
+    assert round(value, 2) == AU_BFCL["printed"]

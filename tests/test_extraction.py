@@ -136,7 +136,7 @@ def test_first_letter_takes_the_first_standalone_capital_option_letter(reply, ex
 
 
 def test_the_strategies_are_registered_by_name():
-    assert EXTRACTORS.names() == ["box", "default", "first_letter", "mmmu", "mmmu_letters", "regex", "vocalsound"]
+    assert EXTRACTORS.names() == ["box", "default", "first_letter", "listening_mcq", "mmmu", "mmmu_letters", "regex", "vocalsound"]
 
 
 def test_extract_choice_runs_a_strategy_with_default_labels():

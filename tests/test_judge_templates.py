@@ -559,3 +559,67 @@ def test_lmms_judge_templates_read_what_lmms_evals_own_code_reads_and_fail_where
     verdict = template.verdict
     on_scale = case["read"] and rating == int(rating) and verdict.binary or (case["read"] and rating == int(rating) and verdict.low <= rating <= verdict.high)
     assert reading.value == (int(rating) if on_scale else None)  # never a number the peer's reading did not find
+
+
+KIMI_JUDGES = json.loads((Path(__file__).parent / "fixtures" / "peer_scores" / "kimi_judges.json").read_text(encoding="utf-8"))["cases"]
+
+
+@pytest.mark.parametrize("case", KIMI_JUDGES, ids=[c["template"] for c in KIMI_JUDGES])
+def test_kimi_templates_print_what_kimis_own_code_prints_for_the_same_judge_replies(ws, case):
+    extra = {"target_column": None} if case["template"] == "kimi_open_qa" else {}
+    questions(ws, count=len(case["replies"]), judge_template=case["template"], protocol="kimi", **extra)
+    with ScriptedEndpoint(answer_by_number) as m, ScriptedEndpoint(by_question(case["replies"])) as j:
+        code = run(ws, m, j, case["metric"])
+        assert {r.body["temperature"] for r in j.requests} == {case["temperature"]}
+    assert code == (3 if None in case["peer"] else 0)  # replies Kimi leaves out are judge failures, retryable here
+    score = final(ws)
+    assert score["score"] == pytest.approx(case["printed"], abs=0.005)  # Kimi leaves its invalid replies out
+    assert score["details"]["num_judge_failed"] == sum(p is None for p in case["peer"])
+    got = sample_scores(ws, case["metric"])
+    assert [got[f"q{i}"].get("rating") for i in range(len(case["replies"]))] == case["peer"]
+
+
+def test_kimi_open_qa_keeps_lalmevals_reading_beside_kimis_and_reads_its_own_way_elsewhere():
+    template = resolve("kimi_open_qa", "llm_judge_detailed", Path("."), {}, "")
+    assert read_verdict("Score: 4", template.verdict_under("kimi")).value is None  # Kimi: invalid, left out
+    assert read_verdict("Score: 4", template.verdict_under("lalmeval")).value == 4
+    assert read_verdict("[[2]] off-topic. On reflection [[3]]", template.verdict_under("kimi")).value == 2
+    assert read_verdict("7", template.verdict_under("kimi")).problem.startswith("rating outside the scale")
+
+
+AU_JUDGES = {c["template"]: c for c in json.loads((Path(__file__).parent / "fixtures" / "peer_scores" / "au_judges.json").read_text(encoding="utf-8"))["cases"]}
+
+
+@pytest.mark.parametrize("name", sorted(AU_JUDGES))
+def test_au_harness_judge_templates_read_each_reply_as_au_harnesss_own_code_reads_it_under_its_protocol(name):
+    case = AU_JUDGES[name]
+    template = resolve(name, case["metric"], Path("."), {}, "")
+    readings = [read_verdict(reply, template.verdict_under("au_harness")) for reply in case["replies"]]
+    low, high = (0, 1) if template.binary else (template.verdict.low, template.verdict.high)
+    on_scale = [p if p is not None and low <= p <= high else None for p in case["peer"]]  # AU-Harness's 0 for "no number", its 11
+    assert [r.value for r in readings] == [None if p is None else (int(p) if p == int(p) else p) for p in on_scale]
+    assert template.generation["temperature"] == case["temperature"]
+    assert template.verdict_under("lalmeval").read == "statement"  # lalmeval's own grammar elsewhere, and beside the peer's
+
+
+@pytest.mark.parametrize("name", ["au_harness_redteaming", "au_harness_big_bench_audio"])
+def test_au_harness_binary_judges_print_what_au_harness_prints_for_the_same_replies(ws, name):
+    case = AU_JUDGES[name]
+    replies = case["replies"] if name.endswith("big_bench_audio") else [r for r, p in zip(case["replies"], case["peer"]) if p is not None]
+    questions(ws, count=len(replies), judge_template=name, protocol="au_harness")
+    with ScriptedEndpoint(answer_by_number) as m, ScriptedEndpoint(lambda s, n: replies[int(re.search(r"(\d+)\D*$", s.text).group(1))]) as j:
+        code = run(ws, m, j, case["metric"], judge_extra={"judge_temperature": 0.0})
+        assert {r.body["temperature"] for r in j.requests} == {case["temperature"]}  # AU-Harness's, over the config's
+    assert code == (3 if len(replies) > sum(p is not None for p in case["peer"]) else 0)
+    score = final(ws)
+    assert score["score"] == pytest.approx(case["printed"], abs=0.005) and "lalmeval" in score["details"]
+
+
+def test_au_harness_mt_bench_prints_what_au_harness_prints_for_the_same_turn_ratings():
+    case = AU_JUDGES["au_harness_mt_bench"]
+    template = resolve("au_harness_mt_bench", "llm_judge_detailed", Path("."), {}, "")
+    ratings = [r.value for r in (read_verdict(reply, template.verdict_under("au_harness")) for reply in case["replies"]) if r.value is not None]
+    dialogues = [ratings[i:i + 3] for i in range(0, len(ratings), 3)]
+    assert len(dialogues) == case["dialogues"]
+    printed = sum(template.printed(sum(d) / len(d)) for d in dialogues) / len(dialogues)  # as LLMJudge scores a dialogue's turns
+    assert printed == pytest.approx(case["printed"], abs=0.01)

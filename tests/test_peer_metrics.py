@@ -3,6 +3,7 @@ COMET's refusal without its extra, prompt_template, and a reference made of seve
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -152,3 +153,91 @@ def test_air_bench_judge_counts_an_unparseable_judgment_as_a_failure_never_as_ze
         result = run(ws.plan(), ws.root / "runs", "t", quiet=True)
     score = result.scores[0]
     assert score.score == pytest.approx(6.0) and score.details["num_judge_failed"] == 1 and score.details["judged"] == 1
+
+
+AIR_CHAT = json.loads((Path(__file__).parent / "fixtures" / "peer_scores" / "air_bench_chat.json").read_text(encoding="utf-8"))
+
+
+def test_air_bench_chat_under_lmms_prints_what_lmms_evals_own_code_prints_for_the_same_judgments(ws):
+    doc, pairs = AIR_CHAT["doc"], AIR_CHAT["pairs"]
+    rows = ws.copy_demo_audio(demo_rows(len(pairs)))
+    for i, row in enumerate(rows):  # sample 0 is the peer's doc; the others tell the judge double which pair to give
+        row.update(question=doc["question"] + (f" (clip {i})" if i else ""), meta_info=doc["meta_info"], answer_gt=doc["answer_gt"])
+    ws.runspec("audio", "air", {"chat": {"hf_repo": ws.jsonl(rows), "id_column": "id", "additional_instruction_column": "question",
+                                         "transcript_column": "meta_info", "target_column": "answer_gt", "protocol": "lmms",
+                                         "prompt_template": "{instruction}Give a detail answer to the question in English.",
+                                         "metrics": ["llm_judge_air_bench"]}})
+    seen = []
+
+    def judge(request, n):
+        seen.append(request)
+        clip = re.search(r"\(clip (\d+)\)\n", request.text)
+        pair = pairs[int(clip.group(1)) if clip else 0]
+        return pair[0] if f"Assistant 1s Answer]\n{doc['answer_gt']}\n" in request.text else pair[1]
+
+    with ScriptedEndpoint(lambda s, n: AIR_CHAT["reply"]) as model_ep, ScriptedEndpoint(judge) as judge_ep:
+        ws.config([model(model_ep.url)], [["chat", "llm_judge_air_bench"]],
+                  judge_properties={"judge_model": "j", "judge_api_endpoint": judge_ep.url, "judge_retry_attempts": 0, "judge_temperature": 0.7})
+        result = run(ws.plan(), ws.root / "runs", "t", quiet=True)
+    assert sorted(s.text for s in seen if "(clip" not in s.text) == sorted(AIR_CHAT["prompts"])  # lmms-eval's two prompts, byte for byte
+    assert {(s.body["temperature"], s.body["max_tokens"]) for s in seen} == {(0.0, AIR_CHAT["max_tokens"])}
+    score = result.scores[0]
+    assert score.score == pytest.approx(AIR_CHAT["printed"], abs=0.005)
+    assert score.details["num_judge_failed"] == sum(p is None for p in AIR_CHAT["peer"])
+    assert score.details["lalmeval"]["differs_by"].startswith("judgment reading")  # "8 6" then "7": lalmeval wants both
+
+
+def test_air_bench_judge_shows_the_dataset_question_without_the_prompt_templates_frame():
+    from lalmeval.metrics.air_bench import question_of
+
+    assert question_of("What is it?Give a detail answer to the question in English.", "{instruction}Give a detail answer to the question in English.") == "What is it?"
+    assert question_of("Q: What is it?", "Q: {instruction}") == "What is it?"
+    assert question_of("What is it? {x}", "{instruction} {x}") == "What is it? {x}"  # a frame with fields stays
+
+
+AU_GSM8K = json.loads((Path(__file__).parent / "fixtures" / "peer_scores" / "au_gsm8k.json").read_text(encoding="utf-8"))
+
+
+def test_gsm8k_exact_match_credits_and_prints_what_au_harnesss_own_metric_does(tmp_path):
+    from lalmeval.catalog.runspecs import Catalog
+    from lalmeval.metrics.gsm8k import Gsm8kExactMatch
+    from lalmeval.postprocess.general import GeneralPostprocessor
+    from lalmeval.results.records import Record
+
+    folder = tmp_path / "runspecs" / "r"
+    folder.mkdir(parents=True)
+    (folder / "g.json").write_text(json.dumps({"g": {"hf_repo": "x.jsonl", "language": "en", "protocol": "au_harness", "metrics": ["gsm8k_exact_match"]}}))
+    metric = Gsm8kExactMatch(Catalog.load([tmp_path / "runspecs"]).datasets["g"], GeneralPostprocessor())
+    cases = AU_GSM8K["cases"]
+    items = [metric.score_record(Record(id=str(i), prompt="", system=None, params={}, reference=c["reference"], prediction=c["reply"]))
+             for i, c in enumerate(cases)]
+    assert [(x["score"], x["extracted"], x["expected"]) for x in items] == [(float(c["peer"]), c["extracted"], c["expected"]) for c in cases]
+    value, _ = metric.aggregate(items)
+    assert round(value, 2) == AU_GSM8K["printed"]
+
+
+AU_IFEVAL = json.loads((Path(__file__).parent / "fixtures" / "peer_scores" / "au_ifeval.json").read_text(encoding="utf-8"))
+
+
+def test_instruction_following_follows_and_prints_what_au_harnesss_own_ifeval_code_does(tmp_path):
+    from lalmeval.catalog.runspecs import Catalog
+    from lalmeval.metrics.instruction_following import InstructionFollowing
+    from lalmeval.postprocess.general import GeneralPostprocessor
+    from lalmeval.results.records import Record
+
+    folder = tmp_path / "runspecs" / "r"
+    folder.mkdir(parents=True)
+    (folder / "i.json").write_text(json.dumps({"i": {"hf_repo": "x.jsonl", "language": "en", "protocol": "au_harness",
+                                                     "target_column": ["instruction_id_list", "kwargs"], "metrics": ["instruction_following"]}}))
+    metric = InstructionFollowing(Catalog.load([tmp_path / "runspecs"]).datasets["i"], GeneralPostprocessor())
+    cases = AU_IFEVAL["cases"]
+    items = [metric.score_record(Record(id=str(i), prompt="", system=None, params={}, prediction=c["reply"],
+                                        reference=json.dumps({"instruction_id_list": c["instruction_id_list"], "kwargs": c["kwargs"]})))
+             for i, c in enumerate(cases)]
+    assert [(x["strict"], x["loose"]) for x in items] == [(c["strict"], c["loose"]) for c in cases]
+    value, details = metric.aggregate(items)
+    printed = AU_IFEVAL["printed"]
+    assert value == pytest.approx(printed["final"], abs=0.01)  # AU-Harness rounds the four to 2 decimals before their mean
+    for ours, theirs in (("strict_prompt", "strict-prompt"), ("strict_instruction", "strict-instruction"), ("loose_prompt", "loose-prompt"),
+                         ("loose_instruction", "loose-instruction")):
+        assert details[ours] == pytest.approx(printed[theirs], abs=0.005)

@@ -140,7 +140,11 @@ def test_scoring_parity_counts_an_entry_only_when_each_of_its_metrics_is_checked
     peer_judge = dataset(tmp_path / "d", language="en", protocol="au_harness", judge_template="au_harness_binary_json", metrics=["llm_judge_binary"])
     assert scoring_verdict(peer_judge, checks) is None
     judged_elsewhere = dataset(tmp_path / "e", language="en", protocol="kimi", metrics=["llm_judge_detailed"])
-    assert scoring_verdict(judged_elsewhere, checks) == "llm_judge_detailed under kimi: no check against the peer's code"
+    assert scoring_verdict(judged_elsewhere, checks) == "llm_judge_detailed with judge template None: no check against the peer's code"
+    kimi_judge = dataset(tmp_path / "f", language="en", protocol="kimi", judge_template="kimi_open_qa", metrics=["llm_judge_detailed"])
+    assert scoring_verdict(kimi_judge, checks) is None
+    unchecked = dataset(tmp_path / "g", language="en", protocol="au_harness", metrics=["bertscore"])
+    assert scoring_verdict(unchecked, checks) == "bertscore under au_harness: no check against the peer's code"
     other_rules = dataset(tmp_path / "c", language="en", protocol="lmms", normalizer="basic", metrics=["word_error_rate"])
     assert "normalizer basic" in scoring_verdict(other_rules, checks)
 
@@ -155,6 +159,18 @@ def test_a_peers_multiple_choice_parser_picks_what_lmms_evals_own_code_picks(par
 
     chosen = extract_choice(parser, case["reply"], MC["options"], ["A", "B", "C", "D"])
     assert (None if chosen is None else "ABCD"[chosen]) == (None if case["peer"] == "guess" else case["peer"])
+
+
+MC_TASKS = json.loads((HERE / "fixtures" / "peer_scores" / "mc_tasks.json").read_text(encoding="utf-8"))
+MC_TASK_CASES = [(c, reply, peer) for c in MC_TASKS["cases"] for reply, peer in zip(c["replies"], c["peer"])]
+
+
+@pytest.mark.parametrize("case,reply,peer", MC_TASK_CASES, ids=[f"{c['task']}-{i}" for i, (c, _, _) in enumerate(MC_TASK_CASES)])
+def test_multiple_choice_tasks_credit_the_option_lmms_evals_own_task_code_credits(case, reply, peer):
+    from lalmeval.postprocess.extraction import extract_choice
+
+    chosen = extract_choice(case["answer_extraction"], reply, case["options"], ["A", "B", "C", "D"])
+    assert (None if chosen is None else "ABCD"[chosen]) == (None if peer in ("guess", "none") else peer)
 
 
 def test_accuracy_under_a_guessing_parser_counts_each_guess_at_its_expected_value_and_says_so(tmp_path):
@@ -195,3 +211,60 @@ def test_vocalsound_reads_the_class_lmms_evals_own_code_credits(case):
 
     chosen = extract_choice("vocalsound", case["reply"], VOCALSOUND["options"])
     assert (None if chosen is None else VOCALSOUND["options"][chosen]) == case["peer"]
+
+
+EXACT = json.loads((HERE / "fixtures" / "peer_scores" / "exact_match.json").read_text(encoding="utf-8"))
+
+
+def test_clotho_aqa_exact_match_credits_what_lmms_evals_own_exact_match_credits_and_prints_lalmevals_reading_beside(tmp_path):
+    from lalmeval.metrics.accuracy import Accuracy
+
+    for protocol in ("lmms", "lmms_v0.3"):
+        ds = dataset(tmp_path / protocol, language="en", protocol=protocol, answer_extraction="exact_match", metrics=["accuracy"])
+        metric = Accuracy(ds, GeneralPostprocessor())
+        items = [metric.score_record(Record(id=str(i), prompt="", system=None, params={}, reference=c["reference"],
+                                            prediction=GeneralPostprocessor().process(c["reply"])))
+                 for i, c in enumerate(EXACT["cases"])]
+        assert [x["score"] for x in items] == [c["peer"] for c in EXACT["cases"]]
+        value, details = metric.aggregate(items)
+        assert value == pytest.approx(100 * sum(c["peer"] for c in EXACT["cases"]) / len(EXACT["cases"]))
+        own = details["lalmeval"]
+        assert own["score"] == pytest.approx(100 * sum(x["own_score"] for x in items) / len(items))
+        assert own["score"] != value and own["differs_by"].startswith("answer matching")
+        guillemets = next(x for x, c in zip(items, EXACT["cases"]) if c["reply"] == "«Yes»")
+        assert (guillemets["score"], guillemets["own_score"]) == (0.0, 1.0)  # not ASCII punctuation to lmms-eval
+
+
+def test_exact_match_on_a_multiple_choice_dataset_is_refused_with_the_fix(tmp_path):
+    from lalmeval.errors import UserError
+
+    with pytest.raises(UserError, match="answer_extraction exact_match reads a free answer, and this dataset is multiple choice: use a multiple-choice extraction"):
+        dataset(tmp_path, language="en", answer_extraction="exact_match", choices_column="choices", target_column="answer", metrics=["accuracy"])
+
+
+REFUSAL = json.loads((HERE / "fixtures" / "peer_scores" / "voicebench_refusal.json").read_text(encoding="utf-8"))
+
+
+def test_voicebench_advbench_counts_the_refusals_lmms_evals_own_code_counts_without_a_reference(tmp_path):
+    from lalmeval.metrics.accuracy import Accuracy
+
+    ds = dataset(tmp_path, language="en", protocol="lmms", answer_extraction="refusal", metrics=["accuracy"])
+    metric = Accuracy(ds, GeneralPostprocessor())
+    items = [metric.score_record(Record(id=str(i), prompt="", system=None, params={}, reference=None, prediction=reply))
+             for i, reply in enumerate(REFUSAL["replies"])]
+    assert [100.0 * x["score"] for x in items] == REFUSAL["peer"]
+    value, details = metric.aggregate(items)
+    assert value == pytest.approx(REFUSAL["printed"]) and details["scored"] == len(REFUSAL["replies"])
+
+
+VGGSOUND = json.loads((HERE / "fixtures" / "peer_scores" / "vggsound.json").read_text(encoding="utf-8"))
+
+
+def test_vggsound_credits_the_labels_lmms_evals_own_code_credits(tmp_path):
+    from lalmeval.metrics.accuracy import Accuracy
+
+    ds = dataset(tmp_path, language="en", protocol="lmms", answer_extraction="whole_label", metrics=["accuracy"])
+    metric = Accuracy(ds, GeneralPostprocessor())
+    for case in VGGSOUND["cases"]:
+        item = metric.score_record(Record(id="1", prompt="", system=None, params={}, reference=case["reference"], prediction=case["reply"]))
+        assert item["score"] == (None if not case["reference"].strip() else case["peer"]), case  # no reference: unscored here, 0 there

@@ -56,7 +56,7 @@ class DatasetSpec(NoBooleanNumbers):
     reproduces: Optional[str] = Field(None, description="The peer declaration this entry reproduces, '<peer>:<task>' (peers: au_harness, lmms, lmms_v0.3, kimi), or '<peer>:<task>/<subset>' for one subset the peer judges on its own; `lalmeval list` counts entries by peer and docs/catalog.md maps each to its source.")
     choices_column: Optional[Union[str, list[str]]] = Field(None, description="Multiple choice: one column holding each row's options (a list, or a string like '(A) x (B) y'), or a list of option columns (e.g. [\"A\", \"B\", \"C\", \"D\"]).")
     choices: Optional[list[str]] = Field(None, min_length=2, max_length=26, description="Multiple choice with the same options for every row (fixed-label classification).")
-    answer_extraction: Literal["default", "regex", "box", "first_letter", "llm", "mmmu", "mmmu_letters", "vocalsound"] = Field("default", description="How a multiple-choice reply becomes an option: default (explicit final answers, negations, CJK, option text), regex (answer_pattern), box, first_letter, llm (the judge maps replies default cannot read), or a peer's parser: mmmu / mmmu_letters (lmms-eval's mmar / muchomusic parser; a reply it cannot read counts 1/k, the expected value of the letter it guesses), vocalsound (lmms-eval's VocalSound reading).")
+    answer_extraction: Literal["default", "regex", "box", "first_letter", "llm", "mmmu", "mmmu_letters", "vocalsound", "listening_mcq", "exact_match", "whole_label", "refusal"] = Field("default", description="How a multiple-choice reply becomes an option: default (explicit final answers, negations, CJK, option text), regex (answer_pattern), box, first_letter, llm (the judge maps replies default cannot read), or a peer's parser: mmmu / mmmu_letters (lmms-eval's mmar / muchomusic parser; a reply it cannot read counts 1/k, the expected value of the letter it guesses), vocalsound (lmms-eval's VocalSound reading), listening_mcq (lmms-eval's cn_college_listen_mcq / dream_tts_mcq reading); for a free answer, exact_match (lmms-eval's exact_match: the whole reply, stripped, equal to the reference once case and ASCII punctuation are ignored), whole_label (lmms-eval's vggsound match: equal once case and spacing are ignored); with no reference, refusal (VoiceBench's refusal phrases: a declined harmful request is correct).")
     answer_pattern: Optional[str] = Field(None, description="answer_extraction regex: a pattern with one group holding the letter or the option text; the last match wins.")
     mc_template: Optional[str] = Field(None, description="Multiple choice: name of the template (prompts file section mc_templates) that shows the question and options.")
     image_column: Optional[Union[str, list[str]]] = Field(None, description="Column(s) holding images: a path (relative to the data file), an http(s) URL, a data URI, or an image struct {bytes, path}.")
@@ -313,9 +313,12 @@ def _check_fields_apply(spec: DatasetSpec, where: str) -> None:
         for field in ("mc_template", "shuffle_options"):
             if getattr(spec, field) is not None:
                 raise UserError(f"{where}: {field} applies to multiple choice, and this dataset has no options (set choices_column or choices)")
-        if spec.answer_extraction != "default":
+        if spec.answer_extraction not in ("default", "exact_match", "whole_label", "refusal"):
             raise UserError(f"{where}: answer_extraction reads a multiple-choice answer, and this dataset has no options "
                             "(set choices_column or choices); other replies are compared with the reference as a label")
+    elif spec.answer_extraction in ("exact_match", "whole_label", "refusal"):
+        raise UserError(f"{where}: answer_extraction {spec.answer_extraction} reads a free answer, and this dataset is "
+                        "multiple choice: use a multiple-choice extraction (default, mmmu, ...)")
     if spec.format != "callhome":
         for field in ("segment", "window_s"):
             if field in spec.model_fields_set:

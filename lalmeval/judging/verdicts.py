@@ -73,7 +73,7 @@ Verdict = Union[Scale, Labels]
 class Reading:
     """What a judgment says: a value on the verdict's scale, or the problem that prevents reading one."""
 
-    value: Optional[int] = None
+    value: Optional[Union[int, float]] = None  # a fraction only where a peer's reading keeps one (4.5)
     problem: Optional[str] = None
     note: Optional[str] = None  # how it was read when that needs saying: a revision that replaced an earlier rating
 
@@ -469,6 +469,21 @@ def _last_line(text: str, verdict: Labels) -> Reading:
     return Reading(problem=f"unparseable judgment: the last line holds no {verdict.describe()}: {_quote(line)}")
 
 
+def _json_or_whole_reply(text: str, verdict: Labels) -> Reading:
+    """The whole reply, or the string it is as JSON ('"CORRECT"'), in any case, is one of the words (AU-Harness's
+    big_bench_audio judge: json.loads of the stripped reply, kept as text when that fails, then strip().upper() ==
+    "CORRECT" / "INCORRECT"; anything else is a failure there too)."""
+    word = text.strip()
+    try:
+        decoded = json.loads(word)
+    except ValueError:
+        decoded = None
+    word = (decoded if isinstance(decoded, str) else word).strip().lower()
+    if word in verdict.values:
+        return Reading(value=verdict.values[word])
+    return Reading(problem=f"unparseable judgment: the reply is not just {verdict.describe()}: {_quote(text)}")
+
+
 _FIRST_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
@@ -534,12 +549,51 @@ def _first_number_in_halves(text: str, verdict: Scale) -> Reading:
     return _on_scale([_Statement(_LABELLED_TIER, 2 * float(match.group(0)), match.group(0))], verdict)
 
 
+_KIMI_RATING = re.compile(r"\[\[(\d+)\]\]")  # extract_rating's pattern
+
+
+def _number_or_double_brackets(text: str, verdict: Scale) -> Reading:
+    """The whole reply as one number, else the first "[[n]]" in it (Kimi-Audio-Evalkit's open-QA judge: float() of the
+    stripped reply, else extract_rating's first [[digits]]; a reply with neither is left out there as invalid, and is
+    a failure here). A fraction such as 4.5 counts as written, as float() reads it; a number off the scale (or nan)
+    is a failure here, where Kimi would add it."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        match = _KIMI_RATING.search(text)
+        if match is None:
+            return Reading(problem=f"unparseable judgment: neither a bare number nor \"[[n]]\" (this judge reads only those): {_quote(text)}")
+        value = float(match.group(1))
+    if not verdict.low <= value <= verdict.high:  # nan fails this too
+        return Reading(problem=f"rating outside the scale: {_quote(text)} (the scale is {verdict.describe()})")
+    return Reading(value=int(value) if value == int(value) else value)
+
+
+_MT_BENCH_RATING = re.compile(r"\[\[?\s*(\d+(?:\.\d+)?)\s*\]?\]")
+
+
+def _bracketed_or_first_number(text: str, verdict: Scale) -> Reading:
+    """The first "[[n]]" (or "[n]", "[[n]", "[n]]"), else the first number anywhere (AU-Harness's MT-Bench judge,
+    MtbenchLLMJudgeMetric._score_once, which scores a reply without any number 0; a failure here). A fraction counts
+    as written; a number off the scale is a failure here, where AU-Harness would add it."""
+    match = _MT_BENCH_RATING.search(text) or _FIRST_NUMBER.search(text)
+    if match is None:
+        return Reading(problem=f"unparseable judgment: no number in the reply (this judge reads \"[[n]]\", else the first number): {_quote(text)}")
+    value = float(match.group(match.lastindex or 0))
+    if not verdict.low <= value <= verdict.high:
+        return Reading(problem=f"rating outside the scale: {value:g} in {_quote(text)} (the scale is {verdict.describe()})")
+    return Reading(value=int(value) if value == int(value) else value)
+
+
 # How a verdict may be read (a template's `read:`), and the kind of verdict each reading reads
 # (None: both ratings and words).
 READINGS: dict[str, Callable[[str, Any], Reading]] = {
     STATEMENT: _by_statement, "whole_reply": _whole_reply, "last_line": _last_line, "first_number": _first_number,
     "first_number_in_halves": _first_number_in_halves, "json_object": _json_object, "first_digit": _first_digit,
-    "rating_at_end": _rating_at_end,
+    "rating_at_end": _rating_at_end, "number_or_double_brackets": _number_or_double_brackets,
+    "bracketed_or_first_number": _bracketed_or_first_number, "json_or_whole_reply": _json_or_whole_reply,
 }
 READS: dict[str, Optional[type]] = {STATEMENT: None, "whole_reply": Labels, "last_line": Labels, "first_number": Scale,
-                                    "first_number_in_halves": Scale, "json_object": Scale, "first_digit": Scale, "rating_at_end": Scale}
+                                    "first_number_in_halves": Scale, "json_object": Scale, "first_digit": Scale, "rating_at_end": Scale,
+                                    "number_or_double_brackets": Scale, "bracketed_or_first_number": Scale,
+                                    "json_or_whole_reply": Labels}

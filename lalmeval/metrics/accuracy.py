@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import re
+import string
 from collections import Counter
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from lalmeval.catalog.runspecs import Dataset
 from lalmeval.data.choices import LETTERS, format_options, labels
@@ -22,6 +23,7 @@ from lalmeval.metrics.base import METRICS, SampleScore, empty_reference, unscore
 from lalmeval.metrics.peer_text import side_by_side
 from lalmeval.metrics.percent import PercentCorrect
 from lalmeval.metrics.reading import judge_label, reading_details, reading_mode
+from lalmeval.metrics.refusal import refuses
 from lalmeval.postprocess.extraction import extract_choice, focus, mentions
 from lalmeval.postprocess.label_reading import (
     LabelReading,
@@ -89,8 +91,22 @@ class Accuracy(PercentCorrect):
         options = record.extra.get("options")
         if options:
             return self._choice(record, options)
+        if self.dataset.spec.answer_extraction == "refusal":  # a harmful request: declining it is right, no reference
+            refused = refuses(record.prediction or "")
+            return {"score": 1.0 if refused else 0.0, "refused": refused}
         if (empty := empty_reference(record.reference)) is not None:
             return unscored(empty)
+        peer_match = PEER_MATCHES.get(self.dataset.spec.answer_extraction)
+        if peer_match is not None:
+            own = self._free(record)
+            if own["score"] is None:
+                return own
+            same = peer_match[0](record.prediction or "", record.reference or "")
+            return {**own, "score": 1.0 if same else 0.0, "own_score": own["score"]}
+        return self._free(record)
+
+    def _free(self, record: Record) -> SampleScore:
+        """A free answer against a plain reference, read by lalmeval's rules (labels, numbers, label sets)."""
         reference = record.reference.strip()
         letters = len(reference.strip("()., ")) == 1 and option_letter(reference) is not None
         ref = self.postprocessor.label(reference, letters)
@@ -211,6 +227,10 @@ class Accuracy(PercentCorrect):
         value = 100.0 * sum(scored) / len(scored) if scored else None
         if self.dataset.spec.answer_extraction in GUESSING:
             details.update(self._guess_details([x for x in items if x["score"] is not None], value))
+        if self.dataset.spec.answer_extraction in PEER_MATCHES:
+            own = [x["own_score"] for x in items if x.get("own_score") is not None]
+            step = PEER_MATCHES[self.dataset.spec.answer_extraction][1]
+            details["lalmeval"] = side_by_side("lmms-eval", value, 100.0 * sum(own) / len(own) if own else None, step)
         return value, details
 
     def _guess_details(self, kept: list[SampleScore], value: Optional[float]) -> dict[str, Any]:
@@ -247,6 +267,35 @@ def _states_letter(reply: str, options: list[str]) -> bool:
     """Whether the reply names an option by its letter or its position (not only by its text)."""
     found = mentions(focus(reply), options, labels(len(options)))
     return any(m.kind != "text" and not m.negated for m in found)
+
+
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
+def _exact_text(text: str, strip: bool = True) -> str:
+    """A text as lmms-eval's exact_match compares it (ignore_case, ignore_punctuation): lower case, ASCII punctuation
+    deleted; its run strips the reply (not the reference) first."""
+    return (text.strip() if strip else text).lower().translate(_PUNCTUATION)
+
+
+def _exact_match(reply: str, reference: str) -> bool:
+    """lmms-eval's exact_match with ignore_case and ignore_punctuation (clotho_aqa)."""
+    return _exact_text(reply) == _exact_text(reference, strip=False)
+
+
+def _whole_label(reply: str, reference: str) -> bool:
+    """lmms-eval's vggsound match: both texts lower-cased with their whitespace runs made one space, equal, not empty."""
+    reply_label, reference_label = (" ".join(t.lower().split()) for t in (reply, reference))
+    return bool(reference_label) and reply_label == reference_label
+
+
+# A peer's rule for a free answer (answer_extraction), and the step that separates it from lalmeval's own reading.
+PEER_MATCHES: dict[str, tuple[Callable[[str, str], bool], str]] = {
+    "exact_match": (_exact_match, "answer matching: lmms-eval's exact_match (the whole reply equal to the reference, case and "
+                                  "ASCII punctuation ignored); lalmeval reads the answer the reply states"),
+    "whole_label": (_whole_label, "answer matching: lmms-eval's vggsound match (the whole reply equal to the label, case and "
+                                  "spacing ignored); lalmeval reads the answer the reply states"),
+}
 
 
 def _label_verdict(reading: LabelReading, gold: str) -> SampleScore:

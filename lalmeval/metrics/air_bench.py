@@ -5,7 +5,13 @@ the reference answer and the model's answer as "Assistant 1" and "Assistant 2", 
 It is asked twice, with the two answers in either order (against position bias); the sample's score
 is the mean of the model's two ratings, and the dataset's the mean over samples, on the 1-10 scale.
 lmms-eval counts a judgment it cannot parse as 0; here it is a judge failure, counted and left out
-(a failure is never a score). The question the judge sees is the text the model was sent.
+(a failure is never a score). The question the judge sees is the dataset's question: the text the model
+was sent without the runspec's prompt_template around it (lmms-eval shows doc["question"], not its
+post-prompt). The judge is asked as lmms-eval's get_eval asks: temperature 0, at most 1024 tokens.
+
+Under a peer protocol (lmms, lmms_v0.3) the second judgment is read as lmms-eval reads it, by its first
+number alone ("7" rates the model 7 there); lalmeval's own reading wants both ratings of each judgment,
+and its number is printed beside the peer's.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from lalmeval.inference.client import RequestFailed
 from lalmeval.inference.protocols import ReplyError
 from lalmeval.judging.judge import judge_failure
 from lalmeval.metrics.base import METRICS, MeanMetric, SampleScore
+from lalmeval.metrics.peer_text import peer_name, side_by_side
 from lalmeval.results.records import Record
 
 # The evaluation prompt of the AIR-Bench repository, as lmms-eval's air_bench/utils.py sends it.
@@ -38,6 +45,7 @@ PROMPT = (
     "The two scores are separated by a space. Please only output the 2 required number and no text."
 )
 _SCORE = re.compile(r"\b(?:[1-9]|10)\b")
+GENERATION = {"temperature": 0.0, "max_tokens": 1024}  # lmms-eval's get_eval payload
 
 
 def fill(description: str, question: str, first: str, second: str) -> str:
@@ -52,12 +60,38 @@ def ratings(judgment: str) -> Optional[tuple[float, float]]:
     return (float(found[0]), float(found[1])) if len(found) >= 2 else None
 
 
+def first_rating(judgment: str) -> Optional[float]:
+    """The first 1-10 number of a judgment (lmms-eval's reading of the judgment with the model as Assistant 1)."""
+    found = _SCORE.findall(judgment.strip().replace(".", ""))
+    return float(found[0]) if found else None
+
+
+def model_score(first: str, second: str, lenient: bool) -> Optional[float]:
+    """The mean of the model's two ratings: its rating as Assistant 2 in the first judgment, as Assistant 1 in the
+    second; lenient (the peer's reading) takes the second judgment's first number even when it holds no other."""
+    a = ratings(first)
+    b = first_rating(second) if lenient else (ratings(second) or (None,))[0]
+    return None if a is None or b is None else (a[1] + b) / 2.0
+
+
+def question_of(prompt: str, template: Optional[str]) -> str:
+    """The dataset's question: the prompt without what the runspec's prompt_template wrote around {instruction}."""
+    before, found, after = (template or "").partition("{instruction}")
+    if found and "{" not in before + after:  # only a fixed frame can be taken off again
+        if before and prompt.startswith(before):
+            prompt = prompt[len(before):]
+        if after and prompt.endswith(after):
+            prompt = prompt[: -len(after)]
+    return prompt.strip()
+
+
 @METRICS.register("llm_judge_air_bench")
 class AirBenchJudge(MeanMetric):
     """Mean of the model's two pairwise 1-10 ratings against the reference (AIR-Bench Chat)."""
 
     name = "llm_judge_air_bench"
     display_fields = frozenset({"judgments"})
+    reads_protocol = True  # a peer protocol reads the second judgment as lmms-eval does
 
     @classmethod
     def check(cls, config: Config) -> None:
@@ -79,21 +113,27 @@ class AirBenchJudge(MeanMetric):
         reference, answer = (record.reference or "").strip(), (record.prediction or "").strip()
         if not reference:
             return {"score": None, "judge_failed": "no reference answer to judge against"}
-        description, question = (record.transcript or "").strip(), record.prompt.strip()
+        description, question = (record.transcript or "").strip(), question_of(record.prompt, self.dataset.spec.prompt_template)
         try:
-            first, second = await asyncio.gather(self._ask(fill(description, question, reference, answer)),
-                                                  self._ask(fill(description, question, answer, reference)))
+            second_read = first_rating if self._peer else ratings
+            first, second = await asyncio.gather(self._ask(fill(description, question, reference, answer), ratings),
+                                                  self._ask(fill(description, question, answer, reference), second_read))
         except RequestFailed as exc:
             return {"score": None, "judge_failed": judge_failure(exc)}
         except ReplyError as exc:
             return {"score": None, "judge_failed": f"judge reply unusable: {exc}"}
-        a, b = ratings(first), ratings(second)
-        if a is None or b is None:
-            return {"score": None, "judge_failed": "unparseable judgment", "judgments": [first, second]}
-        return {"score": (a[1] + b[0]) / 2.0, "judgments": [first, second]}
+        score = model_score(first, second, lenient=self._peer)
+        own = {"own_score": model_score(first, second, lenient=False)} if self._peer else {}
+        if score is None:
+            return {"score": None, "judge_failed": "unparseable judgment", "judgments": [first, second], **own}
+        return {"score": score, "judgments": [first, second], **own}
 
-    async def _ask(self, text: str) -> str:
-        reply, _ = await self.context.judge.ask(text, usable=lambda reply: ratings(reply) is not None)
+    @property
+    def _peer(self) -> bool:
+        return peer_name(self.dataset) is not None
+
+    async def _ask(self, text: str, read: Any) -> str:
+        reply, _ = await self.context.judge.ask(text, usable=lambda reply: read(reply) is not None, generation=GENERATION)
         return reply
 
     def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
@@ -103,4 +143,9 @@ class AirBenchJudge(MeanMetric):
                                    "judge_model": self.context.judge.props.judge_model if self.context.judge else None}
         if failures:
             details["judge_failures"] = dict(failures)
-        return (sum(scored) / len(scored) if scored else None), details
+        value = sum(scored) / len(scored) if scored else None
+        if self._peer:  # lalmeval's own reading of the same judgments: both ratings of each
+            own = [x["own_score"] for x in items if x.get("own_score") is not None]
+            step = "judgment reading: the peer takes the second judgment's first number alone; lalmeval wants both ratings"
+            details["lalmeval"] = side_by_side(peer_name(self.dataset) or "", value, sum(own) / len(own) if own else None, step)
+        return value, details

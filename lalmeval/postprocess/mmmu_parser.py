@@ -1,7 +1,8 @@
 """lmms-eval's MMMU-style multiple-choice parsers (mmar, muchomusic), which guess a random letter when they read none.
 
 Registered as answer extractions `mmmu` (lmms_eval/tasks/mmar/utils.py parse_multi_choice_response) and
-`mmmu_letters` (lmms_eval/tasks/muchomusic/utils.py), github.com/EvolvingLMMs-Lab/lmms-eval @ 75571cfe:
+`mmmu_letters` (lmms_eval/tasks/muchomusic/utils.py; air_bench's foundation tasks, v0.3.0 too, and mmau parse the
+same way: its run strips every reply before the task sees it), github.com/EvolvingLMMs-Lab/lmms-eval @ 75571cfe:
 
 1. The reply loses the characters , . ! ? ; : ' at both ends and is framed by spaces.
 2. Candidates, the first rule that finds any deciding: every letter written "(X)"; else every letter
@@ -69,11 +70,13 @@ def _parse(reply: str, options: list[str], labels: list[str], with_text: bool) -
 
 @EXTRACTORS.register("mmmu")
 def mmmu(reply: str, options: list[str], labels: list[str], pattern: Optional[str] = None) -> Optional[int]:
-    """lmms-eval's mmar parser: brackets, letters, then option texts; None where it would guess."""
-    return _parse(reply or "", options, [x.upper() for x in labels], with_text=True)
+    """lmms-eval's mmar parser: brackets, letters, then option texts; None where it would guess. The reply is stripped
+    first, as lmms-eval's run strips every generated reply before a task reads it."""
+    return _parse((reply or "").strip(), options, [x.upper() for x in labels], with_text=True)
 
 
 @EXTRACTORS.register("mmmu_letters")
 def mmmu_letters(reply: str, options: list[str], labels: list[str], pattern: Optional[str] = None) -> Optional[int]:
     """lmms-eval's muchomusic parser: brackets and letters only; None where it would guess."""
     return _parse((reply or "").strip(), options, [x.upper() for x in labels], with_text=False)
+
