@@ -1,0 +1,93 @@
+"""The SSE reader of streamed replies: every spelling of the grammar gives the same completion, broken bodies fail with their reason."""
+
+import json
+
+import pytest
+
+from lalmeval.inference.stream import Firsts, assemble
+
+WORDS = ["Hello", " there", ",", " friend"]
+
+
+def _body(sep: bytes = b"\n", extra: bytes = b"") -> bytes:
+    events = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}]
+    events += [{"choices": [{"index": 0, "delta": {"content": w}, "finish_reason": None}]} for w in WORDS]
+    events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": {"completion_tokens": 4}})
+    out = b"".join(extra + b"data: " + json.dumps(e).encode() + sep + sep for e in events)
+    return out + b"data: [DONE]" + sep + sep
+
+
+def _marks(raw: bytes) -> list[tuple[int, float]]:
+    return [(at + 1, float(at)) for at in range(len(raw))]   # byte i arrived at time i: an offset reads as a time
+
+
+def test_plain_body_assembles_text_finish_usage_and_first_token_time():
+    raw = _body()
+    got = assemble(raw, _marks(raw))
+    assert got.payload["choices"][0]["message"]["content"] == "Hello there, friend"
+    assert got.payload["choices"][0]["finish_reason"] == "stop"
+    assert got.payload["usage"] == {"completion_tokens": 4}
+    assert got.deltas == 4
+    first = raw.index(b'"Hello"')
+    assert first < got.first_token < raw.index(b" there")   # dated by the event that carried "Hello"
+
+
+@pytest.mark.parametrize("sep", [b"\r\n", b"\r"])
+def test_crlf_and_cr_line_ends_give_the_same_completion_as_lf(sep):
+    plain, other = _body(), _body(sep)
+    assert assemble(other, _marks(other)).payload == assemble(plain, _marks(plain)).payload
+    assert assemble(other, _marks(other)).deltas == 4
+
+
+def test_comments_and_other_fields_are_ignored():
+    raw = b": keep-alive\n\n" + _body(extra=b"event: message\nid: 7\n: note\n")
+    got = assemble(raw, _marks(raw))
+    assert got.payload["choices"][0]["message"]["content"] == "Hello there, friend"
+    assert raw.index(b'"Hello"') < got.first_token < raw.index(b" there")
+
+
+def test_data_lines_of_one_event_are_joined():
+    raw = b'data: {"choices": [{"index": 0,\ndata: "delta": {"content": "hi"}}]}\n\ndata: [DONE]\n\n'
+    assert assemble(raw, _marks(raw)).payload["choices"][0]["message"]["content"] == "hi"
+
+
+def test_a_body_without_a_final_blank_line_still_counts_its_last_event():
+    raw = _body().replace(b"data: [DONE]\n\n", b"")[:-2]
+    assert assemble(raw, _marks(raw)).payload["usage"] == {"completion_tokens": 4}
+
+
+def test_done_alone_is_a_reply_without_events():
+    with pytest.raises(ValueError, match="no events"):
+        assemble(b"data: [DONE]\n\n", [(14, 0.0)])
+
+
+@pytest.mark.parametrize("bad", [b"data: {not json}\n\n", b"data: 1, 2\n\n", b"data: [DONE]\n\ndata: {\"a\": \n\n"])
+def test_a_malformed_event_fails_naming_it(bad):
+    raw = _body().replace(b"data: [DONE]\n\n", b"") + bad
+    with pytest.raises(ValueError, match="not one JSON value"):
+        assemble(raw, _marks(raw))
+
+
+def test_a_non_object_event_fails():
+    with pytest.raises(ValueError, match="not an object"):
+        assemble(b"data: [1]\n\n", [(11, 0.0)])
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 50])
+def test_firsts_sees_text_and_audio_in_events_split_across_reads(size):
+    audio = {"choices": [{"index": 0, "delta": {"audio": {"data": "AAAA"}}}]}
+    raw = _body(b"\r\n").replace(b"data: [DONE]", b"data: " + json.dumps(audio).encode() + b"\r\n\r\ndata: [DONE]")
+    firsts = Firsts(audio=True)
+    for at in range(0, len(raw), size):
+        firsts.feed(raw[at:at + size])
+    assert firsts.text and firsts.sound
+
+
+def test_firsts_does_not_see_text_before_its_event_is_complete():
+    raw = _body()
+    firsts = Firsts(audio=False)
+    cut = raw.index(b'"Hello"') + 3
+    firsts.feed(raw[:cut])
+    assert not firsts.seen
+    firsts.feed(raw[cut:])
+    assert firsts.seen
