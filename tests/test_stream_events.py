@@ -1,9 +1,14 @@
 """The SSE reader of streamed replies: every spelling of the grammar gives the same completion, broken bodies fail with their reason."""
 
+import asyncio
 import json
 
 import pytest
+from aiohttp import web
 
+from lalmeval.config.schema import ModelInfo
+from lalmeval.inference.client import Endpoint, RequestFailed
+from lalmeval.inference.protocols import PROTOCOLS
 from lalmeval.inference.stream import Firsts, assemble
 
 WORDS = ["Hello", " there", ",", " friend"]
@@ -91,3 +96,37 @@ def test_firsts_does_not_see_text_before_its_event_is_complete():
     assert not firsts.seen
     firsts.feed(raw[cut:])
     assert firsts.seen
+
+
+def test_a_malformed_streamed_event_fails_the_request_with_its_reason():
+    async def chat(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(b'data: {"choices": [{"index": 0, "delta": {"content": "hi"}}]}\n\n')
+        await response.write(b"data: {broken\n\ndata: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+    async def scenario() -> str:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", chat)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]
+        endpoint = Endpoint(ModelInfo(name="m", url=f"http://127.0.0.1:{port}/v1", model="m", stream=True, retry_attempts=0))
+        await endpoint.open()
+        try:
+            protocol = PROTOCOLS.get("openai")
+            body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}).encode()
+            await endpoint.post(protocol.path, body, "application/json", protocol.parse)
+            return "no failure"
+        except RequestFailed as exc:   # the failure, with the reason a record keeps
+            return str(exc)
+        finally:
+            await endpoint.close()
+            await runner.cleanup()
+
+    reason = asyncio.run(scenario())
+    assert "malformed JSON reply" in reason and "{broken" in reason
