@@ -9,7 +9,7 @@ from aiohttp import web
 from lalmeval.config.schema import ModelInfo
 from lalmeval.inference.client import Endpoint, RequestFailed
 from lalmeval.inference.protocols import PROTOCOLS
-from lalmeval.inference.stream import Firsts, assemble
+from lalmeval.inference.stream import Firsts, _written, assemble
 
 WORDS = ["Hello", " there", ",", " friend"]
 
@@ -130,3 +130,74 @@ def test_a_malformed_streamed_event_fails_the_request_with_its_reason():
 
     reason = asyncio.run(scenario())
     assert "malformed JSON reply" in reason and "{broken" in reason
+
+
+def _openai_event(delta: dict, finish=None, **more) -> dict:
+    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1700000000, "model": "m", "system_fingerprint": "fp_1",
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}], **more}
+
+
+def _sse(events: list, sep: bytes = b"\n", compact: bool = True) -> bytes:
+    dump = (lambda e: json.dumps(e, separators=(",", ":"))) if compact else json.dumps
+    return b"".join(b"data: " + dump(e).encode() + sep + sep for e in events) + b"data: [DONE]" + sep + sep
+
+
+def _same_as_the_general_reader(events: list, compact: bool = True):
+    """The LF body (read by the text fast path where it applies) against the CRLF body (read event by event by json)."""
+    lf, crlf = _sse(events, compact=compact), _sse(events, b"\r\n", compact=compact)
+    fast, general = assemble(lf, _marks(lf)), assemble(crlf, _marks(crlf))
+    assert fast.payload == general.payload and fast.deltas == general.deltas
+    # the first text is dated by the same event in both (CRLF adds two bytes per event before it)
+    assert (fast.first_token is None) == (general.first_token is None)
+    return fast
+
+
+TRICKY = ["plain", ' "quoted" ', "back\\slash", "new\nline", "caf\u00e9 \U0001F600", "", "tab\there", "</script>", "\u2028"]
+
+
+@pytest.mark.parametrize("compact", [True, False])
+def test_text_deltas_in_openais_full_shape_read_as_json_reads_them(compact):
+    events = [_openai_event({"role": "assistant", "content": ""})] + [_openai_event({"content": t}) for t in TRICKY]
+    events += [_openai_event({}, "stop", obfuscation="abc"), {"id": "chatcmpl-1", "choices": [], "usage": {"completion_tokens": 9}}]
+    got = _same_as_the_general_reader(events, compact)
+    body = _sse(events, compact=compact)
+    assert _written(body, _marks(body)) is not None   # the comparison is of the fast path, not of json with itself
+    assert got.payload["choices"][0]["message"]["content"] == "".join(TRICKY)
+    assert got.payload["choices"][0]["finish_reason"] == "stop" and got.payload["usage"] == {"completion_tokens": 9}
+    assert got.deltas == len([t for t in TRICKY if t])
+
+
+def test_text_in_an_unusual_event_keeps_its_place_among_usual_ones():
+    odd = _openai_event({"content": " middle"})
+    odd["choices"][0]["logprobs"] = {"content": [{"token": " middle", "logprob": -0.1}]}
+    events = [_openai_event({"content": "first"}), odd, _openai_event({"content": " last"})]
+    got = _same_as_the_general_reader(events)
+    assert got.payload["choices"][0]["message"]["content"] == "first middle last"
+
+
+def test_reasoning_and_a_second_choice_beside_usual_text_deltas_are_read_as_json_reads_them():
+    events = [_openai_event({"reasoning_content": "think"}), _openai_event({"content": "an"}),
+              {"choices": [{"index": 1, "delta": {"content": "other"}}]}, _openai_event({"content": "swer"}), _openai_event({}, "length")]
+    got = _same_as_the_general_reader(events)
+    message = got.payload["choices"][0]["message"]
+    assert message["content"] == "answer" and message["reasoning_content"] == "think"
+    assert got.payload["choices"][0]["finish_reason"] == "length"
+
+
+def test_an_error_event_after_text_deltas_is_the_reply():
+    events = [_openai_event({"content": "partial"}), {"error": {"message": "overloaded", "code": 503}}]
+    got = _same_as_the_general_reader(events)
+    assert got.payload == {"error": {"message": "overloaded", "code": 503}}
+
+
+def test_a_broken_event_among_usual_ones_still_fails():
+    raw = _sse([_openai_event({"content": "ok"})]).replace(b"data: [DONE]", b"data: {\"choices\": [\n\ndata: [DONE]")
+    with pytest.raises(ValueError, match="not one JSON value"):
+        assemble(raw, _marks(raw))
+
+
+def test_the_first_text_of_a_usual_reply_is_dated_by_its_own_event():
+    events = [_openai_event({"role": "assistant", "content": ""}), _openai_event({"content": "Hi"}), _openai_event({"content": "!"})]
+    raw = _sse(events)
+    got = assemble(raw, _marks(raw))
+    assert raw.index(b'"Hi"') < got.first_token < raw.index(b'"!"')

@@ -67,9 +67,12 @@ def _plain_events(raw: bytes) -> Optional[tuple[list[Any], Callable[[int], int]]
     base64 audio. None for any other shape, or an event that is not one JSON value: `_spec_events` reads those."""
     if b"\r" in raw:
         return None
-    blocks = raw.split(b"\n\n")
-    if blocks.pop() or raw.count(b"\n") != 2 * len(blocks):
-        return None   # a body that does not end in a blank line, or a line that is not an event of its own
+    # Split on single newlines (a search for one byte; two are searched for far more slowly): the plain shape is
+    # then a data line, an empty line, a data line, ..., with the body ending in a blank line.
+    lines = raw.split(b"\n")
+    blocks, gaps = lines[0:-1:2], lines[1::2]
+    if len(lines) % 2 == 0 or lines[-1] or any(gaps):
+        return None   # a body that does not end in a blank line, or an event of more than one line
     if blocks and blocks[-1][5:].strip() == b"[DONE]":
         blocks.pop()
     datas = [block[5:] for block in blocks if block[:5] == b"data:"]
@@ -202,18 +205,26 @@ class _Parts:
         return message
 
 
-def assemble(raw: bytes, marks: Marks) -> Assembled:
-    """The completion a stream of chat.completion.chunk events adds up to (the first choice); ValueError on a body that is not SSE JSON."""
-    events, end_of = _events(raw)
-    if not events:
-        raise ValueError("the streamed reply holds no events")
+# The usual event of a written reply, as OpenAI, vLLM and most servers send it: one choice, index 0, a delta of text
+# alone (after the role), nothing else to read. Its content is taken from the bytes as a JSON string literal; an event
+# of any other shape is left to json.loads. A JSON string holds no raw newline or unescaped quote, so a match can
+# neither start nor end inside another event.
+_TEXT_EVENT = re.compile(
+    rb'data: ?\{(?:"(?:id|object|model|system_fingerprint|service_tier)": ?"[^"\\\n]*", ?|"created": ?\d+, ?)*'
+    rb'"choices": ?\[\{"index": ?0, ?"delta": ?\{(?:"role": ?"assistant", ?)?"content": ?("(?:[^"\\\n]|\\.)*")\}'
+    rb'(?:, ?"logprobs": ?null)?, ?"finish_reason": ?null\}\]'
+    rb'(?:, ?"(?:obfuscation|service_tier|system_fingerprint)": ?"[^"\\\n]*"|, ?"usage": ?null)*\}\n\n')
+
+
+def _walk(events: list[Any]) -> tuple[_Parts, Optional[str], Optional[dict], Optional[dict]]:
+    """The parts, finish reason and usage the events add up to, or the server's error event (then nothing else counts)."""
     parts = _Parts()
     finish, usage = None, None
     for index, event in enumerate(events):
         if type(event) is not dict:
             raise ValueError(f"a streamed event is {type(event).__name__}, not an object")
         if "choices" not in event and "error" in event:
-            return Assembled(event, None, None, 0)   # the server's error, read as a non-streamed one would be
+            return parts, None, None, event
         if event.get("usage"):
             usage = event["usage"]
         choices = event.get("choices")
@@ -234,6 +245,48 @@ def assemble(raw: bytes, marks: Marks) -> Assembled:
                     parts.first_token = index
             else:
                 parts.add(delta, index)
+    return parts, finish, usage, None
+
+
+def _written(raw: bytes, marks: Marks) -> Optional[Assembled]:
+    """A reply whose text deltas are all usual events (_TEXT_EVENT), read without a json.loads per event: the
+    contents decoded in one, the other events (role, finish, usage, reasoning) walked as usual. None when any text
+    is elsewhere (its order against the usual events would be lost) or the body reads otherwise: assemble() reads it."""
+    pieces = _TEXT_EVENT.split(raw)
+    if len(pieces) == 1:
+        return None
+    try:
+        texts = json.loads(b"[" + b",".join(pieces[1::2]) + b"]")
+        rest = b"".join(pieces[0::2])
+        events, _ = _events(rest) if rest.strip() else ([], None)
+        parts, finish, usage, error = _walk(events)
+    except (ValueError, RecursionError):
+        return None
+    if error is not None:
+        return Assembled(error, None, None, 0)
+    if parts.text or parts.transcript or parts.audio:
+        return None
+    parts.text = texts
+    parts.deltas = len(texts) - texts.count("")
+    first = next((i for i, text in enumerate(texts) if text), None)
+    first_token = None
+    if first is not None:   # the first text is near the start: a few matches to its end
+        match = next(m for i, m in enumerate(_TEXT_EVENT.finditer(raw)) if i == first)
+        first_token = _arrival(marks, match.end() - 2)
+    payload = {"choices": [{"index": 0, "message": parts.message(), "finish_reason": finish}], **({"usage": usage} if usage else {})}
+    return Assembled(payload, first_token, None, parts.deltas)
+
+
+def assemble(raw: bytes, marks: Marks) -> Assembled:
+    """The completion a stream of chat.completion.chunk events adds up to (the first choice); ValueError on a body that is not SSE JSON."""
+    if raw.find(b'"audio"', 0, 1 << 16) < 0 and (written := _written(raw, marks)) is not None:
+        return written
+    events, end_of = _events(raw)
+    if not events:
+        raise ValueError("the streamed reply holds no events")
+    parts, finish, usage, error = _walk(events)
+    if error is not None:
+        return Assembled(error, None, None, 0)   # the server's error, read as a non-streamed one would be
     payload = {"choices": [{"index": 0, "message": parts.message(), "finish_reason": finish}], **({"usage": usage} if usage else {})}
     first_token = None if parts.first_token is None else _arrival(marks, end_of(parts.first_token))
     first_audio = None if parts.first_audio is None else _arrival(marks, end_of(parts.first_audio))
