@@ -1,6 +1,6 @@
 """Client CPU per request of a streamed reply against the same reply sent whole (the budget: at most 1.3x).
 
-    python benchmarks/stream_cpu.py [--requests 160] [--concurrency 8] [--rounds 5]
+    python benchmarks/stream_cpu.py [--requests 160] [--concurrency 8] [--rounds 5] [--reply spoken|written] [--handling-only]
 
 A server in another process answers every chat request with one fixed reply, either as one chat.completion or as
 OpenAI-style SSE chunks, one network write per chunk, spaced 1 ms apart so that each arrives in a read of its own
@@ -151,6 +151,8 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=160, help="requests per path and round")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of whole and streamed")
+    parser.add_argument("--reply", choices=("spoken", "written", "both"), default="both", help="which reply to measure")
+    parser.add_argument("--handling-only", action="store_true", help="only the reply's handling (a text prompt in)")
     args = parser.parse_args()
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -163,9 +165,11 @@ def main() -> None:
     print(f"client CPU per request, median (range) over {args.rounds} interleaved rounds of {args.requests} requests, "
           f"{args.concurrency} in flight")
     try:
-        for spoken in (True, False):
+        for spoken in [kind == "spoken" for kind in ("spoken", "written") if args.reply in (kind, "both")]:
             kind = "spoken reply (60 words, 5 s pcm16)" if spoken else "written reply (300 text deltas)"
             for label, audio in (("request as a run sends it (a demo clip in)", clip), ("reply handling only (text prompt in)", b"")):
+                if args.handling_only and audio:
+                    continue
                 print(f"{kind}, {label}: {_case(url, spoken, audio, args)}", flush=True)
     finally:
         server.terminate()

@@ -109,6 +109,12 @@ def _server_message(body: bytes) -> str:
     return " ".join(text.split()) or "(empty body)"
 
 
+def _escapes_unicode(raw: bytes) -> bool:
+    """Whether the body holds a `\\u` escape. A one-byte search first: a search for two bytes walks a body of
+    base64 audio (which holds no backslash) about a hundred times more slowly."""
+    return b"\\" in raw and b"\\u" in raw
+
+
 def _since(moment: Optional[float], start: float) -> Optional[float]:
     return None if moment is None else moment - start
 
@@ -296,7 +302,7 @@ class Endpoint:
         except (ValueError, RecursionError) as exc:
             return _Outcome(reason=clip(f"malformed JSON reply: {exc}", self.redact, 200), retryable=True)
         payload = assembled.payload
-        if b"\\u" in raw:  # as in _decode: a lone surrogate is mended before anything reads it
+        if _escapes_unicode(raw):  # as in _decode: a lone surrogate is mended before anything reads it
             payload = mended(payload)
         payload = scrub(payload, self.redact) if self.redact else payload
         try:
@@ -309,7 +315,7 @@ class Endpoint:
         """A 200 body → the parsed value; malformed JSON and wrong shapes are retryable failures."""
         try:
             payload = json.loads(raw)
-            if b"\\u" in raw:  # "\ud800" decodes to text nothing can encode: mended before anything reads it
+            if _escapes_unicode(raw):  # "\ud800" decodes to text nothing can encode: mended before anything reads it
                 payload = mended(payload)
             # A server may echo the caller's token, and JSON may spell it in any escape (`\/`, `\u0041`):
             # the decoded strings are what reach a record or the cache, so they are what is redacted.
