@@ -7,6 +7,7 @@ import json
 import random
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Generic, Optional, TypeVar
 from urllib.parse import urljoin
 
@@ -31,6 +32,7 @@ ERROR_BODY_LIMIT = 64 * 1024   # an error reply is read only this far: its messa
 REASON_LIMIT = 300             # characters of a server's message kept in a recorded reason
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 MAX_REDIRECTS = 5
+DECODE_IN_THREAD = 1 << 20   # bytes: a larger reply body (some 15 s of streamed pcm16 audio) is decoded in a thread
 COALESCE = 0.05   # seconds a stream's later deltas gather in the socket between reads, once its first text and audio are timed
 
 T = TypeVar("T")
@@ -283,9 +285,11 @@ class Endpoint:
             return _Outcome(reason=clip(f"connection error: {type(exc).__name__}: {exc}".rstrip(": "), self.redact, REASON_LIMIT), retryable=True)
         if reads == "binary":
             return self._binary(raw, marks, parse)
-        if self.info.stream and (resp.content_type or "").startswith("text/event-stream"):
-            return self._decode_stream(raw, marks, parse)
-        return self._decode(raw, parse)
+        streamed = self.info.stream and (resp.content_type or "").startswith("text/event-stream")
+        decode = partial(self._decode_stream, raw, marks, parse) if streamed else partial(self._decode, raw, parse)
+        if len(raw) > DECODE_IN_THREAD:   # the event loop only waits: a long spoken reply takes milliseconds to read
+            return await asyncio.get_running_loop().run_in_executor(None, decode)
+        return decode()
 
     def _binary(self, raw: bytes, marks: Marks, parse: Callable[[Any], Any]) -> _Outcome:
         """A body that is the reply itself (an audio file); streamed, its first bytes are its first audio."""
