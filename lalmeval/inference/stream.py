@@ -37,13 +37,13 @@ class Firsts:
     def feed(self, chunk: bytes) -> None:
         """Read the complete events of `chunk` (with what was left of the one before) for text and audio deltas."""
         data = self._tail + chunk
-        cut = max((at + len(blank) for blank in (b"\n\n", b"\r\r", b"\r\n\r\n") if (at := data.rfind(blank)) >= 0), default=0)
+        if data.endswith(b"\n\n") and b"\r" not in data:
+            cut = len(data)   # the usual read: whole events, found without a search through base64 audio
+        else:
+            cut = max((at + len(blank) for blank in (b"\n\n", b"\r\r", b"\r\n\r\n") if (at := data.rfind(blank)) >= 0), default=0)
         self._tail = data[cut:]   # an event not yet complete waits for the rest of it
-        for line in _spec_events(data[:cut])[0]:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue   # [DONE] or a broken event: assemble() says what is wrong with it
+        plain = _plain_events(data[:cut])
+        for event in plain[0] if plain is not None else map(_loaded, _spec_events(data[:cut])[0]):
             choices = event.get("choices") if isinstance(event, dict) else None
             delta = choices[0].get("delta") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
             if not isinstance(delta, dict):
@@ -51,6 +51,14 @@ class Firsts:
             said = delta.get("audio") if isinstance(delta.get("audio"), dict) else {}
             self.text = self.text or any(isinstance(w, str) and w for w in (delta.get("content"), said.get("transcript")))
             self.sound = self.sound or bool(said.get("data"))
+
+
+def _loaded(data: bytes) -> Any:
+    """An event's JSON, or None for [DONE] or a broken event (assemble() says what is wrong with it)."""
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
 
 
 def _arrival(marks: Marks, end: int) -> float:
