@@ -1,6 +1,6 @@
 """Client CPU per request of a streamed reply against the same reply sent whole (the budget: at most 1.3x).
 
-    python benchmarks/stream_cpu.py [--requests 300] [--concurrency 8]
+    python benchmarks/stream_cpu.py [--requests 160] [--concurrency 8] [--rounds 5] [--reply spoken|written] [--handling-only]
 
 A server in another process answers every chat request with one fixed reply, either as one chat.completion or as
 OpenAI-style SSE chunks, one network write per chunk, spaced 1 ms apart so that each arrives in a read of its own
@@ -8,6 +8,10 @@ OpenAI-style SSE chunks, one network write per chunk, spaced 1 ms apart so that 
 5 s of pcm16 audio in 0.2 s deltas, as OpenAI streams them) and a written one (300 text deltas). The client is
 lalmeval's own: one Endpoint, the chat protocol's parse, and the spoken reply's audio decoded as the run keeps it.
 Only this process's CPU time is counted (time.process_time), so the server's work never enters the figures.
+
+The two paths are measured in interleaved rounds (whole, streamed, whole, streamed, ...), so that a change in the
+machine's load falls on both; each case prints the median per-request CPU of each path, its range over the rounds, the
+median of the rounds' ratios and the load average, since a shared machine's figures move with it.
 
 Each case is measured twice: per request as a run makes it (a 2.2 s demo clip read, resampled and sent as base64 WAV,
 the reply read and its audio decoded), which is the budget's figure; and the reply's handling alone (a bare text
@@ -21,7 +25,9 @@ import asyncio
 import base64
 import json
 import multiprocessing
+import os
 import socket
+import statistics
 import time
 
 import numpy as np
@@ -128,10 +134,25 @@ def _wait_for(port: int, timeout: float = 60.0) -> None:
             time.sleep(0.1)
 
 
+def _case(url: str, spoken: bool, clip: bytes, args: argparse.Namespace) -> str:
+    """One case over interleaved rounds: medians, ranges and the median ratio."""
+    whole, streamed = [], []
+    for _ in range(args.rounds):
+        whole.append(asyncio.run(_measure(url, spoken, False, args.requests, args.concurrency, clip)))
+        streamed.append(asyncio.run(_measure(url, spoken, True, args.requests, args.concurrency, clip)))
+    ratios = [s / w for s, w in zip(streamed, whole)]
+    shown = lambda xs: f"{statistics.median(xs) * 1e3:.2f} ms ({min(xs) * 1e3:.2f}-{max(xs) * 1e3:.2f})"
+    return (f"whole {shown(whole)}, streamed {shown(streamed)}, ratio {statistics.median(ratios):.2f}x "
+            f"({min(ratios):.2f}-{max(ratios):.2f}), load {os.getloadavg()[0]:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--requests", type=int, default=160, help="requests per path and round")
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of whole and streamed")
+    parser.add_argument("--reply", choices=("spoken", "written", "both"), default="both", help="which reply to measure")
+    parser.add_argument("--handling-only", action="store_true", help="only the reply's handling (a text prompt in)")
     args = parser.parse_args()
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -141,14 +162,15 @@ def main() -> None:
     _wait_for(port)
     url = f"http://127.0.0.1:{port}/v1"
     clip = CLIP.read_bytes()
+    print(f"client CPU per request, median (range) over {args.rounds} interleaved rounds of {args.requests} requests, "
+          f"{args.concurrency} in flight")
     try:
-        for spoken in (True, False):
+        for spoken in [kind == "spoken" for kind in ("spoken", "written") if args.reply in (kind, "both")]:
             kind = "spoken reply (60 words, 5 s pcm16)" if spoken else "written reply (300 text deltas)"
             for label, audio in (("request as a run sends it (a demo clip in)", clip), ("reply handling only (text prompt in)", b"")):
-                whole = asyncio.run(_measure(url, spoken, False, args.requests, args.concurrency, audio))
-                streamed = asyncio.run(_measure(url, spoken, True, args.requests, args.concurrency, audio))
-                print(f"{kind}, {label}: whole {whole * 1e3:.2f} ms CPU/request, streamed {streamed * 1e3:.2f} ms, "
-                      f"ratio {streamed / whole:.2f}x")
+                if args.handling_only and audio:
+                    continue
+                print(f"{kind}, {label}: {_case(url, spoken, audio, args)}", flush=True)
     finally:
         server.terminate()
 

@@ -28,7 +28,7 @@ from tests.support.workspace import DEMO, REPO, demo_rows
 CATALOG = Catalog.load([BUILTIN_DIR])
 OWN = {n: d for n, d in CATALOG.datasets.items() if d.spec.reproduces is None}  # lalmeval's own entries (the rest reproduce a peer's)
 CATEGORIES = {"speech_recognition", "paralinguistics", "spoken_language_understanding", "spoken_language_reasoning",
-              "audio_understanding", "text_knowledge", "callhome"}
+              "audio_understanding", "text_knowledge", "callhome", "text_to_speech"}
 # The multiple-choice benchmarks: each must carry its options and a gold answer.
 MULTIPLE_CHOICE = {"mmau_test_mini", "mmau_test_mini_local", "mmsu", "vocalsound_test", "vocalsound_val", "meld_emotion_mc",
                    "air_bench_foundation_sound", "air_bench_foundation_music", "air_bench_foundation_speech", "muchomusic_test",
@@ -40,7 +40,7 @@ CLIPS = [DEMO / row["audio"] for row in demo_rows(4)]
 # --- the catalog as shipped ------------------------------------------------------------------
 
 
-def test_the_builtin_catalog_holds_at_least_80_datasets_in_its_seven_categories():
+def test_the_builtin_catalog_holds_at_least_80_datasets_in_its_eight_categories():
     assert len(OWN) >= 80
     assert {d.category for d in OWN.values()} == CATEGORIES
     assert {d.category for d in CATALOG.datasets.values()} == CATEGORIES | {"safety"}  # AU-Harness's safety tasks

@@ -102,8 +102,9 @@ def test_every_builtin_dataset_plans_with_all_its_metrics(tmp_path):
     categories = sorted({d.category for d in catalog.datasets.values()})
     config = parse_config({
         "dataset_metric": [[c, "all"] for c in categories],
-        "models": [{"name": "m", "url": "http://127.0.0.1:9/v1", "model": "m"}],
+        "models": [{"name": "m", "url": "http://127.0.0.1:9/v1", "model": "m", "modalities": ["text", "audio"]}],   # it speaks too
         "judge_properties": {"judge_model": "j", "judge_api_endpoint": "http://127.0.0.1:9/v1"},
+        "transcriber": {"url": "http://127.0.0.1:9/v1", "model": "whisper-tiny.en"},   # speech_wer of the TTS sets
     }, "c.yaml")
     # Optional extras (bertscore, comet, ...) refuse to start without their package: plan the rest.
     extras = set()

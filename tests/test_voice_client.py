@@ -10,7 +10,7 @@ import soundfile as sf
 from lalmeval.config.options import RunOptions
 from lalmeval.config.schema import parse_config
 from lalmeval.errors import UserError
-from lalmeval.inference.client import COALESCE
+from lalmeval.inference.client import COALESCE, DECODE_IN_THREAD
 from lalmeval.inference.stream import assemble
 from lalmeval.run.runner import run
 from tests.support.endpoint import ScriptedEndpoint, answer_by_number
@@ -166,3 +166,16 @@ def test_a_rescore_launches_the_transcriber_only_when_a_transcript_is_missing(ws
     third = run(ws.plan(), ws.root / "runs", "t", quiet=True, options=RunOptions(reeval=True)).scores[0]
     assert (third.score, third.num_failed) == (first.score, 0) and log.stat().st_mtime_ns != written   # launched, to transcribe again
     assert "launching transcriber: a spoken reply has no kept transcript" in capfd.readouterr().err
+
+
+def test_a_streamed_spoken_reply_past_the_size_decoded_in_a_thread_is_kept_whole_with_its_times(ws):
+    seconds = 24.0   # 1.15 MB of pcm16, some 1.5 MB as base64 events: past the size decoded in a thread
+    assert seconds * 24000 * 2 * 4 / 3 > DECODE_IN_THREAD
+    ws.text_questions(1)
+    with StreamingEndpoint(lambda seen, n=0: "fine", 0.0, 0.0, 0.0, audio_seconds=seconds) as endpoint:
+        ws.config([_spoken(endpoint.url, max_reply_mb=64)], [["qs", "word_error_rate"]])
+        ws.run()
+    (record,) = ws.records("qs", "m")
+    assert record["error"] is None and record["ttft"] is not None and record["ttfa"] is not None
+    samples, rate = sf.read(ws.root / "runs" / "t" / record["audio_path"], dtype="int16")
+    assert rate == 24000 and samples.tobytes() == tone(seconds)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import bisect
 import json
+import re
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 Marks = list[tuple[int, float]]   # (bytes received so far, perf_counter when they had arrived), one per network read
 
@@ -36,13 +37,13 @@ class Firsts:
     def feed(self, chunk: bytes) -> None:
         """Read the complete events of `chunk` (with what was left of the one before) for text and audio deltas."""
         data = self._tail + chunk
-        end = data.rfind(b"\n")
-        self._tail = data[end + 1:]
-        for line, _ in _data_lines(data[:end + 1]):
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue   # [DONE] or a broken event: assemble() says what is wrong with it
+        if data.endswith(b"\n\n") and b"\r" not in data:
+            cut = len(data)   # the usual read: whole events, found without a search through base64 audio
+        else:
+            cut = max((at + len(blank) for blank in (b"\n\n", b"\r\r", b"\r\n\r\n") if (at := data.rfind(blank)) >= 0), default=0)
+        self._tail = data[cut:]   # an event not yet complete waits for the rest of it
+        plain = _plain_events(data[:cut])
+        for event in plain[0] if plain is not None else map(_loaded, _spec_events(data[:cut])[0]):
             choices = event.get("choices") if isinstance(event, dict) else None
             delta = choices[0].get("delta") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
             if not isinstance(delta, dict):
@@ -52,34 +53,95 @@ class Firsts:
             self.sound = self.sound or bool(said.get("data"))
 
 
+def _loaded(data: bytes) -> Any:
+    """An event's JSON, or None for [DONE] or a broken event (assemble() says what is wrong with it)."""
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
 def _arrival(marks: Marks, end: int) -> float:
     """When the byte at offset `end - 1` had arrived."""
     return marks[min(bisect.bisect_left(marks, (end, float("-inf"))), len(marks) - 1)][1]
 
 
-def _data_lines(raw: bytes) -> list[tuple[bytes, int]]:
-    """The payload of each `data:` line of an SSE body (without [DONE]) and the offset at which it ends.
-    The body is split once in C: a line of base64 audio is never walked character by character."""
-    kept, at = [], 0
-    for line in raw.split(b"\n"):
-        at += len(line) + 1
-        if line.startswith(b"data:"):
-            data = line[5:].strip()
-            if data and data != b"[DONE]":
-                kept.append((data, at - 1))
-    return kept
+_LINE = re.compile(rb"([^\r\n]*)(?:\r\n|\r|\n)")
 
 
-def _events(raw: bytes) -> tuple[list[Any], list[int]]:
-    """The JSON events of an SSE body, parsed in one json.loads, and the offset at which each ends."""
-    kept = _data_lines(raw)
-    if not kept:
-        return [], []
+def _plain_events(raw: bytes) -> Optional[tuple[list[Any], Callable[[int], int]]]:
+    """The events of a body of the common shape (LF line ends, one `data:` line per event, nothing else), split in
+    one pass in C and parsed as one JSON array, and where the i-th ends: no line is walked in Python, not even one of
+    base64 audio. None for any other shape, or an event that is not one JSON value: `_spec_events` reads those."""
+    if b"\r" in raw:
+        return None
+    # Split on single newlines (a search for one byte; two are searched for far more slowly): the plain shape is
+    # then a data line, an empty line, a data line, ..., with the body ending in a blank line.
+    lines = raw.split(b"\n")
+    blocks, gaps = lines[0:-1:2], lines[1::2]
+    if len(lines) % 2 == 0 or lines[-1] or any(gaps):
+        return None   # a body that does not end in a blank line, or an event of more than one line
+    if blocks and blocks[-1][5:].strip() == b"[DONE]":
+        blocks.pop()
+    datas = [block[5:] for block in blocks if block[:5] == b"data:"]
+    if len(datas) != len(blocks):
+        return None   # a comment, another field (`event:`, `id:`) or an empty event
     try:
-        events = json.loads(b"[" + b",".join(data for data, _ in kept) + b"]")
+        events = json.loads(b"[" + b",".join(datas) + b"]")
     except ValueError:
-        raise ValueError(f"a streamed event is not JSON: {next(d for d, _ in kept if not _is_json(d))[:120]!r}") from None
-    return events, [end for _, end in kept]
+        return None
+    if len(events) != len(datas):   # an event of two values (`1,2`) would shift every event after it
+        return None
+
+    def end_of(index: int) -> int:
+        # Only the first text and the first audio are dated: a sum over the events before them.
+        return sum(len(block) + 2 for block in blocks[:index + 1]) - 2
+    return events, end_of
+
+
+def _spec_events(raw: bytes) -> tuple[list[bytes], list[int]]:
+    """The data of each event as the SSE grammar reads it: CR, LF or CRLF line ends, `:` comments and other fields
+    ignored, the `data:` lines of one event joined by newlines; an event ends at a blank line or at the body's end."""
+    datas: list[bytes] = []
+    ends: list[int] = []
+    lines: list[bytes] = []
+    last = 0   # where the current event's last `data:` line ends: its arrival is the event's
+
+    def close(end: int) -> None:
+        data = b"\n".join(lines)
+        lines.clear()
+        if data.strip() != b"[DONE]":
+            datas.append(data)
+            ends.append(end)
+
+    for match in _LINE.finditer(raw if raw.endswith((b"\n", b"\r")) else raw + b"\n"):
+        line = match.group(1)
+        if not line:
+            if lines:
+                close(last)
+        elif line.startswith(b"data:"):
+            lines.append(line[6:] if line.startswith(b"data: ") else line[5:])
+            last = match.end(1)
+    if lines:
+        close(last)
+    return datas, ends
+
+
+def _events(raw: bytes) -> tuple[list[Any], Callable[[int], int]]:
+    """The JSON events of an SSE body, parsed in one json.loads, and where the i-th ends in the body."""
+    plain = _plain_events(raw)
+    if plain is not None:
+        return plain
+    datas, ends = _spec_events(raw)
+    if not datas:
+        return [], ends.__getitem__
+    try:
+        events = json.loads(b"[" + b",".join(datas) + b"]")
+    except ValueError:
+        events = []
+    if len(events) != len(datas):   # not JSON, or an event of two values (`1,2`) that would shift the rest
+        raise ValueError(f"a streamed event is not one JSON value: {next((d for d in datas if not _is_json(d)), datas[0])[:120]!r}")
+    return events, ends.__getitem__
 
 
 def _is_json(data: bytes) -> bool:
@@ -100,6 +162,9 @@ def _first_choice(event: dict) -> Optional[dict]:
     return next((c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0), None)
 
 
+_TEXT_ONLY = frozenset(("content", "role"))   # a delta of text alone: read inline, without _Parts.add
+
+
 class _Parts:
     """The pieces of a streamed reply gathered event by event, and where its first text and audio ended."""
 
@@ -108,11 +173,11 @@ class _Parts:
         self.transcript: list[str] = []
         self.audio: list[str] = []
         self.reasoning: list[str] = []
-        self.first_token: Optional[int] = None   # offsets in the body; dated by the marks at the end
+        self.first_token: Optional[int] = None   # indices of events; dated by the marks at the end
         self.first_audio: Optional[int] = None
         self.deltas = 0
 
-    def add(self, delta: dict, end: int) -> None:
+    def add(self, delta: dict, index: int) -> None:
         # One pass of plain lookups per event: this runs for every token of every streamed reply.
         content = delta.get("content")
         if isinstance(content, str):
@@ -120,7 +185,7 @@ class _Parts:
             if content:
                 self.deltas += 1
                 if self.first_token is None:
-                    self.first_token = end
+                    self.first_token = index
         said = delta.get("audio")
         if isinstance(said, dict):
             words, data = said.get("transcript"), said.get("data")
@@ -129,11 +194,11 @@ class _Parts:
                 if not content:
                     self.deltas += 1
                 if self.first_token is None:
-                    self.first_token = end
+                    self.first_token = index
             if isinstance(data, str) and data:
                 self.audio.append(data)
                 if self.first_audio is None:
-                    self.first_audio = end
+                    self.first_audio = index
         side = delta.get("reasoning_content") or delta.get("reasoning")
         if isinstance(side, str):
             self.reasoning.append(side)
@@ -148,29 +213,89 @@ class _Parts:
         return message
 
 
-def assemble(raw: bytes, marks: Marks) -> Assembled:
-    """The completion a stream of chat.completion.chunk events adds up to (the first choice); ValueError on a body that is not SSE JSON."""
-    events, ends = _events(raw)
-    if not events:
-        raise ValueError("the streamed reply holds no events")
+# The usual event of a written reply, as OpenAI, vLLM and most servers send it: one choice, index 0, a delta of text
+# alone (after the role), nothing else to read. Its content is taken from the bytes as a JSON string literal; an event
+# of any other shape is left to json.loads. A JSON string holds no raw newline or unescaped quote, so a match can
+# neither start nor end inside another event.
+_TEXT_EVENT = re.compile(
+    rb'data: ?\{(?:"(?:id|object|model|system_fingerprint|service_tier)": ?"[^"\\\n]*", ?|"created": ?\d+, ?)*'
+    rb'"choices": ?\[\{"index": ?0, ?"delta": ?\{(?:"role": ?"assistant", ?)?"content": ?("(?:[^"\\\n]|\\.)*")\}'
+    rb'(?:, ?"logprobs": ?null)?, ?"finish_reason": ?null\}\]'
+    rb'(?:, ?"(?:obfuscation|service_tier|system_fingerprint)": ?"[^"\\\n]*"|, ?"usage": ?null)*\}\n\n')
+
+
+def _walk(events: list[Any]) -> tuple[_Parts, Optional[str], Optional[dict], Optional[dict]]:
+    """The parts, finish reason and usage the events add up to, or the server's error event (then nothing else counts)."""
     parts = _Parts()
     finish, usage = None, None
-    for event, end in zip(events, ends):
-        if not isinstance(event, dict):
+    for index, event in enumerate(events):
+        if type(event) is not dict:
             raise ValueError(f"a streamed event is {type(event).__name__}, not an object")
         if "choices" not in event and "error" in event:
-            return Assembled(event, None, None, 0)   # the server's error, read as a non-streamed one would be
+            return parts, None, None, event
         if event.get("usage"):
             usage = event["usage"]
-        choice = _first_choice(event)
-        if choice is None:
+        choices = event.get("choices")
+        # The common event (one choice, index 0) is read inline: this loop runs for every token of every streamed reply.
+        if type(choices) is list and len(choices) == 1 and type(choices[0]) is dict and choices[0].get("index", 0) == 0:
+            choice = choices[0]
+        elif (choice := _first_choice(event)) is None:
             continue
-        delta = choice.get("delta")
         if choice.get("finish_reason"):
             finish = choice["finish_reason"]
-        if isinstance(delta, dict):
-            parts.add(delta, end)
+        delta = choice.get("delta")
+        if type(delta) is dict:
+            content = delta.get("content")
+            if type(content) is str and content and (len(delta) == 1 or delta.keys() <= _TEXT_ONLY):
+                parts.text.append(content)
+                parts.deltas += 1
+                if parts.first_token is None:
+                    parts.first_token = index
+            else:
+                parts.add(delta, index)
+    return parts, finish, usage, None
+
+
+def _written(raw: bytes, marks: Marks) -> Optional[Assembled]:
+    """A reply whose text deltas are all usual events (_TEXT_EVENT), read without a json.loads per event: the
+    contents decoded in one, the other events (role, finish, usage, reasoning) walked as usual. None when any text
+    is elsewhere (its order against the usual events would be lost) or the body reads otherwise: assemble() reads it."""
+    pieces = _TEXT_EVENT.split(raw)
+    if len(pieces) == 1:
+        return None
+    try:
+        texts = json.loads(b"[" + b",".join(pieces[1::2]) + b"]")
+        rest = b"".join(pieces[0::2])
+        events, _ = _events(rest) if rest.strip() else ([], None)
+        parts, finish, usage, error = _walk(events)
+    except (ValueError, RecursionError):
+        return None
+    if error is not None:
+        return Assembled(error, None, None, 0)
+    if parts.text or parts.transcript or parts.audio:
+        return None
+    parts.text = texts
+    parts.deltas = len(texts) - texts.count("")
+    first = next((i for i, text in enumerate(texts) if text), None)
+    first_token = None
+    if first is not None:   # the first text is near the start: a few matches to its end
+        match = next(m for i, m in enumerate(_TEXT_EVENT.finditer(raw)) if i == first)
+        first_token = _arrival(marks, match.end() - 2)
     payload = {"choices": [{"index": 0, "message": parts.message(), "finish_reason": finish}], **({"usage": usage} if usage else {})}
-    first_token = None if parts.first_token is None else _arrival(marks, parts.first_token)
-    first_audio = None if parts.first_audio is None else _arrival(marks, parts.first_audio)
+    return Assembled(payload, first_token, None, parts.deltas)
+
+
+def assemble(raw: bytes, marks: Marks) -> Assembled:
+    """The completion a stream of chat.completion.chunk events adds up to (the first choice); ValueError on a body that is not SSE JSON."""
+    if raw.find(b'"audio"', 0, 1 << 16) < 0 and (written := _written(raw, marks)) is not None:
+        return written
+    events, end_of = _events(raw)
+    if not events:
+        raise ValueError("the streamed reply holds no events")
+    parts, finish, usage, error = _walk(events)
+    if error is not None:
+        return Assembled(error, None, None, 0)   # the server's error, read as a non-streamed one would be
+    payload = {"choices": [{"index": 0, "message": parts.message(), "finish_reason": finish}], **({"usage": usage} if usage else {})}
+    first_token = None if parts.first_token is None else _arrival(marks, end_of(parts.first_token))
+    first_audio = None if parts.first_audio is None else _arrival(marks, end_of(parts.first_audio))
     return Assembled(payload, first_token, first_audio, parts.deltas)
