@@ -1,0 +1,34 @@
+"""Peer protocols beside careful and judge reading, end to end against scripted endpoints on 127.0.0.1: the main
+number is the peer's (the reply as written), lalmeval's own careful number rides in details.lalmeval."""
+
+import pytest
+
+from tests.test_reading import TRANSCRIPTS
+from tests.test_reading_runs import declare, judge_reader, replying, run_all
+from tests.support.endpoint import ScriptedEndpoint
+
+ENGLISH = TRANSCRIPTS["transcripts_en.jsonl"]
+
+
+def test_a_peer_protocol_scores_wer_verbatim_with_the_careful_number_beside_it(ws):
+    with ScriptedEndpoint(replying(ENGLISH)) as asr:
+        specs = {**declare(ws, "asr", ENGLISH, language="english", metrics=["word_error_rate"]),
+                 **declare(ws, "asr_peer", ENGLISH, language="english", metrics=["word_error_rate"], protocol="au_harness")}
+        _, careful = run_all(ws, asr.url, specs, [["asr", "word_error_rate"], ["asr_peer", "word_error_rate"]], "a")
+        _, verbatim = run_all(ws, asr.url, specs, [["asr", "word_error_rate"]], "b", reading="verbatim")
+    peer = careful[("asr_peer", "word_error_rate")]
+    assert "lalmeval" not in careful[("asr", "word_error_rate")]["details"]
+    assert peer["score"] > careful[("asr", "word_error_rate")]["score"] + 20
+    assert peer["details"]["lalmeval"]["score"] < peer["score"] - 20
+
+
+@pytest.mark.parametrize("metric", ["word_error_rate", "bleu"])
+def test_judge_reading_under_a_peer_protocol_still_scores_every_sample(ws, metric):
+    with ScriptedEndpoint(replying(ENGLISH)) as asr, ScriptedEndpoint(judge_reader) as judge:
+        judge_props = {"judge_model": "reader", "judge_api_endpoint": judge.url, "judge_retry_attempts": 0}
+        extra = {"target_language": "english"} if metric == "bleu" else {}
+        specs = declare(ws, "asr_peer", ENGLISH, language="english", metrics=[metric], protocol="au_harness", reading="judge", **extra)
+        code, scores = run_all(ws, asr.url, specs, [["asr_peer", metric]], "j", judge_properties=judge_props)
+    score = scores[("asr_peer", metric)]
+    assert code == 0 and score["score"] is not None and score["num_samples"] == len(ENGLISH)
+    assert score["details"]["lalmeval"]["score"] is not None
