@@ -4,7 +4,7 @@ number is the peer's (the reply as written), lalmeval's own careful number rides
 import pytest
 
 from tests.test_reading import TRANSCRIPTS
-from tests.test_reading_runs import declare, judge_reader, replying, run_all
+from tests.test_reading_runs import EMOTION, declare, judge_reader, replying, run_all
 from tests.support.endpoint import ScriptedEndpoint
 
 ENGLISH = TRANSCRIPTS["transcripts_en.jsonl"]
@@ -32,3 +32,17 @@ def test_judge_reading_under_a_peer_protocol_still_scores_every_sample(ws, metri
     score = scores[("asr_peer", metric)]
     assert code == 0 and score["score"] is not None and score["num_samples"] == len(ENGLISH)
     assert score["details"]["lalmeval"]["score"] is not None
+
+
+@pytest.mark.parametrize("protocol", ["au_harness", "lmms"])
+def test_accuracy_under_a_peer_protocol_keeps_the_careful_number_beside_the_verbatim_one(ws, protocol):
+    choices = EMOTION[0]["choices"]
+    with ScriptedEndpoint(replying(EMOTION)) as emo:
+        specs = {**declare(ws, "emotion", EMOTION, language="english", metrics=["accuracy"], choices=choices),
+                 **declare(ws, "emotion_peer", EMOTION, language="english", metrics=["accuracy"], choices=choices, protocol=protocol)}
+        code, scores = run_all(ws, emo.url, specs, [["emotion", "accuracy"], ["emotion_peer", "accuracy"]], "e")
+    careful, peer = scores[("emotion", "accuracy")], scores[("emotion_peer", "accuracy")]
+    assert "lalmeval" not in careful["details"]
+    assert peer["details"]["reading"]["mode"] == "verbatim" and peer["score"] < careful["score"]
+    assert peer["details"]["lalmeval"]["score"] == pytest.approx(careful["score"])
+    assert peer["details"]["lalmeval"]["differs_by"].startswith("reading:")
