@@ -46,3 +46,15 @@ def test_accuracy_under_a_peer_protocol_keeps_the_careful_number_beside_the_verb
     assert peer["details"]["reading"]["mode"] == "verbatim" and peer["score"] < careful["score"]
     assert peer["details"]["lalmeval"]["score"] == pytest.approx(careful["score"])
     assert peer["details"]["lalmeval"]["differs_by"].startswith("reading:")
+
+
+def test_chrf_under_a_peer_protocol_keeps_the_careful_number_beside_the_verbatim_one(ws):
+    with ScriptedEndpoint(replying(ENGLISH)) as ep:
+        specs = {**declare(ws, "st", ENGLISH, language="english", target_language="english", metrics=["chrf"]),
+                 **declare(ws, "st_peer", ENGLISH, language="english", target_language="english", metrics=["chrf"], protocol="au_harness")}
+        _, scores = run_all(ws, ep.url, specs, [["st", "chrf"], ["st_peer", "chrf"]], "c")
+    careful, peer = scores[("st", "chrf")], scores[("st_peer", "chrf")]
+    assert "lalmeval" not in careful["details"]
+    assert peer["details"]["reading"]["mode"] == "verbatim" and peer["score"] < careful["score"] - 5
+    assert peer["details"]["lalmeval"]["score"] == pytest.approx(careful["score"])
+    assert peer["details"]["lalmeval"]["differs_by"].startswith("reading:")

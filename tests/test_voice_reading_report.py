@@ -1,7 +1,6 @@
 """report.html of a run with spoken replies whose text part was read carefully: the sample row shows the spoken
 reply's audio and transcript and the reading rules, each in its place (the browser reads both from one row)."""
 
-
 from tests.support.browser import dump_dom, parse
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.streaming import StreamingEndpoint

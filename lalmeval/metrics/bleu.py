@@ -23,7 +23,7 @@ from lalmeval.metrics.base import (
     sample_stats,
     unscored,
 )
-from lalmeval.metrics.peer_text import PeerText, peer_text, side_by_side
+from lalmeval.metrics.peer_text import PeerText, peer_name, peer_text, side_by_side
 from lalmeval.metrics.reading import (
     judged_texts,
     read_text,
@@ -199,3 +199,24 @@ class Chrf(_Sacrebleu):
         from sacrebleu.metrics import CHRF
 
         return CHRF()
+
+    @functools.cached_property
+    def _own_beside(self) -> bool:
+        """A peer protocol reads the reply as written: lalmeval's careful chrF is kept beside (details.lalmeval)."""
+        return peer_name(self.dataset) is not None and reading_mode(self.dataset, self.context) == "verbatim"
+
+    def score_read(self, record: Record, reading: TextReading) -> SampleScore:
+        item = super().score_read(record, reading)
+        if self._own_beside and item["score"] is not None:
+            careful = read_text(record.prediction or "", "careful", "translation", self.dataset.iso_target_language)
+            item["own_stats"] = super().score_read(record, careful)["stats"]
+        return item
+
+    def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
+        value, details = super().aggregate(items)
+        kept = [x["own_stats"] for x in items if x["score"] is not None and "own_stats" in x]
+        if self._own_beside and kept:
+            own = self._corpus._compute_score_from_stats([sum(column) for column in zip(*kept)]).score
+            step = "reading: the protocol scores the reply as written, lalmeval reads it carefully (docs/reading.md)"
+            details["lalmeval"] = side_by_side(str(peer_name(self.dataset)), value, own, step)
+        return value, details
