@@ -22,11 +22,11 @@ def test_a_peer_protocol_scores_wer_verbatim_with_the_careful_number_beside_it(w
     assert peer["details"]["lalmeval"]["score"] < peer["score"] - 20
 
 
-@pytest.mark.parametrize("metric", ["word_error_rate", "bleu"])
+@pytest.mark.parametrize("metric", ["word_error_rate", "bleu", "chrf"])
 def test_judge_reading_under_a_peer_protocol_still_scores_every_sample(ws, metric):
     with ScriptedEndpoint(replying(ENGLISH)) as asr, ScriptedEndpoint(judge_reader) as judge:
         judge_props = {"judge_model": "reader", "judge_api_endpoint": judge.url, "judge_retry_attempts": 0}
-        extra = {"target_language": "english"} if metric == "bleu" else {}
+        extra = {"target_language": "english"} if metric != "word_error_rate" else {}
         specs = declare(ws, "asr_peer", ENGLISH, language="english", metrics=[metric], protocol="au_harness", reading="judge", **extra)
         code, scores = run_all(ws, asr.url, specs, [["asr_peer", metric]], "j", judge_properties=judge_props)
     score = scores[("asr_peer", metric)]
@@ -58,3 +58,17 @@ def test_chrf_under_a_peer_protocol_keeps_the_careful_number_beside_the_verbatim
     assert peer["details"]["reading"]["mode"] == "verbatim" and peer["score"] < careful["score"] - 5
     assert peer["details"]["lalmeval"]["score"] == pytest.approx(careful["score"])
     assert peer["details"]["lalmeval"]["differs_by"].startswith("reading:")
+
+
+def test_accuracy_judged_under_a_peer_protocol_keeps_the_careful_number_and_names_the_judge_step(ws):
+    from tests.test_reading_runs import GENDER
+
+    with ScriptedEndpoint(replying(GENDER)) as ep, ScriptedEndpoint(judge_reader) as judge:
+        props = {"judge_model": "reader", "judge_api_endpoint": judge.url, "judge_retry_attempts": 0}
+        specs = {**declare(ws, "gender", GENDER, language="english", metrics=["accuracy"]),
+                 **declare(ws, "gender_peer", GENDER, language="english", metrics=["accuracy"], protocol="au_harness", reading="judge")}
+        _, scores = run_all(ws, ep.url, specs, [["gender", "accuracy"], ["gender_peer", "accuracy"]], "g", judge_properties=props)
+    careful, peer = scores[("gender", "accuracy")], scores[("gender_peer", "accuracy")]
+    assert peer["details"]["reading"]["mode"] == "judge"
+    assert peer["details"]["lalmeval"]["score"] == pytest.approx(careful["score"])
+    assert peer["details"]["lalmeval"]["differs_by"] in (None, "reading: the judge names what is scored, lalmeval reads it carefully (docs/reading.md)")

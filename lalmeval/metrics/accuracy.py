@@ -22,7 +22,7 @@ from lalmeval.judging.judge import judge_failure
 from lalmeval.metrics.base import METRICS, SampleScore, empty_reference, unscored
 from lalmeval.metrics.peer_text import peer_name, side_by_side
 from lalmeval.metrics.percent import PercentCorrect
-from lalmeval.metrics.reading import judge_label, reading_details, reading_mode
+from lalmeval.metrics.reading import judge_label, reading_details, reading_mode, reading_step
 from lalmeval.postprocess.extraction import extract_choice, focus, mentions
 from lalmeval.postprocess.label_reading import (
     LabelReading,
@@ -88,8 +88,8 @@ class Accuracy(PercentCorrect):
 
     @functools.cached_property
     def _own_beside(self) -> bool:
-        """A peer protocol's reading is not lalmeval's: its careful number is kept beside the peer's (details.lalmeval)."""
-        return peer_name(self.dataset) is not None and self.reading == "verbatim"
+        """A peer protocol whose reading is not lalmeval's: the careful number is kept beside its own (details.lalmeval)."""
+        return peer_name(self.dataset) is not None and self.reading != "careful"
 
     def score_record(self, record: Record) -> SampleScore:
         item = self._scored(record, self.reading)
@@ -203,11 +203,13 @@ class Accuracy(PercentCorrect):
                 items[i] = {"score": None, "judge_failed": answer}
                 continue
             label, rules = answer
+            own = {"own_score": items[i]["own_score"]} if "own_score" in items[i] else {}   # the careful verdict stays beside
             if "reference_label" in items[i]:
-                items[i] = {**_label_verdict(LabelReading(label, (), rules), items[i]["reference_label"])}
+                items[i] = {**_label_verdict(LabelReading(label, (), rules), items[i]["reference_label"]), **own}
             else:
                 options = records[i].extra["options"]
-                items[i] = {**_verdict(options.index(label) if label is not None else None, records[i].extra["gold"]), "reading": list(rules)}
+                items[i] = {**_verdict(options.index(label) if label is not None else None, records[i].extra["gold"]), "reading": list(rules),
+                            **own}
         return items
 
     def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
@@ -232,8 +234,7 @@ class Accuracy(PercentCorrect):
         """lalmeval's own accuracy over the same samples (the replies read carefully), beside the peer's."""
         owned = [x["own_score"] for x in kept if x.get("own_score") is not None]
         own = 100.0 * sum(owned) / len(owned) if owned else None
-        step = "reading: the protocol scores the reply as written, lalmeval reads it carefully (docs/reading.md)"
-        return side_by_side(str(peer_name(self.dataset)), value, own, step)
+        return side_by_side(str(peer_name(self.dataset)), value, own, reading_step(self.reading))
 
     def _guess_details(self, kept: list[SampleScore], value: Optional[float]) -> dict[str, Any]:
         """How many replies the peer's parser guessed at, counted at the guess's expected value, and lalmeval's own number."""

@@ -29,6 +29,7 @@ from lalmeval.metrics.reading import (
     read_text,
     reading_details,
     reading_mode,
+    reading_step,
     text_fields,
 )
 from lalmeval.postprocess.reading import TextReading
@@ -202,8 +203,8 @@ class Chrf(_Sacrebleu):
 
     @functools.cached_property
     def _own_beside(self) -> bool:
-        """A peer protocol reads the reply as written: lalmeval's careful chrF is kept beside (details.lalmeval)."""
-        return peer_name(self.dataset) is not None and reading_mode(self.dataset, self.context) == "verbatim"
+        """A peer protocol whose reading is not lalmeval's: the careful chrF is kept beside its own (details.lalmeval)."""
+        return peer_name(self.dataset) is not None and reading_mode(self.dataset, self.context) != "careful"
 
     def score_read(self, record: Record, reading: TextReading) -> SampleScore:
         item = super().score_read(record, reading)
@@ -217,6 +218,5 @@ class Chrf(_Sacrebleu):
         kept = [x["own_stats"] for x in items if x["score"] is not None and "own_stats" in x]
         if self._own_beside and kept:
             own = self._corpus._compute_score_from_stats([sum(column) for column in zip(*kept)]).score
-            step = "reading: the protocol scores the reply as written, lalmeval reads it carefully (docs/reading.md)"
-            details["lalmeval"] = side_by_side(str(peer_name(self.dataset)), value, own, step)
+            details["lalmeval"] = side_by_side(str(peer_name(self.dataset)), value, own, reading_step(reading_mode(self.dataset, self.context)))
         return value, details
