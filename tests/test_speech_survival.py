@@ -35,7 +35,17 @@ class Speaker(AudioModel):
             return 42
         if request.text == "silent nan":
             return Speech(np.full(800, np.nan, dtype=np.float32), 16000)
-        return Speech((0.3 * np.sin(np.arange(8000) / 8000 * 2 * np.pi * 440)).astype(np.float32), 16000)
+        return tone()
+
+    def generate(self, request):
+        if request.text == "written":
+            return Reply("written, not said", 3)
+        if request.text == "silent nan":
+            return Reply("said", 1, speech=Speech(np.full(800, np.nan, dtype=np.float32), 16000))
+        return Reply(f"said: {request.text}", 2, speech=tone())
+
+def tone():
+    return Speech((0.3 * np.sin(np.arange(8000) / 8000 * 2 * np.pi * 440)).astype(np.float32), 16000)
 '''
 
 
@@ -79,4 +89,20 @@ def test_a_speech_answer_that_is_no_speech_is_that_requests_model_bug(speaker, t
     assert status == 500 and message.startswith("model bug: ") and why in message, message
     status, _ = say(speaker, "hello")
     assert status == 200
+    assert "Traceback" not in "".join(speaker.output)
+
+
+def spoken_chat(served: Served, text: str) -> tuple[int, dict]:
+    body = json.dumps({"model": "speaker", "modalities": ["text", "audio"], "audio": {"voice": "alloy", "format": "wav"},
+                       "messages": [{"role": "user", "content": text}]}).encode()
+    status, _, answer = served.raw("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+    return status, json.loads(answer)
+
+
+@pytest.mark.parametrize("text,why", [("written", "without speech"), ("silent nan", "not one finite channel")])
+def test_a_spoken_chat_reply_without_usable_speech_is_that_requests_model_bug(speaker, text, why):
+    status, answer = spoken_chat(speaker, text)
+    assert status == 500 and answer["error"]["message"].startswith("model bug: ") and why in answer["error"]["message"], answer
+    status, answer = spoken_chat(speaker, "hello")
+    assert status == 200 and answer["choices"][0]["message"]["audio"]["transcript"] == "said: hello"
     assert "Traceback" not in "".join(speaker.output)

@@ -27,7 +27,19 @@ def run_batch(model: AudioModel, kind: str, items: Sequence[Any]) -> list[Union[
         raise ModelBug(f"{type(model).__name__} answered a batch with {type(answers).__name__}, not a list")
     if len(answers) != len(items):
         raise ModelBug(f"{type(model).__name__} answered {len(answers)} of a batch of {len(items)}")
-    return [one_reply(model, item, answer) for item, answer in zip(items, answers)]
+    return [_spoken_checked(model, item, one_reply(model, item, answer)) for item, answer in zip(items, answers)]
+
+
+def _spoken_checked(model: AudioModel, item: Any, reply: Union[Reply, ApiError]) -> Union[Reply, ApiError]:
+    """A chat reply whose request asked to hear it (ChatInput.voice) carries speech the server can encode: else a model bug."""
+    if not isinstance(reply, Reply) or (getattr(item, "voice", None) is None and reply.speech is None):
+        return reply
+    try:
+        if reply.speech is None:
+            raise ModelBug(f"{type(model).__name__} answered a spoken chat request without speech (a Reply whose speech is None)")
+        return replace(reply, speech=_valid(type(model).__name__, reply.speech))
+    except ModelBug as exc:
+        return exc
 
 
 def _said(model: AudioModel, items: Sequence[Any]) -> list[Union[Reply, ApiError]]:
