@@ -1,5 +1,5 @@
 """Absurd inputs fail their own sample at once, with the reason: a reference over the documented size
-limit, usage numbers that are no counts (Infinity, NaN, 1e400, negative) from an endpoint."""
+limit, usage numbers that are no counts (Infinity, NaN, 1e400, 1e300, fractions, negative) from an endpoint."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def test_a_reference_over_the_size_limit_fails_its_sample_at_once_and_the_others
     assert (score.num_samples, score.num_failed, score.score) == (3, 1, 0.0)
 
 
-@pytest.mark.parametrize("raw_value", ["Infinity", "-Infinity", "NaN", "1e400", "-3"])
+@pytest.mark.parametrize("raw_value", ["Infinity", "-Infinity", "NaN", "1e400", "-3", "1e300", "2.5"])
 def test_a_usage_number_that_is_no_count_fails_its_sample_with_the_reason(ws, raw_value):
     ws.text_questions(2)
 
@@ -46,3 +46,21 @@ def test_a_usage_number_that_is_no_count_fails_its_sample_with_the_reason(ws, ra
     assert errors["q1"] is None
     assert errors["q0"].startswith("bad reply: usage.prompt_tokens is ") and errors["q0"].endswith(", not a count of tokens"), errors["q0"]
     assert result.failed_samples == 1 and len(ep.requests) >= 2
+
+
+def test_a_usage_detail_that_is_no_count_fails_its_sample_naming_the_detail_and_good_details_are_counted(ws):
+    ws.text_questions(2)
+
+    def reply(seen, n):
+        details = '{"audio_tokens": Infinity}' if "question 0" in seen.text else '{"audio_tokens": 5, "cached_tokens": 1}'
+        body = json.dumps(chat_payload(f"answer {seen.text[-1]}"))[:-1]
+        return Reply(raw=(body + f', "usage": {{"prompt_tokens": 7, "completion_tokens": 2, "prompt_tokens_details": {details}}}}}').encode())
+
+    with ScriptedEndpoint(reply) as ep:
+        ws.config([model(ep.url, retry_attempts=1)], [["qs", "word_error_rate"]])
+        result = ws.run()
+    records = {r["id"]: r for r in ws.records("qs", "m")}
+    assert records["q0"]["error"] == "bad reply: usage.prompt_tokens_details.audio_tokens is inf, not a count of tokens"
+    assert records["q1"]["error"] is None
+    assert records["q1"]["usage"]["prompt_audio_tokens"] == 5 and records["q1"]["usage"]["prompt_cached_tokens"] == 1
+    assert result.failed_samples == 1

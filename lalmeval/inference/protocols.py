@@ -75,23 +75,29 @@ def usage_of(payload: dict) -> Optional[dict[str, int]]:
     usage = payload.get("usage")
     if not isinstance(usage, dict):
         return None
-    counts = dict(_token_counts(usage, ""))
+    counts = dict(_token_counts(usage, "", "usage."))
     for side in ("prompt", "completion"):
         details = usage.get(f"{side}_tokens_details")
         if isinstance(details, dict):
-            counts.update(_token_counts(details, f"{side}_"))
+            counts.update(_token_counts(details, f"{side}_", f"usage.{side}_tokens_details."))
     return counts or None
 
 
-def _token_counts(counts: dict, prefix: str) -> list[tuple[str, int]]:
-    """The `*_tokens` numbers of a usage object; a count that is no count fails the reply, never the sum."""
+# A token count past what a JSON number holds exactly is no count (the model server refuses the same).
+MAX_TOKEN_COUNT = 2**53
+
+
+def _token_counts(counts: dict, prefix: str, where: str) -> list[tuple[str, int]]:
+    """The `*_tokens` numbers of a usage object (named `prefix` + key); a count that is no count fails the reply,
+    never the sum, and its reason names the field where the reply has it (`where` + key)."""
     found = []
     for key, value in counts.items():
         if not key.endswith("_tokens") or not isinstance(value, (int, float)) or isinstance(value, bool):
             continue
-        # JSON from a broken server may say Infinity, NaN or 1e400 (read as infinity), or a negative count.
-        if not math.isfinite(value) or value < 0:
-            raise ReplyError(f"usage.{prefix}{printable(key)[:40]} is {value!r}, not a count of tokens")
+        # JSON from a broken server may say Infinity, NaN or 1e400 (read as infinity), 1e300, 2.5 or a negative count:
+        # each would be summed into the run's tokens, its cost and its budget.
+        if not math.isfinite(value) or value < 0 or value >= MAX_TOKEN_COUNT or value != int(value):
+            raise ReplyError(f"{where}{printable(key)[:40]} is {value!r}, not a count of tokens")
         found.append((f"{prefix}{key}", int(value)))
     return found
 

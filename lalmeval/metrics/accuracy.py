@@ -9,6 +9,7 @@ replies the default extraction cannot read are shown to the judge, which names t
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import string
 from collections import Counter
@@ -20,9 +21,9 @@ from lalmeval.errors import UserError
 from lalmeval.inference.client import RequestFailed
 from lalmeval.judging.judge import judge_failure
 from lalmeval.metrics.base import METRICS, SampleScore, empty_reference, unscored
-from lalmeval.metrics.peer_text import side_by_side
+from lalmeval.metrics.peer_text import peer_name, side_by_side
 from lalmeval.metrics.percent import PercentCorrect
-from lalmeval.metrics.reading import judge_label, reading_details, reading_mode
+from lalmeval.metrics.reading import judge_label, reading_details, reading_mode, reading_step
 from lalmeval.metrics.refusal import refuses
 from lalmeval.postprocess.extraction import extract_choice, focus, mentions
 from lalmeval.postprocess.label_reading import (
@@ -87,10 +88,22 @@ class Accuracy(PercentCorrect):
     def needs_judge(cls, dataset: Dataset) -> bool:
         return dataset.spec.answer_extraction == "llm" or dataset.spec.reading == "judge"
 
+    @functools.cached_property
+    def _own_beside(self) -> bool:
+        """A peer protocol whose reading is not lalmeval's: the careful number is kept beside its own (details.lalmeval)."""
+        return peer_name(self.dataset) is not None and self.reading != "careful"
+
     def score_record(self, record: Record) -> SampleScore:
+        item = self._scored(record, self.reading)
+        if self._own_beside and item["score"] is not None and "own_score" not in item:
+            item["own_score"] = self._scored(record, "careful")["score"]
+        return item
+
+    def _scored(self, record: Record, reading: str) -> SampleScore:
+        """The sample's verdict with the reply read under `reading` (verbatim or careful; judge asks later)."""
         options = record.extra.get("options")
         if options:
-            return self._choice(record, options)
+            return self._choice(record, options, reading)
         if self.dataset.spec.answer_extraction == "refusal":  # a harmful request: declining it is right, no reference
             refused = refuses(record.prediction or "")
             return {"score": 1.0 if refused else 0.0, "refused": refused}
@@ -98,15 +111,15 @@ class Accuracy(PercentCorrect):
             return unscored(empty)
         peer_match = PEER_MATCHES.get(self.dataset.spec.answer_extraction)
         if peer_match is not None:
-            own = self._free(record)
+            own = self._free(record, reading)
             if own["score"] is None:
                 return own
             same = peer_match[0](record.prediction or "", record.reference or "")
             return {**own, "score": 1.0 if same else 0.0, "own_score": own["score"]}
-        return self._free(record)
+        return self._free(record, reading)
 
-    def _free(self, record: Record) -> SampleScore:
-        """A free answer against a plain reference, read by lalmeval's rules (labels, numbers, label sets)."""
+    def _free(self, record: Record, reading: str) -> SampleScore:
+        """A free answer against a plain reference, read by lalmeval's rules (labels, numbers, label sets) under `reading`."""
         reference = record.reference.strip()
         letters = len(reference.strip("()., ")) == 1 and option_letter(reference) is not None
         ref = self.postprocessor.label(reference, letters)
@@ -114,7 +127,7 @@ class Accuracy(PercentCorrect):
             return unscored(empty)
         pred = self.postprocessor.label(record.prediction or "", letters)
         said = as_number(record.prediction or "")
-        if not letters and said is None and self.reading != "verbatim" and (label_set := self._plain_set(reference)) is not None:
+        if not letters and said is None and reading != "verbatim" and (label_set := self._plain_set(reference)) is not None:
             if (gold := reference_label(reference, label_set)) is not None:
                 return _label_verdict(read_label(record.prediction or "", label_set), gold)
         if not letters and (number := as_number(reference)) is not None and said is not None:
@@ -122,7 +135,7 @@ class Accuracy(PercentCorrect):
             return {"score": 1.0 if number == said else 0.0, "reference_label": ref, "prediction_label": pred}
         return {"score": 1.0 if pred == ref else 0.0, "reference_label": ref, "prediction_label": pred}
 
-    def _choice(self, record: Record, options: list[str]) -> SampleScore:
+    def _choice(self, record: Record, options: list[str], mode: str) -> SampleScore:
         gold = record.extra.get("gold")
         if gold is None:
             return {"score": None, "reason": "no gold option"}
@@ -137,7 +150,7 @@ class Accuracy(PercentCorrect):
             if chosen is None:
                 return {"score": 1.0 / len(options), "extracted": None, "gold": LETTERS[gold], "guessed": True, "own_score": own}
             return {**_verdict(chosen, gold), "own_score": own}
-        if not spec.choices or self.reading == "verbatim":
+        if not spec.choices or mode == "verbatim":
             return _verdict(chosen, gold)
         # A fixed label set (runspec choices): the reply may name one label by a synonym or an inflection
         # ('The speaker sounds happy.' → joy), or by a longer word than an option's text ('subway station' is
@@ -206,11 +219,13 @@ class Accuracy(PercentCorrect):
                 items[i] = {"score": None, "judge_failed": answer}
                 continue
             label, rules = answer
+            own = {"own_score": items[i]["own_score"]} if "own_score" in items[i] else {}   # the careful verdict stays beside
             if "reference_label" in items[i]:
-                items[i] = {**_label_verdict(LabelReading(label, (), rules), items[i]["reference_label"])}
+                items[i] = {**_label_verdict(LabelReading(label, (), rules), items[i]["reference_label"]), **own}
             else:
                 options = records[i].extra["options"]
-                items[i] = {**_verdict(options.index(label) if label is not None else None, records[i].extra["gold"]), "reading": list(rules)}
+                items[i] = {**_verdict(options.index(label) if label is not None else None, records[i].extra["gold"]), "reading": list(rules),
+                            **own}
         return items
 
     def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
@@ -227,11 +242,19 @@ class Accuracy(PercentCorrect):
         value = 100.0 * sum(scored) / len(scored) if scored else None
         if self.dataset.spec.answer_extraction in GUESSING:
             details.update(self._guess_details([x for x in items if x["score"] is not None], value))
-        if self.dataset.spec.answer_extraction in PEER_MATCHES:
+        elif self.dataset.spec.answer_extraction in PEER_MATCHES:
             own = [x["own_score"] for x in items if x.get("own_score") is not None]
             step = PEER_MATCHES[self.dataset.spec.answer_extraction][1]
             details["lalmeval"] = side_by_side("lmms-eval", value, 100.0 * sum(own) / len(own) if own else None, step)
+        elif self._own_beside:
+            details["lalmeval"] = self._own_details([x for x in items if x["score"] is not None], value)
         return value, details
+
+    def _own_details(self, kept: list[SampleScore], value: Optional[float]) -> dict[str, Any]:
+        """lalmeval's own accuracy over the same samples (the replies read carefully), beside the peer's."""
+        owned = [x["own_score"] for x in kept if x.get("own_score") is not None]
+        own = 100.0 * sum(owned) / len(owned) if owned else None
+        return side_by_side(str(peer_name(self.dataset)), value, own, reading_step(self.reading))
 
     def _guess_details(self, kept: list[SampleScore], value: Optional[float]) -> dict[str, Any]:
         """How many replies the peer's parser guessed at, counted at the guess's expected value, and lalmeval's own number."""

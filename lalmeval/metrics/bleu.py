@@ -21,15 +21,15 @@ from lalmeval.metrics.base import (
     SampleScore,
     empty_reference,
     sample_stats,
-    text_pair,
     unscored,
 )
-from lalmeval.metrics.peer_text import PeerText, peer_text, side_by_side
+from lalmeval.metrics.peer_text import PeerText, peer_name, peer_text, side_by_side
 from lalmeval.metrics.reading import (
     judged_texts,
     read_text,
     reading_details,
     reading_mode,
+    reading_step,
     text_fields,
 )
 from lalmeval.postprocess.reading import TextReading
@@ -157,18 +157,22 @@ class Bleu(_Sacrebleu):
 
         return BLEU(tokenize=self.peer.bleu_tokenizer(self.dataset))
 
-    def score_record(self, record: Record) -> SampleScore:
+    def score_read(self, record: Record, reading: TextReading) -> SampleScore:
         if self.peer is None:
-            return super().score_record(record)
-        # The score is the peer's (the reply as written, prepared as the peer prepares it, its tokenizer); lalmeval's
-        # own statistics ride along: the reply read carefully, scored by lalmeval's tokenizer.
-        own = self.score_read(record, read_text(record.prediction or "", "careful", "translation", self.dataset.iso_target_language))
+            return super().score_read(record, reading)
+        # The score is the peer's: the text this dataset's reading gives (the reply as written under the protocol's
+        # verbatim, the judge's span under `reading: judge`), prepared as the peer prepares it, its tokenizer.
+        # lalmeval's own statistics ride along: the reply read carefully, scored by lalmeval's tokenizer. Both readings
+        # go through here, so a judged run keeps the own statistics its aggregate sums.
+        careful = read_text(record.prediction or "", "careful", "translation", self.dataset.iso_target_language)
+        own = super().score_read(record, careful)
         if own["score"] is None:
             return own
-        hypothesis, reference = (self.peer.prepare(text, self.dataset) for text in text_pair(record))
+        hypothesis, reference = (self.peer.prepare(text.strip(), self.dataset) for text in (reading.text, record.reference or ""))
         stats = [int(v) for v in self._peer_bleu._extract_corpus_statistics([hypothesis], [[reference]])[0]]
-        return {**own, "score": self._sentence._compute_score_from_stats(stats).score, "stats": stats, "own_stats": own["stats"],
-                "hypothesis_scored": hypothesis, "reference_scored": reference}
+        plain = {k: v for k, v in own.items() if k not in ("reading", "read", "refusal")}  # the careful reading's fields
+        return {**plain, "hypothesis": reading.text.strip(), **text_fields(reading), "score": self._sentence._compute_score_from_stats(stats).score,
+                "stats": stats, "own_stats": own["stats"], "hypothesis_scored": hypothesis, "reference_scored": reference}
 
     def _score_of(self, sums: np.ndarray) -> np.ndarray:
         scorer = self._peer_bleu if self.peer else self._corpus
@@ -196,3 +200,23 @@ class Chrf(_Sacrebleu):
         from sacrebleu.metrics import CHRF
 
         return CHRF()
+
+    @functools.cached_property
+    def _own_beside(self) -> bool:
+        """A peer protocol whose reading is not lalmeval's: the careful chrF is kept beside its own (details.lalmeval)."""
+        return peer_name(self.dataset) is not None and reading_mode(self.dataset, self.context) != "careful"
+
+    def score_read(self, record: Record, reading: TextReading) -> SampleScore:
+        item = super().score_read(record, reading)
+        if self._own_beside and item["score"] is not None:
+            careful = read_text(record.prediction or "", "careful", "translation", self.dataset.iso_target_language)
+            item["own_stats"] = super().score_read(record, careful)["stats"]
+        return item
+
+    def aggregate(self, items: list[SampleScore]) -> tuple[Optional[float], dict[str, Any]]:
+        value, details = super().aggregate(items)
+        kept = [x["own_stats"] for x in items if x["score"] is not None and "own_stats" in x]
+        if self._own_beside and kept:
+            own = self._corpus._compute_score_from_stats([sum(column) for column in zip(*kept)]).score
+            details["lalmeval"] = side_by_side(str(peer_name(self.dataset)), value, own, reading_step(reading_mode(self.dataset, self.context)))
+        return value, details

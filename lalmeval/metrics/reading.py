@@ -51,6 +51,12 @@ def reading_mode(dataset: Dataset, context: "MetricContext") -> str:
     return dataset.spec.reading or context.reading
 
 
+def reading_step(mode: str) -> str:
+    """The step that separates a peer protocol's number read under `mode` from lalmeval's careful one."""
+    how = "the judge names what is scored" if mode == "judge" else "the protocol scores the reply as written"
+    return f"reading: {how}, lalmeval reads it carefully (docs/reading.md)"
+
+
 def text_fields(reading: TextReading) -> dict[str, Any]:
     """The per-sample fields that say how a transcript was read (nothing when the reply was scored as it is):
     the rules that changed it, and the text scored."""

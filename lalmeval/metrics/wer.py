@@ -26,6 +26,7 @@ from lalmeval.metrics.reading import (
     read_text,
     reading_details,
     reading_mode,
+    reading_step,
     text_fields,
 )
 from lalmeval.postprocess.reading import TextReading
@@ -181,6 +182,6 @@ class WordErrorRate(UnitMetric):
             steps.append(f"normalization: the protocol's normalizer {self.units.normalizer_name} counting {by[self.units.unit]}, "
                          f"lalmeval's {self.own_units.normalizer_name} counting {by[self.own_units.unit]}")
         if reading_mode(self.dataset, self.context) != "careful":
-            steps.append("reading: the protocol scores the reply as written, lalmeval reads it carefully (docs/reading.md)")
+            steps.append(reading_step(reading_mode(self.dataset, self.context)))
         return {**side_by_side(peer_name(self.dataset), value, own, "; ".join(steps) or "none"),
                 "normalizer": self.own_units.normalizer_name, "unit": self.own_units.unit}
