@@ -35,9 +35,9 @@ def _run(*args: str) -> str:
     return out.stdout
 
 
-def dump_dom(url: str) -> str:
-    """The document as it stands after the page's scripts ran."""
-    return _run("--virtual-time-budget=3000", "--dump-dom", url)
+def dump_dom(url: str, budget_ms: int = 3000) -> str:
+    """The document as it stands after the page's scripts ran (for `budget_ms` of the page's virtual time)."""
+    return _run(f"--virtual-time-budget={budget_ms}", "--dump-dom", url)
 
 
 def screenshot(url: str, png: Path, width: int = 1280, height: int = 2400) -> Path:
