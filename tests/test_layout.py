@@ -41,19 +41,13 @@ def _targets(node: ast.AST, module: str, path: Path, known: dict[str, Path]) -> 
     return found
 
 
-def _type_checking_only(node: ast.AST) -> bool:
-    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-
-
 def import_graph() -> dict[str, set[str]]:
-    """Every module → the lalmeval modules it imports, at its top or inside a function (TYPE_CHECKING aside)."""
+    """Every module → the lalmeval modules it imports: at its top, inside a function, or for type checking only."""
     known = _modules()
     graph: dict[str, set[str]] = {name: set() for name in known}
 
     def visit(node: ast.AST, module: str, path: Path) -> None:
         for child in ast.iter_child_nodes(node):
-            if _type_checking_only(child):
-                continue
             if isinstance(child, (ast.Import, ast.ImportFrom)):
                 graph[module].update(_targets(child, module, path, known))
             visit(child, module, path)

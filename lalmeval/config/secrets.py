@@ -6,14 +6,12 @@ import base64
 import json
 import re
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from lalmeval.errors import UserError
 from lalmeval.text import printable
 
-if TYPE_CHECKING:
-    from lalmeval.config.schema import Config
 
 REDACTED = "<redacted>"
 
@@ -235,7 +233,7 @@ def blank_credentials(node: Any) -> Any:
     return node
 
 
-def _secret_fields(config: "Config") -> list[tuple[str, str]]:
+def _secret_fields(config: Any) -> list[tuple[str, str]]:
     """(where, value) of every secret a config holds: model tokens, the judge key, credentials in extra_body."""
     found = [(f"models[{m.name}].auth_token", m.auth_token.get_secret_value()) for m in config.models if m.auth_token]
     if config.judge_properties and config.judge_properties.judge_api_key:
@@ -288,7 +286,7 @@ def raw_secrets(raw: Any) -> list[str]:
     return [value for _, value in _credentials(raw, "")]
 
 
-def config_secrets(config: "Config") -> list[str]:
+def config_secrets(config: Any) -> list[str]:
     """Every secret value a config holds (model tokens, the judge key, credential fields of extra_body)."""
     return [value for _, value in _secret_fields(config)]
 
@@ -300,7 +298,7 @@ def redacted_params(params: dict[str, Any], redactor: Redactor) -> dict[str, Any
     return scrub(params, redactor)
 
 
-def redacted_config(config: "Config") -> dict:
+def redacted_config(config: Any) -> dict:
     """The resolved config as plain data: secret fields blanked, and secrets long enough to tell apart from
     ordinary text replaced wherever else they appear (a launch command, a URL)."""
     data = config.model_dump(mode="json")
@@ -327,7 +325,7 @@ def _strings(node: Any) -> Iterator[str]:
         yield node
 
 
-def short_secret_warnings(config: "Config") -> list[str]:
+def short_secret_warnings(config: Any) -> list[str]:
     """One line per secret too short to scrub that the config repeats elsewhere: there it is written as is."""
     dumped = [text.replace(REDACTED, "") for text in _strings(redacted_config(config))]
     return [f"warning: {where} is shorter than {MIN_SECRET_LENGTH} characters, so it is not scrubbed from other text "

@@ -19,7 +19,7 @@ what to write instead:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from lalmeval.catalog.protocols import resolve as resolve_protocol
 from lalmeval.catalog.runspecs import CHOICE_FORMATS, Dataset
@@ -27,9 +27,6 @@ from lalmeval.config.schema import ModelInfo
 from lalmeval.errors import UserError
 from lalmeval.metrics import METRICS
 from lalmeval.metrics.reading import READING_METRICS
-
-if TYPE_CHECKING:
-    from lalmeval.run.plan import Plan
 
 
 def own_instruction(dataset: Dataset) -> str:
@@ -49,7 +46,7 @@ def _has_options(dataset: Dataset) -> bool:
     return bool(spec.choices or spec.choices_column or spec.format in CHOICE_FORMATS)
 
 
-def _check_rules(plan: "Plan", model: ModelInfo, dataset: Dataset) -> None:
+def _check_rules(plan: Any, model: ModelInfo, dataset: Dataset) -> None:
     for index, rule in plan.matching_rules(model, dataset):
         where = f"prompt_rules[{index}]"
         if rule.instruction is not None and (why := own_instruction(dataset)):
@@ -60,7 +57,7 @@ def _check_rules(plan: "Plan", model: ModelInfo, dataset: Dataset) -> None:
                             "options; narrow the rule's task")
 
 
-def _check_transcription(plan: "Plan", model: ModelInfo, dataset: Dataset) -> None:
+def _check_transcription(plan: Any, model: ModelInfo, dataset: Dataset) -> None:
     where = f"models '{model.name}' (inference_type transcription)"
     if plan.prompt_settings(model, dataset).system_texts:
         raise UserError(f"{where}: a transcription request has no system message, so the system prompts reaching dataset "
@@ -106,7 +103,7 @@ def _check_speech_data(model: ModelInfo, dataset: Dataset) -> None:
                         "which a text-to-speech request cannot carry; evaluate it on a text dataset (modality: text)")
 
 
-def _check_aggregates(plan: "Plan") -> None:
+def _check_aggregates(plan: Any) -> None:
     for index, (metric, names) in enumerate(plan.config.aggregate):
         named = {d.name for name in names for d in plan.catalog.resolve(name)}
         if not any(d.name in named and m == metric for d, m in plan.pairs):
@@ -123,7 +120,7 @@ def _reads(metric: str, dataset: Dataset) -> frozenset[str]:
     return METRICS.get(metric).reads_fields(dataset) | ({"reading"} if metric in READING_METRICS else frozenset())
 
 
-def _check_protocols(plan: "Plan") -> None:
+def _check_protocols(plan: Any) -> None:
     for dataset, metric in plan.pairs:
         spec = dataset.spec
         if "protocol" not in spec.model_fields_set or spec.reproduces:  # a peer's entry names whose convention it follows
@@ -138,7 +135,7 @@ def _check_protocols(plan: "Plan") -> None:
                         f"{' or '.join(readers)}")
 
 
-def check_settings_apply(plan: "Plan") -> None:
+def check_settings_apply(plan: Any) -> None:
     """Refuse (UserError, one line) every setting this plan would read and then not use."""
     filters = plan.config.filters
     if filters.shuffle and not filters.num_samples:
