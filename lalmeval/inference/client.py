@@ -11,11 +11,10 @@ from functools import partial
 from typing import Any, Callable, Generic, Optional, TypeVar
 from urllib.parse import urljoin
 
-import aiohttp
-
 from lalmeval.config.schema import ModelInfo
 from lalmeval.config.secrets import NO_SECRETS, Redactor, clip, scrub
 from lalmeval.inference.azure import deployment_url
+from lalmeval.inference.http import CertificateFailed, Client, HTTPError, Response
 from lalmeval.inference.diagnose import REFUSALS, refusal_line, refuses_every_request
 from lalmeval.inference.limit import AdaptiveLimit
 from lalmeval.inference.protocols import ReplyError
@@ -147,7 +146,8 @@ class Endpoint:
         self.redact = redactor
         self.shown_url = redactor(info.url)   # the URL wherever it is printed or stored: it may hold a key
         self.max_reply = int(info.max_reply_mb * 1_000_000)
-        self._session: Optional[aiohttp.ClientSession] = None
+        self._client: Optional[Client] = None
+        self._urls: dict[str, str] = {}   # API path -> the URL it is sent to
         self._next_start = 0.0
         self.requests_sent = 0
         self.retries = 0
@@ -167,20 +167,13 @@ class Endpoint:
         return {"api-key": self._token} if self.info.api_version else {"Authorization": f"Bearer {self._token}"}
 
     async def open(self) -> None:
-        """Create the pooled session (inside the running loop)."""
-        # ssl=False skips certificate verification (verify_ssl: false); True is aiohttp's verifying default.
-        connector = aiohttp.TCPConnector(limit=self.info.batch_size + 4, ttl_dns_cache=300, enable_cleanup_closed=True, ssl=self.info.verify_ssl)
-        self._session = aiohttp.ClientSession(
-            connector=connector,
-            headers=self._headers(),
-            timeout=aiohttp.ClientTimeout(total=self.info.timeout),
-            skip_auto_headers=("User-Agent",),
-        )
+        """Create the pooled connections' client (inside the running loop)."""
+        self._client = Client(self.info.timeout, verify_ssl=self.info.verify_ssl, headers=self._headers(), max_idle=self.info.batch_size + 4)
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
 
     async def _pace(self) -> None:
         """Keep `delay` ms between request starts without polling: each start reserves a slot."""
@@ -194,21 +187,18 @@ class Endpoint:
             await asyncio.sleep(start - now)
 
     @staticmethod
-    async def _read(resp: aiohttp.ClientResponse, limit: int, strict: bool) -> bytes:
+    async def _read(resp: Response, limit: int, strict: bool) -> bytes:
         """At most `limit` bytes of the body; with `strict`, a longer body raises _TooLarge instead."""
         if strict and resp.content_length is not None and resp.content_length > limit:
             raise _TooLarge()
-        chunks, size = [], 0
-        async for chunk in resp.content.iter_chunked(1 << 16):
-            size += len(chunk)
-            chunks.append(chunk)
-            if size > limit:
-                if strict:
-                    raise _TooLarge()
-                break
-        return b"".join(chunks)[:limit]
+        body = await resp.read(limit)
+        if len(body) > limit:
+            if strict:
+                raise _TooLarge()
+            return body[:limit]
+        return body
 
-    def _redirect(self, url: str, resp: aiohttp.ClientResponse) -> tuple[Optional[str], Optional[_Outcome]]:
+    def _redirect(self, url: str, resp: Response) -> tuple[Optional[str], Optional[_Outcome]]:
         """Where a redirect leads when it may be followed (same host: the request goes again, credentials
         included), or the failure it is: another host never sees the request, its key, nor is scored."""
         location = resp.headers.get("Location")
@@ -221,41 +211,46 @@ class Endpoint:
                   f"never sent to another host); set url to the endpoint itself")
         return None, _Outcome(reason=clip(reason, self.redact, REASON_LIMIT))
 
-    async def _read_marked(self, resp: aiohttp.ClientResponse, limit: int, reads: str) -> tuple[bytes, Marks]:
+    async def _read_marked(self, resp: Response, limit: int, reads: str) -> tuple[bytes, Marks]:
         """The body (at most `limit` bytes, else _TooLarge) with when each piece of it arrived: one clock read per network read.
         A stream's first text and audio are timed read by read; after them its deltas are taken COALESCE seconds at a
         time (the socket holds them meanwhile), so a reply of hundreds of deltas costs tens of reads, not hundreds."""
         if resp.content_length is not None and resp.content_length > limit:
             raise _TooLarge()
         firsts = Firsts(audio=self.info.speaks) if reads == "json" else None
-        transport = resp.connection.transport if resp.connection is not None else None
         chunks, marks, size = [], [], 0
-        while chunk := await resp.content.readany():
-            size += len(chunk)
-            if size > limit:
-                raise _TooLarge()
-            chunks.append(chunk)
-            marks.append((size, time.perf_counter()))
-            if firsts is not None and not firsts.seen:
-                firsts.feed(chunk)
-            elif transport is not None and not transport.is_closing():
-                transport.pause_reading()
+        while pieces := await resp.next_pieces():
+            for chunk, arrived in pieces:
+                size += len(chunk)
+                if size > limit:
+                    raise _TooLarge()
+                chunks.append(chunk)
+                marks.append((size, arrived))
+                if firsts is not None and not firsts.seen:
+                    firsts.feed(chunk)
+            if (firsts is None or firsts.seen) and not resp.done:
+                resp.pause_reading()
                 try:
                     await asyncio.sleep(COALESCE)
                 finally:
-                    if not transport.is_closing():
-                        transport.resume_reading()
+                    resp.resume_reading()
         return b"".join(chunks), marks
 
     async def _attempt(self, path: str, body: bytes, content_type: str, parse: Callable[[Any], Any], reads: str = "json") -> _Outcome:
         """One try, turned into an outcome whatever happens on the wire."""
-        assert self._session is not None, "Endpoint.open() was not called"
-        url = endpoint_url(self.base_url, path, {"api-version": self.info.api_version} if self.info.api_version else None)
+        assert self._client is not None, "Endpoint.open() was not called"
+        url = self._urls.get(path)
+        if url is None:
+            url = self._urls[path] = endpoint_url(self.base_url, path, {"api-version": self.info.api_version} if self.info.api_version else None)
         self.requests_sent += 1
+        headers = {"Content-Type": content_type}
         try:
             for _ in range(MAX_REDIRECTS + 1):
-                # Redirects are followed here, not by aiohttp: it would carry the api-key header to any host.
-                async with self._session.post(url, data=body, headers={"Content-Type": content_type}, allow_redirects=False) as resp:
+                # Redirects are followed here, never silently: the api-key header must not reach another host.
+                request = await self._client.post(url, body, headers)
+                try:
+                    resp = request.response
+                    assert resp is not None
                     if resp.status in REDIRECTS:
                         url, refused = self._redirect(url, resp)
                         if refused is not None:
@@ -271,18 +266,20 @@ class Endpoint:
                     else:
                         raw, marks = await self._read(resp, self.max_reply, strict=True), []
                     break
+                finally:
+                    request.release()
             else:
                 return _Outcome(reason=f"more than {MAX_REDIRECTS} redirects")
         except _TooLarge:
             return _Outcome(reason=f"reply too large: more than {self.info.max_reply_mb:g} MB (max_reply_mb)")
         except asyncio.TimeoutError:
             return _Outcome(reason=f"timeout after {self.info.timeout:g}s", retryable=True)
-        except aiohttp.ClientConnectorCertificateError as exc:
+        except CertificateFailed as exc:
             # Retrying cannot make a certificate trusted; the reason says what to change.
             reason = f"connection error: certificate not trusted (verify_ssl: false accepts a self-signed one): {exc.certificate_error}"
             return _Outcome(reason=clip(reason, self.redact, REASON_LIMIT))
-        except aiohttp.ClientError as exc:
-            return _Outcome(reason=clip(f"connection error: {type(exc).__name__}: {exc}".rstrip(": "), self.redact, REASON_LIMIT), retryable=True)
+        except HTTPError as exc:
+            return _Outcome(reason=clip(f"connection error: {exc}".rstrip(": "), self.redact, REASON_LIMIT), retryable=True)
         if reads == "binary":
             return self._binary(raw, marks, parse)
         streamed = self.info.stream and (resp.content_type or "").startswith("text/event-stream")

@@ -1,0 +1,502 @@
+"""A lean HTTP/1.1 client for the run's requests: keep-alive connections per origin, each reply read in the protocol's own callback."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import ssl
+import time
+import zlib
+from collections import defaultdict
+from typing import Optional
+from urllib.parse import unquote, urlsplit
+
+from multidict import CIMultiDict, CIMultiDictProxy
+
+MAX_HEAD = 64 * 1024   # bytes of status line and headers; a longer head is not an HTTP reply we can use
+DEFAULT_PORTS = {"http": 80, "https": 443}
+Piece = tuple[bytes, float]   # body bytes of one network read, and perf_counter when they arrived
+
+
+class HTTPError(Exception):
+    """No usable HTTP reply: the connection could not be made, closed early, or did not speak HTTP/1.x."""
+
+
+class ConnectFailed(HTTPError):
+    """The connection could not be made."""
+
+
+class CertificateFailed(ConnectFailed):
+    """TLS refused the server's certificate; `certificate_error` says why."""
+
+    def __init__(self, message: str, certificate_error: str):
+        super().__init__(message)
+        self.certificate_error = certificate_error
+
+
+class Disconnected(HTTPError):
+    """The server closed the connection before its reply was complete."""
+
+
+class BadResponse(HTTPError):
+    """What came back is not an HTTP/1.x reply."""
+
+
+class Response:
+    """A reply whose head has arrived; its body arrives as pieces, one per network read, into `pieces`."""
+
+    def __init__(self, status: int, reason: str, headers: CIMultiDictProxy, keep_alive: bool):
+        self.status = status
+        self.reason = reason
+        self.headers = headers
+        self.keep_alive = keep_alive
+        length = headers.get("Content-Length")
+        self.content_length: Optional[int] = int(length) if length is not None and length.strip().isdigit() else None
+        self.content_type = (headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+        self.pieces: list[Piece] = []
+        self.size = 0
+        self.done = False
+        self.error: Optional[BaseException] = None
+        self._waiter: Optional[asyncio.Future] = None
+        self._connection: Optional[_Connection] = None
+        self._taken = 0
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def _more(self) -> None:
+        """Wait for the next piece of the body, its end, or its failure."""
+        if self.error is not None:
+            raise self.error
+        if not self.done:
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+            if self.error is not None:
+                raise self.error
+
+    async def read(self, limit: int) -> bytes:
+        """The whole body, or its first `limit` + 1 bytes when it is longer (the caller decides what that means)."""
+        while not self.done and self.size <= limit:
+            await self._more()
+        if self.error is not None:
+            raise self.error
+        body = b"".join(piece for piece, _ in self.pieces) if len(self.pieces) != 1 else self.pieces[0][0]
+        return body[: limit + 1]
+
+    async def next_pieces(self) -> list[Piece]:
+        """The pieces that arrived since the last call, waiting for one when none has; [] once the body has ended."""
+        while self._taken == len(self.pieces) and not self.done:
+            await self._more()
+        if self.error is not None:
+            raise self.error
+        fresh = self.pieces[self._taken:]
+        self._taken = len(self.pieces)
+        return fresh
+
+    def pause_reading(self) -> None:
+        """Leave what the server sends in the socket for now (read later in fewer, larger reads)."""
+        if self._connection is not None:
+            self._connection.pause()
+
+    def resume_reading(self) -> None:
+        if self._connection is not None:
+            self._connection.resume()
+
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive connection: writes a request, parses its reply as the bytes arrive (head, then a body by
+    length, by chunks, or to the close), and hands the body to the Response piece by piece."""
+
+    def __init__(self) -> None:
+        self.transport: Optional[asyncio.Transport] = None
+        self.closed = False
+        self.used = False                     # a request was written on it before (a reused connection)
+        self._buffer = b""
+        self._response: Optional[Response] = None
+        self._head_waiter: Optional[asyncio.Future] = None
+        self._mode = ""                       # body: "length", "chunked", "close", or "" while reading a head
+        self._left = 0                        # bytes of the body ("length") or of the current chunk ("chunked") still due
+        self._chunk_state = "size"            # chunked: "size", "data", "crlf", "trailer"
+        self._inflate: Optional["zlib._Decompress"] = None
+        self._got_bytes = False               # any byte of a reply arrived (a reused connection closed before: stale)
+        self._paused = False
+
+    # -- asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def connection_lost(self, exc: Optional[Exception]) -> None:
+        self.closed = True
+        response = self._response
+        if response is not None and not response.done and self._mode == "close" and exc is None:
+            self._finish(b"")   # a body delimited by the close of the connection ends here
+            return
+        self._fail(Disconnected("server closed the connection" + (f": {exc}" if exc else "") + " before its reply was complete"))
+
+    def data_received(self, data: bytes) -> None:
+        self._got_bytes = True
+        try:
+            self._feed(data)
+        except HTTPError as exc:
+            self._fail(exc)
+            self.abort()
+
+    # -- the request
+    def send(self, head: bytes, body: bytes) -> asyncio.Future:
+        """Write one request; the future resolves to its Response once the reply's head has arrived."""
+        assert self.transport is not None and self._response is None
+        self.used = True
+        self._buffer, self._mode, self._got_bytes = b"", "", False
+        self._head_waiter = asyncio.get_running_loop().create_future()
+        self.transport.writelines((head, body)) if body else self.transport.write(head)
+        return self._head_waiter
+
+    def _feed(self, data: bytes) -> None:
+        if not self._mode:
+            self._buffer += data
+            if not self._read_head():
+                return
+            data, self._buffer = self._buffer, b""
+        if data:
+            self._body(data)
+
+    def _read_head(self) -> bool:
+        """Parse the reply's head once it is whole (skipping 1xx interim replies); False while more is due."""
+        while True:
+            end = self._buffer.find(b"\r\n\r\n")
+            if end < 0:
+                if len(self._buffer) > MAX_HEAD:
+                    raise BadResponse(f"reply head longer than {MAX_HEAD} bytes")
+                return False
+            lines = self._buffer[:end].decode("latin-1").split("\r\n")
+            self._buffer = self._buffer[end + 4:]
+            version, _, rest = lines[0].partition(" ")
+            code, _, reason = rest.partition(" ")
+            if not version.startswith("HTTP/1.") or not code.isdigit() or len(code) != 3:
+                raise BadResponse(f"not an HTTP/1.x reply: {lines[0][:80]!r}")
+            status = int(code)
+            if 100 <= status < 200:
+                continue
+            headers: CIMultiDict[str] = CIMultiDict()
+            for line in lines[1:]:
+                name, colon, value = line.partition(":")
+                if not colon or not name or name != name.strip():
+                    raise BadResponse(f"malformed header line: {line[:80]!r}")
+                headers.add(name, value.strip())
+            self._start(status, reason, version, CIMultiDictProxy(headers))
+            return True
+
+    def _start(self, status: int, reason: str, version: str, headers: CIMultiDictProxy) -> None:
+        connection = (headers.get("Connection") or "").lower()
+        keep_alive = "close" not in connection and (version != "HTTP/1.0" or "keep-alive" in connection)
+        response = self._response = Response(status, reason, headers, keep_alive)
+        response._connection = self
+        encoding = (headers.get("Content-Encoding") or "").strip().lower()
+        if encoding in ("gzip", "x-gzip", "deflate"):
+            self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS if "gzip" in encoding else zlib.MAX_WBITS)
+        elif encoding not in ("", "identity"):
+            raise BadResponse(f"unsupported Content-Encoding {encoding!r}")
+        else:
+            self._inflate = None
+        if "chunked" in (headers.get("Transfer-Encoding") or "").lower():
+            self._mode, self._chunk_state = "chunked", "size"
+        elif status in (204, 304):
+            self._mode, self._left = "length", 0
+        elif response.content_length is not None:
+            self._mode, self._left = "length", response.content_length
+        elif headers.get("Content-Length") is not None:
+            raise BadResponse(f"bad Content-Length {headers.get('Content-Length')!r}")
+        else:
+            self._mode, response.keep_alive = "close", False
+        waiter, self._head_waiter = self._head_waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(response)
+        if self._mode == "length" and self._left == 0:
+            self._finish(b"")
+
+    def _body(self, data: bytes) -> None:
+        if not self._mode:
+            raise BadResponse("bytes after the end of a reply")
+        if self._mode == "length":
+            if len(data) > self._left:
+                raise BadResponse("more bytes than the reply's Content-Length")
+            self._left -= len(data)
+            self._finish(data) if self._left == 0 else self._piece(data)
+        elif self._mode == "close":
+            self._piece(data)
+        else:
+            self._chunks(data)
+
+    def _chunks(self, data: bytes) -> None:
+        """Chunked transfer coding: the data of every chunk that arrived in this read becomes one piece. Whole chunks
+        are cut in a tight loop (a stream of hundreds of small events is hundreds of chunks); a chunk cut by the read
+        waits in the buffer for the rest of it."""
+        buffer = self._buffer + data if self._buffer else data
+        at, out, end_of_data = 0, [], len(buffer)
+        if self._chunk_state == "data":   # the rest of a chunk begun in an earlier read
+            take = min(self._left, end_of_data)
+            out.append(buffer[:take])
+            at, self._left = take, self._left - take
+            if self._left:
+                self._buffer = b""
+                return self._piece(out[0]) if take else None
+            self._chunk_state = "crlf"
+        find = buffer.find
+        while True:
+            if self._chunk_state == "crlf":
+                if not b"\r\n".startswith(buffer[at:at + 2]):
+                    raise BadResponse("chunk data not followed by CRLF")
+                if end_of_data - at < 2:
+                    break
+                if buffer[at:at + 2] != b"\r\n":
+                    raise BadResponse("chunk data not followed by CRLF")
+                at += 2
+                self._chunk_state = "size"
+            if self._chunk_state == "trailer":
+                if buffer.startswith(b"\r\n", at) or find(b"\r\n\r\n", at) >= 0:
+                    self._buffer = b""
+                    return self._finish(b"".join(out))
+                break
+            line_end = find(b"\r\n", at)
+            if line_end < 0:
+                if end_of_data - at > 1024:
+                    raise BadResponse("chunk size line too long")
+                break
+            try:
+                size = int(buffer[at:line_end], 16)
+            except ValueError:
+                size = self._size_with_extension(buffer[at:line_end])
+            if size < 0:
+                raise BadResponse(f"bad chunk size {buffer[at:line_end][:20]!r}")
+            start = line_end + 2
+            if size == 0:
+                at, self._chunk_state = start, "trailer"
+                continue
+            stop = start + size
+            if stop + 2 <= end_of_data and buffer[stop:stop + 2] == b"\r\n":   # the usual case: a whole chunk
+                out.append(buffer[start:stop])
+                at = stop + 2
+                continue
+            take = min(size, end_of_data - start)
+            out.append(buffer[start:start + take])
+            at, self._left = start + take, size - take
+            self._chunk_state = "data" if self._left else "crlf"
+            if self._left:
+                break
+        self._buffer = buffer[at:] if self._chunk_state != "data" else b""
+        if out:
+            self._piece(b"".join(out))
+
+    @staticmethod
+    def _size_with_extension(line: bytes) -> int:
+        """A chunk size line with an extension (`1a;name=value`), or a bad one."""
+        size = line.split(b";", 1)[0].strip()
+        try:
+            return int(size, 16)
+        except ValueError:
+            raise BadResponse(f"bad chunk size {size[:20]!r}") from None
+
+    def _piece(self, data: bytes, last: bool = False) -> None:
+        response = self._response
+        if response is None:
+            raise BadResponse("bytes after the end of a reply")
+        if self._inflate is not None:
+            try:
+                data = self._inflate.decompress(data) + (self._inflate.flush() if last else b"")
+            except zlib.error as exc:
+                raise BadResponse(f"cannot decompress the reply: {exc}") from None
+        if data:
+            response.pieces.append((data, time.perf_counter()))
+            response.size += len(data)
+        if last:
+            response.done = True
+            self._response = None
+            self._mode = ""
+        response._wake()
+
+    def _finish(self, data: bytes) -> None:
+        self._piece(data, last=True)
+
+    def _fail(self, exc: BaseException) -> None:
+        waiter, self._head_waiter = self._head_waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(exc)
+        response, self._response = self._response, None
+        if response is not None and not response.done:
+            response.error = exc
+            response._wake()
+
+    def time_out(self) -> None:
+        """The request took longer than its timeout: whatever waits for it raises TimeoutError."""
+        self._fail(asyncio.TimeoutError())
+        self.abort()
+
+    def pause(self) -> None:
+        if not self._paused and self.transport is not None and not self.closed:
+            self._paused = True
+            self.transport.pause_reading()
+
+    def resume(self) -> None:
+        if self._paused and self.transport is not None and not self.closed:
+            self._paused = False
+            self.transport.resume_reading()
+
+    def abort(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    def reusable(self) -> bool:
+        return not self.closed and self._response is None and not self._mode and not self._buffer and not self._paused
+
+
+class _Origin:
+    """What every request to one scheme://host:port shares: where to connect and the head's fixed lines."""
+
+    def __init__(self, scheme: str, host: str, port: int, authorization: Optional[str]):
+        self.scheme, self.host, self.port = scheme, host, port
+        shown = f"[{host}]" if ":" in host else host
+        self.host_line = f"Host: {shown}" + ("" if port == DEFAULT_PORTS[scheme] else f":{port}") + "\r\n"
+        self.authorization = authorization
+        self.name = f"{shown}:{port}"
+
+
+class Client:
+    """Keep-alive HTTP/1.1 connections, per origin, for one endpoint. A request has a total timeout, from its start to
+    the end of its body; its connection goes back to the pool once the body was read whole (`Request.release`)."""
+
+    def __init__(self, timeout: float, verify_ssl: bool = True, headers: Optional[dict[str, str]] = None, max_idle: int = 64):
+        self.timeout = timeout
+        self.max_idle = max_idle
+        self._ssl: "ssl.SSLContext | None" = None
+        self._verify = verify_ssl
+        self._fixed = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
+        self._idle: dict[tuple[str, str, int], list[_Connection]] = defaultdict(list)
+        self._origins: dict[str, tuple[_Origin, str]] = {}
+        self._open: set[_Connection] = set()
+
+    def _origin(self, url: str) -> tuple[_Origin, str]:
+        """The origin of `url` and the request target (path and query), parsed once per URL."""
+        known = self._origins.get(url)
+        if known is None:
+            parts = urlsplit(url)
+            if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+                raise ConnectFailed(f"not an http(s) URL: {parts.scheme}://{parts.hostname or ''}")
+            authorization = None
+            if parts.username is not None:   # user:password@host, as a browser would send it
+                pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+                authorization = "Basic " + base64.b64encode(pair).decode()
+            origin = _Origin(parts.scheme, parts.hostname, parts.port or DEFAULT_PORTS[parts.scheme], authorization)
+            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            if len(self._origins) > 256:
+                self._origins.clear()
+            known = self._origins[url] = (origin, target)
+        return known
+
+    def _context(self) -> ssl.SSLContext:
+        if self._ssl is None:
+            context = ssl.create_default_context()
+            if not self._verify:
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+            self._ssl = context
+        return self._ssl
+
+    async def _connect(self, origin: _Origin, deadline: float) -> _Connection:
+        loop = asyncio.get_running_loop()
+        context = self._context() if origin.scheme == "https" else None
+        try:
+            _, connection = await asyncio.wait_for(
+                loop.create_connection(_Connection, origin.host, origin.port, ssl=context), max(0.0, deadline - loop.time()))
+        except ssl.SSLCertVerificationError as exc:
+            raise CertificateFailed(f"cannot connect to {origin.name}: {exc}", str(exc)) from None
+        except asyncio.TimeoutError:
+            raise
+        except (OSError, ssl.SSLError) as exc:
+            raise ConnectFailed(f"cannot connect to {origin.name}: {exc}") from None
+        self._open.add(connection)
+        return connection
+
+    def _pooled(self, key: tuple[str, str, int]) -> Optional[_Connection]:
+        idle = self._idle.get(key)
+        while idle:
+            connection = idle.pop()
+            if connection.reusable():
+                return connection
+            self._open.discard(connection)
+        return None
+
+    async def post(self, url: str, body: bytes, headers: dict[str, str]) -> "Request":
+        """Send a POST; returns once the reply's head has arrived. Always `release()` the Request (try/finally)."""
+        origin, target = self._origin(url)
+        lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        if origin.authorization is not None and "Authorization:" not in self._fixed:
+            lines += f"Authorization: {origin.authorization}\r\n"
+        head = (f"POST {target} HTTP/1.1\r\n{origin.host_line}{self._fixed}{lines}Content-Length: {len(body)}\r\n"
+                "Accept: */*\r\nAccept-Encoding: gzip, deflate\r\n\r\n").encode("latin-1")
+        request = Request(self, (origin.scheme, origin.host, origin.port))
+        try:
+            while True:
+                pooled = self._pooled(request.key)
+                connection = pooled or await self._connect(origin, request.deadline)
+                request.connection = connection
+                try:
+                    request.response = await connection.send(head, body)
+                    return request
+                except Disconnected:
+                    # A kept-alive connection the server had closed meanwhile, closed before a byte of its reply:
+                    # the request never reached the server, so it goes again, on another connection.
+                    if pooled is None or connection._got_bytes:
+                        raise
+                    self._open.discard(connection)
+        except BaseException:
+            request.release()
+            raise
+
+    def _keep(self, key: tuple[str, str, int], connection: _Connection) -> None:
+        idle = self._idle[key]
+        if connection.reusable() and len(idle) < self.max_idle:
+            idle.append(connection)
+        else:
+            connection.abort()
+            self._open.discard(connection)
+
+    async def close(self) -> None:
+        for connection in list(self._open):
+            connection.abort()
+        self._open.clear()
+        self._idle.clear()
+
+
+class Request:
+    """One request in flight: its connection, its reply once the head came, and its timeout."""
+
+    def __init__(self, client: Client, key: tuple[str, str, int]):
+        self.client, self.key = client, key
+        loop = asyncio.get_running_loop()
+        self.deadline = loop.time() + client.timeout
+        self._timer: Optional[asyncio.TimerHandle] = loop.call_at(self.deadline, self._expire)
+        self.connection: Optional[_Connection] = None
+        self.response: Optional[Response] = None
+
+    def _expire(self) -> None:
+        self._timer = None
+        if self.connection is not None:
+            self.connection.time_out()
+
+    def release(self) -> None:
+        """End the request: its connection goes back to the pool when its reply was read whole, else it is closed."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        connection, self.connection = self.connection, None
+        if connection is None:
+            return
+        response = self.response
+        if response is not None and response.done and response.error is None and response.keep_alive:
+            self.client._keep(self.key, connection)
+        else:
+            connection.abort()
+            self.client._open.discard(connection)

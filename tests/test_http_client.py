@@ -1,0 +1,228 @@
+"""The run's HTTP/1.1 client against a server that writes exact bytes: bodies by length, by chunks and to the close,
+split at every boundary; keep-alive reuse and stale connections; timeouts, bad replies and compressed bodies."""
+
+import asyncio
+import gzip
+import json
+import random
+import zlib
+
+import pytest
+
+from lalmeval.inference.http import BadResponse, Client, ConnectFailed, Disconnected
+
+
+class ByteServer:
+    """A TCP server whose every request (read up to its body's length) is answered by `script(n, request)`: a list
+    of byte strings, each written on its own after a short pause, or None to close without answering."""
+
+    def __init__(self, script, close_after=False):
+        self.script, self.close_after = script, close_after
+        self.requests: list[bytes] = []
+        self.connections = 0
+
+    async def __aenter__(self):
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/v1/chat"
+        return self
+
+    async def __aexit__(self, *exc):
+        self.server.close()
+
+    async def _serve(self, reader, writer):
+        self.connections += 1
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+                body = await reader.readexactly(length)
+                self.requests.append(head + body)
+                pieces = self.script(len(self.requests) - 1, body)
+                if pieces is None:
+                    break
+                for piece in pieces:
+                    writer.write(piece)
+                    await writer.drain()
+                    await asyncio.sleep(0.002)
+                if self.close_after:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+def split_everywhere(data: bytes, seed: int) -> list[bytes]:
+    rng = random.Random(seed)
+    cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, 12)))
+    return [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)])]
+
+
+def chunked(body: bytes, sizes=(1, 7, 300), extension=b"") -> bytes:
+    out, at, i = [], 0, 0
+    while at < len(body):
+        size = sizes[i % len(sizes)]
+        out.append(b"%x%s\r\n%s\r\n" % (len(body[at:at + size]), extension, body[at:at + size]))
+        at, i = at + size, i + 1
+    return b"".join(out) + b"0\r\nX-Trailer: yes\r\n\r\n"
+
+
+async def post(client, url, body=b'{"q": 1}', limit=1 << 20):
+    request = await client.post(url, body, {"Content-Type": "application/json"})
+    try:
+        return request.response, await request.response.read(limit)
+    finally:
+        request.release()
+
+
+BODY = json.dumps({"choices": [{"message": {"content": "set a timer " * 40}}]}).encode()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bodies_by_length_by_chunks_and_to_the_close_read_whole_however_the_bytes_are_split(seed):
+    heads = {
+        "length": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(BODY) + BODY,
+        "chunked": b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n" + chunked(BODY),
+        "extensions": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(BODY, (5, 64), b";name=value"),
+        "close": b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + BODY,
+    }
+
+    async def go():
+        for kind, reply in heads.items():
+            async with ByteServer(lambda n, body: split_everywhere(reply, seed + n), close_after=kind == "close") as server:
+                client = Client(timeout=10)
+                for _ in range(2):
+                    response, body = await post(client, server.url)
+                    assert response.status == 200 and body == BODY, kind
+                await client.close()
+                # a reply delimited by the close cannot be followed by another on its connection
+                assert server.connections == (2 if kind == "close" else 1), kind
+    asyncio.run(go())
+
+
+def test_a_kept_alive_connection_the_server_closed_is_replaced_and_the_request_sent_once():
+    reply = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+    async def go():
+        async with ByteServer(lambda n, body: [reply], close_after=True) as server:
+            client = Client(timeout=10)
+            for _ in range(3):
+                response, body = await post(client, server.url)
+                await asyncio.sleep(0.05)   # the server closes the kept connection meanwhile
+                assert body == b"ok"
+            assert len(server.requests) == 3 and server.connections == 3
+            await client.close()
+    asyncio.run(go())
+
+
+def test_the_head_says_status_and_headers_case_blind_and_interim_replies_are_skipped():
+    reply = (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 429 Too Many Requests\r\nretry-after: 3\r\nContent-Type: application/json; charset=utf-8\r\n"
+             b"Content-Length: 2\r\n\r\n{}")
+
+    async def go():
+        async with ByteServer(lambda n, body: [reply]) as server:
+            client = Client(timeout=10)
+            response, body = await post(client, server.url)
+            assert (response.status, response.headers["Retry-After"], response.content_type, body) == (429, "3", "application/json", b"{}")
+            await client.close()
+    asyncio.run(go())
+
+
+def test_the_request_carries_host_length_fixed_headers_and_basic_auth_from_the_url():
+    async def go():
+        async with ByteServer(lambda n, body: [b"HTTP/1.1 204 No Content\r\n\r\n"]) as server:
+            client = Client(timeout=10, headers={"Authorization": "Bearer sk-1"})
+            response, body = await post(client, server.url + "?api-version=1", b"x" * 10)
+            assert response.status == 204 and body == b""
+            plain = Client(timeout=10)
+            await post(plain, server.url.replace("http://", "http://us%40er:p%3Ass@"))
+            first, second = server.requests
+            assert first.startswith(b"POST /v1/chat?api-version=1 HTTP/1.1\r\n") and b"\r\nContent-Length: 10\r\n" in first
+            assert f"Host: 127.0.0.1:{server.url.split(':')[2].split('/')[0]}".encode() in first and b"Authorization: Bearer sk-1" in first
+            assert b"Authorization: Basic dXNAZXI6cDpzcw==" in second   # us@er:p:ss
+            await client.close()
+            await plain.close()
+    asyncio.run(go())
+
+
+def test_gzip_and_deflate_bodies_are_decompressed():
+    for encoding, packed in (("gzip", gzip.compress(BODY)), ("deflate", zlib.compress(BODY))):
+        reply = b"HTTP/1.1 200 OK\r\nContent-Encoding: %s\r\nContent-Length: %d\r\n\r\n" % (encoding.encode(), len(packed)) + packed
+
+        async def go():
+            async with ByteServer(lambda n, body: split_everywhere(reply, 3)) as server:
+                client = Client(timeout=10)
+                assert (await post(client, server.url))[1] == BODY
+                await client.close()
+        asyncio.run(go())
+
+
+@pytest.mark.parametrize("reply, error, words", [
+    (b"SSH-2.0-OpenSSH_9\r\n\r\n", BadResponse, "not an HTTP/1.x reply"),
+    (b"HTTP/1.1 200 OK\r\nbad header\r\n\r\n", BadResponse, "malformed header line"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nabcdefg", BadResponse, "more bytes than"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", BadResponse, "bad chunk size"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\n", BadResponse, "bad chunk size"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX", BadResponse, "not followed by CRLF"),
+    (b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 1\r\n\r\nx", BadResponse, "unsupported Content-Encoding"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly part", Disconnected, "closed the connection"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", Disconnected, "closed the connection"),
+])
+def test_a_broken_reply_fails_its_request_with_what_is_wrong(reply, error, words):
+    async def go():
+        async with ByteServer(lambda n, body: [reply], close_after=True) as server:
+            client = Client(timeout=10)
+            with pytest.raises(error, match=words):
+                await post(client, server.url)
+            await client.close()
+    asyncio.run(go())
+
+
+def test_a_server_that_never_answers_times_out_at_the_timeout_and_one_that_refuses_fails_to_connect():
+    async def go():
+        async with ByteServer(lambda n, body: [b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"] if n == 0 else [b""]) as server:
+            client = Client(timeout=0.5)
+            loop = asyncio.get_running_loop()
+            for _ in range(2):   # the body stalls halfway; then the head never comes
+                started = loop.time()
+                with pytest.raises(asyncio.TimeoutError):
+                    await post(client, server.url)
+                assert 0.45 <= loop.time() - started < 2.0
+            await client.close()
+        with pytest.raises(ConnectFailed, match="cannot connect to 127.0.0.1:9"):
+            await post(Client(timeout=5), "http://127.0.0.1:9/v1")
+    asyncio.run(go())
+
+
+def test_a_body_past_the_limit_stops_reading_and_its_connection_is_not_reused():
+    big = b"x" * 200_000
+    reply = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(big, (4096,))
+
+    async def go():
+        async with ByteServer(lambda n, body: [reply]) as server:
+            client = Client(timeout=10)
+            response, body = await post(client, server.url, limit=10_000)
+            assert len(body) == 10_001 and not response.done   # one byte past the limit says it is longer
+            response, body = await post(client, server.url, limit=1 << 20)
+            assert body == big and server.connections == 2
+            await client.close()
+    asyncio.run(go())
+
+
+def test_a_streamed_body_arrives_in_pieces_with_their_arrival_times_in_order():
+    events = [b"data: {\"n\": %d}\n\n" % i for i in range(20)]
+    reply = [b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
+             *(b"%x\r\n%s\r\n" % (len(e), e) for e in events), b"0\r\n\r\n"]
+
+    async def go():
+        async with ByteServer(lambda n, body: reply) as server:
+            client = Client(timeout=10)
+            request = await client.post(server.url, b"{}", {})
+            pieces = []
+            while fresh := await request.response.next_pieces():
+                pieces += fresh
+            request.release()
+            assert b"".join(p for p, _ in pieces) == b"".join(events) and len(pieces) > 1
+            assert [t for _, t in pieces] == sorted(t for _, t in pieces)
+            await client.close()
+    asyncio.run(go())
