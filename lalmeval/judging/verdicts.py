@@ -91,7 +91,7 @@ class _Statement:
 # A judge answers many samples in the same few words ("Rating: 1", "Correct."): the readings of recent short
 # replies on a scale are kept, at most CACHED_READINGS of them (a reading is a pure function of the reply and the
 # scale, and frozen; a Labels verdict holds a dict, so it cannot be a key and is read every time).
-CACHED_READINGS = 4096
+CACHED_READINGS = 2048
 CACHED_CHARS = 1000
 
 

@@ -86,9 +86,10 @@ def defused(text: str) -> str:
 
 # A reference is normalized once for every model that answers it, and a reply that repeats the reference (a
 # correct transcript) or another reply is normalized again: the tokens of recent texts are kept, for texts up
-# to CACHED_CHARS long (longer ones seldom repeat and would hold memory), CACHED_TEXTS of them at most.
-CACHED_TEXTS = 8192
-CACHED_CHARS = 1000
+# to CACHED_CHARS long (longer ones seldom repeat, and tokens take room: 9.5 MB for 2048 texts of 300 characters),
+# CACHED_TEXTS of them at most.
+CACHED_TEXTS = 2048
+CACHED_CHARS = 300
 
 
 def units_of(rules: Normalizer, text: str, unit: str) -> list[str]:

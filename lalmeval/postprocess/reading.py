@@ -377,7 +377,7 @@ def _pass(text: str, kind: str, target: Optional[str], announced: bool) -> tuple
 # Models repeat replies (every model of a run saying the same short transcript, a model its one refusal), and a
 # peer protocol reads each reply twice: readings of recent replies up to CACHED_CHARS long are kept, at most
 # CACHED_READINGS of them (a reading is a pure function of its arguments, and frozen).
-CACHED_READINGS = 8192
+CACHED_READINGS = 2048
 CACHED_CHARS = 1000
 
 
