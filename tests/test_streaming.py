@@ -248,3 +248,35 @@ def test_a_streamed_dataset_that_breaks_off_is_never_exit_0(ws, fault, capsys):
     assert all(line.endswith(",true") for line in (run_dir / "results.csv").read_text().splitlines()[1:]), (run_dir / "results.csv").read_text()
     assert "could not be read to the end" in (run_dir / "results.md").read_text()
     assert "This run is partial (the data of qs could not be read to the end)" in (run_dir / "report.html").read_text()
+
+
+def test_a_lingering_reader_takes_what_arrives_meanwhile_in_one_batch_and_leaves_at_the_end():
+    import asyncio
+    import time
+
+    from lalmeval.inference.job import RecordStream
+    from lalmeval.results.records import Record
+
+    def record(i):
+        return Record(id=str(i), prompt="", system=None, params={}, reference=None, prediction="x")
+
+    async def scenario():
+        stream = RecordStream()
+        reader = stream.subscribe()
+
+        async def producer():
+            for i in range(10):  # one record every 10 ms, then the pass ends
+                stream.push(record(i))
+                await asyncio.sleep(0.01)
+            stream.close()
+
+        task = asyncio.ensure_future(producer())
+        sizes, started = [], time.monotonic()
+        async for batch in stream.batches(reader, linger=5.0):
+            sizes.append([r.id for r in batch])
+        await task
+        return sizes, time.monotonic() - started
+
+    sizes, took = asyncio.run(scenario())
+    assert sizes == [[str(i) for i in range(10)]]   # one batch, not ten
+    assert took < 2.0                               # the end of the pass, not the linger, released it

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, deque
 from typing import Any, Callable, Hashable, Iterator, Optional
 
 from lalmeval.data.source import EmptySelection
@@ -90,7 +90,7 @@ class SampleFeed:
         self._offset = 0         # the feed index of _buffer[0]
         self._positions: dict[int, int] = {}
         self._keys = itertools.count()
-        self._arrived = _Signal()
+        self._readers: list[FeedReader] = []
         self._taken = _Signal()
         self._task: Optional[asyncio.Task] = None
 
@@ -98,7 +98,8 @@ class SampleFeed:
         """A pass's cursor over the feed; every reader sees every sample (create them all before `start`)."""
         key = next(self._keys)
         self._positions[key] = self._offset + len(self._buffer)
-        return FeedReader(self, key, repeats)
+        self._readers.append(FeedReader(self, key, repeats))
+        return self._readers[-1]
 
     def start(self) -> None:
         """Start reading (once; every pass of the dataset calls it)."""
@@ -113,7 +114,8 @@ class SampleFeed:
 
     def _end(self) -> None:
         self.ended = True
-        self._arrived.fire()
+        for reader in self._readers:
+            reader.wake()
 
     def _lag(self) -> int:
         return self._offset + len(self._buffer) - min(self._positions.values(), default=self._offset + len(self._buffer))
@@ -128,7 +130,8 @@ class SampleFeed:
                 batch, error = await loop.run_in_executor(None, _take, samples)
                 self._buffer.extend(batch)
                 self.read += len(batch)
-                self._arrived.fire()
+                for reader in self._readers:  # as many workers as there are new units, not every idle one
+                    reader.wake(len(batch) * reader.repeats)
                 if error is not None:
                     raise error
                 if not batch:
@@ -177,6 +180,9 @@ class FeedReader:
         self.failure: Optional[str] = None
         self._units: list[tuple[Sample, int]] = []
         self._ended = False
+        # Workers waiting for a unit, first come first woken. Waking every idle worker of every model on each
+        # read (a hundred tasks to hand out sixteen samples) cost the event loop more than the hand-out itself.
+        self._waiting: deque[asyncio.Future] = deque()
 
     async def get(self) -> Optional[tuple[Sample, int]]:
         """The next (sample, repeat) to answer, or None when there is none left."""
@@ -195,19 +201,40 @@ class FeedReader:
                 continue
             if self.feed.ended:
                 return None
-            await self.feed._arrived.wait()
+            await self._wait()
         return None
+
+    async def _wait(self) -> None:
+        """Until `wake` picks this worker. A worker cancelled after it was picked hands its turn on: the unit it
+        was woken for must not wait for the next read."""
+        turn = asyncio.get_running_loop().create_future()
+        self._waiting.append(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self.wake(1)
+            raise
+
+    def wake(self, count: Optional[int] = None) -> None:
+        """Wake `count` waiting workers (every one when None): as many as there are new units, or all at the end.
+        A woken worker that finds its unit taken by a busy one waits again; none waits while a unit is left."""
+        while self._waiting and (count is None or count > 0):
+            turn = self._waiting.popleft()
+            if not turn.done():  # a cancelled waiter left its future behind
+                turn.set_result(None)
+                count = None if count is None else count - 1
 
     def end(self) -> None:
         """Hand out nothing more (the run is stopping); workers waiting for a sample see the end."""
         self._ended = True
-        self.feed._arrived.fire()
+        self.wake()
 
     def close(self) -> None:
         """This pass reads no more: the feed no longer keeps samples for it."""
         self._ended = True
         self.feed._drop(self._key)
-        self.feed._arrived.fire()
+        self.wake()
 
 
 class AudioCache:

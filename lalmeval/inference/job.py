@@ -56,6 +56,7 @@ class RecordStream:
         self._readers = itertools.count()
         self._event = asyncio.Event()
         self._taken = asyncio.Event()
+        self._naps: set[asyncio.Future] = set()   # readers lingering for a fuller batch (see batches)
 
     def subscribe(self) -> int:
         """A reader that will see every record pushed from now on (subscribe before the pass starts)."""
@@ -81,6 +82,21 @@ class RecordStream:
     def close(self) -> None:
         self.closed = True
         self._wake()
+        for nap in self._naps:  # a batch waiting for more records goes now: no more will come
+            if not nap.done():
+                nap.set_result(None)
+
+    async def _linger(self, seconds: float) -> None:
+        """Wait `seconds`, or until the pass ends."""
+        loop = asyncio.get_running_loop()
+        nap = loop.create_future()
+        timer = loop.call_later(seconds, lambda: nap.done() or nap.set_result(None))
+        self._naps.add(nap)
+        try:
+            await nap
+        finally:
+            timer.cancel()
+            self._naps.discard(nap)
 
     def _wake(self) -> None:
         event, self._event = self._event, asyncio.Event()
@@ -105,12 +121,16 @@ class RecordStream:
         event, self._taken = self._taken, asyncio.Event()
         event.set()
 
-    async def batches(self, reader: int, max_size: int = 256) -> AsyncIterator[list[Record]]:
-        """Yield every record once to `reader`, in batches of what has arrived, until the pass ends."""
+    async def batches(self, reader: int, max_size: int = 256, linger: float = 0.0) -> AsyncIterator[list[Record]]:
+        """Yield every record once to `reader`, in batches of what has arrived, until the pass ends. With `linger`,
+        a batch waits that many seconds after its first record for more (not past max_size or the end of the pass)."""
         try:
             while True:
                 start = self._positions[reader] - self._offset
                 if start < len(self._buffer):
+                    if linger and not self.closed and len(self._buffer) - start < max_size:
+                        await self._linger(linger)
+                        start = self._positions[reader] - self._offset   # another reader may have trimmed meanwhile
                     batch = self._buffer[start : start + max_size]
                     self._positions[reader] += len(batch)
                     self._trim()

@@ -183,7 +183,7 @@ class JudgeTemplate:
     def render(self, variant: str, values: dict[str, str]) -> Texts:
         """The system message and the filled user message for `values` (a value for every field)."""
         texts = self.variants[variant]
-        filled = {name: values[self.fields.get(name, name)] for name in placeholders(texts.prompt)}
+        filled = {name: values[self.fields.get(name, name)] for name in _placeholders_of(texts.prompt)}
         return Texts(texts.system, texts.prompt.format_map(filled))
 
     def printed(self, rating: float) -> float:
@@ -200,6 +200,12 @@ class JudgeTemplate:
 def placeholders(text: str) -> list[str]:
     """The {names} a text asks for, in order."""
     return [name for _, name, _, _ in string.Formatter().parse(text) if name is not None]
+
+
+@functools.lru_cache(maxsize=256)
+def _placeholders_of(text: str) -> tuple[str, ...]:
+    """placeholders of a template text, parsed once (render fills the same few texts for every sample)."""
+    return tuple(placeholders(text))
 
 
 def _check_texts(where: str, variant: str, texts: Texts, mapping: dict[str, str], history: bool) -> None:

@@ -23,6 +23,7 @@ peer's own reading gets no verdict is still a failure here, never a 0.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import unicodedata
@@ -87,8 +88,28 @@ class _Statement:
     revision: bool = False  # a rating the judge marks as replacing an earlier one ("Revised rating: 3", "Final: 3")
 
 
+# A judge answers many samples in the same few words ("Rating: 1", "Correct."): the readings of recent short
+# replies on a scale are kept, at most CACHED_READINGS of them (a reading is a pure function of the reply and the
+# scale, and frozen; a Labels verdict holds a dict, so it cannot be a key and is read every time).
+CACHED_READINGS = 2048
+CACHED_CHARS = 1000
+
+
 def read_verdict(reply: str, verdict: Verdict) -> Reading:
     """The verdict of a judge's reply, read as `verdict.read` says (the grammar of the module docstring by default)."""
+    if isinstance(verdict, Scale) and len(reply or "") <= CACHED_CHARS:
+        return _recent_verdict(reply, verdict)
+    return _read(reply, verdict)
+
+
+@functools.lru_cache(maxsize=CACHED_READINGS)
+def _recent_verdict(reply: str, verdict: Scale) -> Reading:
+    """`_read`, kept for the CACHED_READINGS replies read last."""
+    return _read(reply, verdict)
+
+
+def _read(reply: str, verdict: Verdict) -> Reading:
+    """read_verdict, every time."""
     text, problem = _visible(reply)
     if problem:
         return Reading(problem=problem)

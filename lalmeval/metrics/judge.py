@@ -23,7 +23,7 @@ from lalmeval.results.records import Record
 from lalmeval.stats import SampleStats, Uncertainty, ratio, t_interval, wilson
 from lalmeval.judging.verdicts import read_verdict
 from lalmeval.metrics.peer_text import peer_name, side_by_side
-from lalmeval.judging.verdicts import STATEMENT, Verdict
+from lalmeval.judging.verdicts import STATEMENT, Reading, Verdict
 
 
 class LLMJudge(Metric):
@@ -97,17 +97,22 @@ class LLMJudge(Metric):
             if not fields["reference"] and template.missing(False).startswith("no reference"):
                 return unscored(EMPTY_REFERENCE)  # a judge that needs a reference: lalmeval's rule for every metric
             return {"score": None, "judge_failed": template.missing(bool(fields["reference"]))}
-        texts = template.render(variant, fields)
+        texts, verdict = template.render(variant, fields), self.verdict
+        read: dict[str, Reading] = {}   # the reply ask() found usable is read once, not again below
+
+        def usable(text: str) -> bool:
+            read[text] = read_verdict(text, verdict)
+            return read[text].problem is None
+
         try:
-            reply, cached = await judge.ask(texts.prompt, usable=lambda text: read_verdict(text, self.verdict).problem is None,
-                                            system=texts.system, generation=template.generation)
+            reply, cached = await judge.ask(texts.prompt, usable=usable, system=texts.system, generation=template.generation)
         except RequestFailed as exc:
             return {"score": None, "variant": variant, "judge_failed": judge_failure(exc)}
         except ReplyError as exc:
             return {"score": None, "variant": variant, "judge_failed": f"judge reply unusable: {exc}"}
-        reading = read_verdict(reply, self.verdict)
+        reading = read[reply] if reply in read else read_verdict(reply, verdict)
         # A peer's reading: lalmeval's own grammar reads the same reply too, for the number printed beside the peer's.
-        own = {"own_rating": read_verdict(reply, replace(self.verdict, read=STATEMENT)).value} if self.verdict.read != STATEMENT else {}
+        own = {"own_rating": read_verdict(reply, replace(verdict, read=STATEMENT)).value} if verdict.read != STATEMENT else {}
         if reading.problem is not None:
             return {"score": None, "variant": variant, "judge_failed": reading.problem, "judgment": reply, "cached": cached, **own}
         noted = {"verdict_note": reading.note} if reading.note else {}  # a revision that replaced an earlier rating

@@ -31,6 +31,9 @@ class Normalizer:
     # a peer's convention may score it (its every hypothesis token an error) against this many reference tokens.
     empty_reference_tokens: ClassVar[Optional[int]] = None
     language: str = ""  # ISO code of the texts; a normalizer whose rules depend on it takes it in __init__
+    # The same text always gives the same tokens, so `units_of` may reuse them; a normalizer whose output
+    # depends on anything but the text (a counter, the clock) sets this False.
+    pure: ClassVar[bool] = True
 
     def __init__(self, language: str = "") -> None:
         self.language = language
@@ -81,9 +84,29 @@ def defused(text: str) -> str:
     return _LONG_SPACE.sub(lambda run: run.group(0)[:SPACE_RUN], text)
 
 
+# A reference is normalized once for every model that answers it, and a reply that repeats the reference (a
+# correct transcript) or another reply is normalized again: the tokens of recent texts are kept, for texts up
+# to CACHED_CHARS long (longer ones seldom repeat, and tokens take room: 9.5 MB for 2048 texts of 300 characters),
+# CACHED_TEXTS of them at most.
+CACHED_TEXTS = 2048
+CACHED_CHARS = 300
+
+
 def units_of(rules: Normalizer, text: str, unit: str) -> list[str]:
     """The units an error rate counts in `text` under `rules`, in time linear in the text (see `defused`)."""
+    if len(text) > CACHED_CHARS or not rules.pure:
+        return _units(rules, text, unit)
+    return list(_recent_units(rules, text, unit))  # a fresh list: a caller may change what it gets
+
+
+def _units(rules: Normalizer, text: str, unit: str) -> list[str]:
     return rules.tokens(text if isinstance(rules, Identity) else defused(text), unit)
+
+
+@functools.lru_cache(maxsize=CACHED_TEXTS)
+def _recent_units(rules: Normalizer, text: str, unit: str) -> tuple[str, ...]:
+    """`_units`, kept for the CACHED_TEXTS texts used last (the cache is thread-safe; scoring runs in threads)."""
+    return tuple(_units(rules, text, unit))
 
 
 class NotSupported(ValueError):

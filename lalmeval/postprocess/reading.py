@@ -15,6 +15,7 @@ empty text: every reference word is then a deletion.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Optional
@@ -373,9 +374,29 @@ def _pass(text: str, kind: str, target: Optional[str], announced: bool) -> tuple
     return text.strip(), rules, whole
 
 
+# Models repeat replies (every model of a run saying the same short transcript, a model its one refusal), and a
+# peer protocol reads each reply twice: readings of recent replies up to CACHED_CHARS long are kept, at most
+# CACHED_READINGS of them (a reading is a pure function of its arguments, and frozen).
+CACHED_READINGS = 2048
+CACHED_CHARS = 1000
+
+
 def read_transcript(reply: str, kind: str = "transcript", target: Optional[str] = None) -> TextReading:
     """The transcript (or, with kind 'translation', the translation into `target`, an ISO code) a careful
     grader reads in `reply`, with the rules that cut it."""
+    if len(reply) > CACHED_CHARS:
+        return _read(reply, kind, target)
+    return _recent_reading(reply, kind, target)
+
+
+@functools.lru_cache(maxsize=CACHED_READINGS)
+def _recent_reading(reply: str, kind: str, target: Optional[str]) -> TextReading:
+    """`_read`, kept for the CACHED_READINGS replies read last (the cache is thread-safe; scoring runs in threads)."""
+    return _read(reply, kind, target)
+
+
+def _read(reply: str, kind: str, target: Optional[str]) -> TextReading:
+    """read_transcript, every time."""
     text, rules = without_tags(reply)
     text = text.strip()
     if is_refusal(text):

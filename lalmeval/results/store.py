@@ -38,6 +38,9 @@ try:
 except ImportError:  # not on POSIX: runs are not locked
     fcntl = None  # type: ignore[assignment]
 
+# Lines queued on an event loop wait this long to go to the writer thread together. Each wake of the thread takes
+# the GIL from the loop; a record then reaches its file within a twentieth of a second (close writes at once).
+HAND_OVER_SECONDS = 0.05
 # What the writer thread reports when a failure is not the disk's: the run stops, and says it is a bug.
 INTERNAL_WRITE_ERROR = "internal error while writing records"
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-_")
@@ -118,8 +121,8 @@ class _WriterThread:
     def submit(self, file: BinaryIO, item: Optional[dict[str, Any]], done: Optional[threading.Event] = None) -> None:
         """Queue a line, or (item None) a mark: `done` is set once every line queued before it is written.
 
-        Lines queued on an event loop are handed to the thread together once per turn of the loop: waking
-        the thread for each line would cost the loop more than the line's own writing."""
+        Lines queued on an event loop are handed to the thread together, HAND_OVER_SECONDS after the first of
+        them: waking the thread for each line, or for each turn of a busy loop, cost more than the writing."""
         loop = _running_loop() if item is not None and done is None else None
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
@@ -129,7 +132,7 @@ class _WriterThread:
                 self._pending.append((file, item, None))
                 if self._flush_on is not loop:
                     self._flush_on = loop
-                    loop.call_soon(self._hand_over)
+                    loop.call_later(HAND_OVER_SECONDS, self._hand_over)
                 return
             self._hand_over_locked()   # what an event loop queued goes first: a mark waits for it too
             self._queue.put((file, item, done))

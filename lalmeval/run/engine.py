@@ -18,6 +18,9 @@ from lalmeval.stats import Uncertainty, bootstrap
 
 SCORING_FAILED = "scoring failed"
 BATCHES_SCORING = 8  # batches scored at once per model; more waits, and so (through the stream) does inference
+# Seconds a batch waits after its first record for more. Records arrive one at a time, and a batch of one cost
+# more in its hand-off to a scoring thread (and its wake-ups) than in its scoring; a score is not needed sooner.
+BATCH_LINGER = 0.1
 JUDGE_FAILED = "judge failed"
 
 
@@ -88,7 +91,7 @@ class Engine:
         pending: list[asyncio.Task] = []
         slots = asyncio.Semaphore(BATCHES_SCORING)
         try:
-            async for batch in job.stream.batches(reader):
+            async for batch in job.stream.batches(reader, linger=BATCH_LINGER):
                 tally.total += len(batch)
                 for record in batch:
                     tally.usage.add(record.usage, answered=record.reply is not None and not record.extra.get("cached"))
