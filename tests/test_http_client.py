@@ -226,3 +226,19 @@ def test_a_streamed_body_arrives_in_pieces_with_their_arrival_times_in_order():
             assert [t for _, t in pieces] == sorted(t for _, t in pieces)
             await client.close()
     asyncio.run(go())
+
+
+@pytest.mark.parametrize("head", [
+    b"HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n",
+    b"HTTP/1.1 304 Not Modified\r\nContent-Length: 120\r\n\r\n",
+])
+def test_a_204_or_304_reply_has_no_body_whatever_its_head_announces(head):
+    async def go():
+        async with ByteServer(lambda n, body: [head]) as server:
+            client = Client(timeout=2)
+            for _ in range(2):   # and its connection serves the next request
+                response, body = await post(client, server.url)
+                assert response.status == int(head[9:12]) and body == b"" and response.done
+            assert server.connections == 1
+            await client.close()
+    asyncio.run(go())

@@ -200,10 +200,10 @@ class _Connection(asyncio.Protocol):
             raise BadResponse(f"unsupported Content-Encoding {encoding!r}")
         else:
             self._inflate = None
-        if "chunked" in (headers.get("Transfer-Encoding") or "").lower():
-            self._mode, self._chunk_state = "chunked", "size"
-        elif status in (204, 304):
+        if status in (204, 304):   # never a body, whatever the head says of one (RFC 9112 6.3)
             self._mode, self._left = "length", 0
+        elif "chunked" in (headers.get("Transfer-Encoding") or "").lower():
+            self._mode, self._chunk_state = "chunked", "size"
         elif response.content_length is not None:
             self._mode, self._left = "length", response.content_length
         elif headers.get("Content-Length") is not None:
