@@ -242,3 +242,26 @@ def test_a_204_or_304_reply_has_no_body_whatever_its_head_announces(head):
             assert server.connections == 1
             await client.close()
     asyncio.run(go())
+
+
+def test_a_path_with_spaces_or_letters_beyond_ascii_is_sent_percent_encoded_and_an_idn_host_in_idna():
+    async def go():
+        async with ByteServer(lambda n, body: [b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"]) as server:
+            client = Client(timeout=5)
+            port = server.url.split(":")[2].split("/")[0]
+            response, body = await post(client, f"http://127.0.0.1:{port}/v1/deployments/modèle a/chat?q=à b&x=%2F")
+            assert body == b"ok"
+            assert server.requests[0].startswith(b"POST /v1/deployments/mod%C3%A8le%20a/chat?q=%C3%A0%20b&x=%2F HTTP/1.1\r\n")
+            await client.close()
+        origin, target = Client(timeout=5)._origin("https://bücher.example/v1")
+        assert (origin.host, origin.host_line, target) == ("xn--bcher-kva.example", "Host: xn--bcher-kva.example\r\n", "/v1")
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999/v1", "http://[::1/v1", "ftp://127.0.0.1/v1", "http:///v1"])
+def test_a_url_that_names_no_reachable_origin_fails_as_a_connection_error_naming_only_its_scheme(url):
+    async def go():
+        with pytest.raises(ConnectFailed, match="not an http\\(s\\) URL") as caught:
+            await post(Client(timeout=5), url)
+        assert "127.0.0.1" not in str(caught.value) and "v1" not in str(caught.value)
+    asyncio.run(go())

@@ -9,12 +9,13 @@ import time
 import zlib
 from collections import defaultdict
 from typing import Optional
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
 MAX_HEAD = 64 * 1024   # bytes of status line and headers; a longer head is not an HTTP reply we can use
 DEFAULT_PORTS = {"http": 80, "https": 443}
+URL_SAFE = "!#$%&'()*+,/:;=?@[]~"   # kept as written in a request target: reserved characters and escapes already made
 Piece = tuple[bytes, float]   # body bytes of one network read, and perf_counter when they arrived
 
 
@@ -363,6 +364,26 @@ class _Origin:
         self.name = f"{shown}:{port}"
 
 
+def _parse(url: str) -> tuple[_Origin, str]:
+    """The origin of `url` and its request target, as a request line can carry them: a space or a character beyond
+    ASCII in the path or query is percent-encoded, a host name beyond ASCII is spelt in IDNA (as aiohttp sent them)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or DEFAULT_PORTS[parts.scheme]
+        host = parts.hostname or ""
+        host = host if host.isascii() else host.encode("idna").decode("ascii")
+    except (KeyError, ValueError, UnicodeError):
+        host, port = "", 0
+    if not host:   # the URL is named by its scheme only: the rest may hold a key
+        raise ConnectFailed(f"not an http(s) URL with a host and a valid port: {url.split(':', 1)[0][:10]}://...")
+    authorization = None
+    if parts.username is not None:   # user:password@host, as a browser would send it
+        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+        authorization = "Basic " + base64.b64encode(pair).decode()
+    target = quote(parts.path or "/", safe=URL_SAFE) + (f"?{quote(parts.query, safe=URL_SAFE)}" if parts.query else "")
+    return _Origin(parts.scheme, host, port, authorization), target
+
+
 class Client:
     """Keep-alive HTTP/1.1 connections, per origin, for one endpoint. A request has a total timeout, from its start to
     the end of its body; its connection goes back to the pool once the body was read whole (`Request.release`)."""
@@ -381,18 +402,10 @@ class Client:
         """The origin of `url` and the request target (path and query), parsed once per URL."""
         known = self._origins.get(url)
         if known is None:
-            parts = urlsplit(url)
-            if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
-                raise ConnectFailed(f"not an http(s) URL: {parts.scheme}://{parts.hostname or ''}")
-            authorization = None
-            if parts.username is not None:   # user:password@host, as a browser would send it
-                pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
-                authorization = "Basic " + base64.b64encode(pair).decode()
-            origin = _Origin(parts.scheme, parts.hostname, parts.port or DEFAULT_PORTS[parts.scheme], authorization)
-            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            known = _parse(url)
             if len(self._origins) > 256:
                 self._origins.clear()
-            known = self._origins[url] = (origin, target)
+            self._origins[url] = known
         return known
 
     def _context(self) -> ssl.SSLContext:
@@ -435,7 +448,7 @@ class Client:
         if origin.authorization is not None and "Authorization:" not in self._fixed:
             lines += f"Authorization: {origin.authorization}\r\n"
         head = (f"POST {target} HTTP/1.1\r\n{origin.host_line}{self._fixed}{lines}Content-Length: {len(body)}\r\n"
-                "Accept: */*\r\nAccept-Encoding: gzip, deflate\r\n\r\n").encode("latin-1")
+                "Accept: */*\r\nAccept-Encoding: gzip, deflate\r\n\r\n").encode()   # UTF-8, as aiohttp wrote header values
         request = Request(self, (origin.scheme, origin.host, origin.port))
         try:
             while True:
