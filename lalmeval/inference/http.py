@@ -206,6 +206,9 @@ class _Connection(asyncio.Protocol):
         elif "chunked" in (headers.get("Transfer-Encoding") or "").lower():
             self._mode, self._chunk_state = "chunked", "size"
         elif response.content_length is not None:
+            if len(lengths := headers.getall("Content-Length")) > 1 and len(set(lengths)) > 1:
+                # Two lengths: which one frames the body is a guess, and a wrong guess reads the next reply's bytes.
+                raise BadResponse(f"two Content-Length headers that differ: {', '.join(lengths)[:40]}")
             self._mode, self._left = "length", response.content_length
         elif headers.get("Content-Length") is not None:
             raise BadResponse(f"bad Content-Length {headers.get('Content-Length')!r}")
