@@ -266,3 +266,20 @@ def test_a_url_that_names_no_reachable_origin_fails_as_a_connection_error_naming
             await post(Client(timeout=5), url)
         assert "127.0.0.1" not in str(caught.value) and "v1" not in str(caught.value)
     asyncio.run(go())
+
+
+def test_a_request_the_server_drops_unanswered_is_resent_once_on_a_new_connection_not_once_per_idle_one():
+    # A server that reads a request and closes without a byte of reply looks like a stale kept-alive connection;
+    # resending on every idle connection would deliver a request that crashes the server's worker a dozen times.
+    ok = [b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"]
+
+    async def go():
+        async with ByteServer(lambda n, body: ok if body == b"warm" else None) as server:
+            client = Client(timeout=5)
+            await asyncio.gather(*(post(client, server.url, b"warm") for _ in range(6)))
+            assert server.connections == 6
+            with pytest.raises(Disconnected):
+                await post(client, server.url, b"poison")
+            assert sum(r.endswith(b"poison") for r in server.requests) == 2   # the first send and one resend
+            await client.close()
+    asyncio.run(go())

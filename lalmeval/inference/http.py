@@ -454,19 +454,21 @@ class Client:
                 "Accept: */*\r\nAccept-Encoding: gzip, deflate\r\n\r\n").encode()   # UTF-8, as aiohttp wrote header values
         request = Request(self, (origin.scheme, origin.host, origin.port))
         try:
+            pooled = self._pooled(request.key)
             while True:
-                pooled = self._pooled(request.key)
                 connection = pooled or await self._connect(origin, request.deadline)
                 request.connection = connection
                 try:
                     request.response = await connection.send(head, body)
                     return request
                 except Disconnected:
-                    # A kept-alive connection the server had closed meanwhile, closed before a byte of its reply:
-                    # the request never reached the server, so it goes again, on another connection.
+                    # A kept-alive connection closed before a byte of its reply: most likely the server had closed it
+                    # meanwhile, so the request goes again, once, on a new connection. (The server may also have read
+                    # it and dropped it: a resend on every idle connection would deliver it a dozen times.)
                     if pooled is None or connection._got_bytes:
                         raise
                     self._open.discard(connection)
+                    pooled = None
         except BaseException:
             request.release()
             raise
