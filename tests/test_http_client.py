@@ -5,10 +5,13 @@ import asyncio
 import gzip
 import json
 import random
+import tracemalloc
 import zlib
 
 import pytest
 
+from lalmeval.config.schema import ModelInfo
+from lalmeval.inference.client import Endpoint, RequestFailed
 from lalmeval.inference.http import BadResponse, Client, ConnectFailed, Disconnected
 
 
@@ -282,4 +285,43 @@ def test_a_request_the_server_drops_unanswered_is_resent_once_on_a_new_connectio
                 await post(client, server.url, b"poison")
             assert sum(r.endswith(b"poison") for r in server.requests) == 2   # the first send and one resend
             await client.close()
+    asyncio.run(go())
+
+
+def test_a_compressed_body_is_decompressed_no_further_than_the_largest_body_read():
+    bomb = gzip.compress(b"\0" * 50_000_000, compresslevel=1)   # some 200 kB that inflate to 50 MB
+    reply = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(bomb) + bomb
+    small = gzip.compress(BODY)
+    fine = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(small) + small
+
+    async def go():
+        async with ByteServer(lambda n, body: [reply] if body == b"bomb" else [fine]) as server:
+            client = Client(timeout=10, max_body=1_000_000)
+            response, body = await post(client, server.url, b"bomb", limit=1_000_000)
+            assert len(body) == 1_000_001 and response.size == 1_000_001 and not response.done
+            response, body = await post(client, server.url, b"fine", limit=1_000_000)
+            assert body == BODY and response.done and server.connections == 2
+            await client.close()
+    asyncio.run(go())
+
+
+def test_a_gzip_bomb_fails_its_sample_as_too_large_without_holding_the_inflated_body():
+    bomb = gzip.compress(b"\0" * 50_000_000, compresslevel=1)
+    reply = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(bomb) + bomb
+
+    async def go():
+        async with ByteServer(lambda n, body: [reply]) as server:
+            info = ModelInfo(name="m", url=server.url.rsplit("/", 1)[0], model="m", max_reply_mb=1, retry_attempts=2)
+            endpoint = Endpoint(info)
+            await endpoint.open()
+            tracemalloc.start()
+            try:
+                with pytest.raises(RequestFailed, match=r"^reply too large: more than 1 MB \(max_reply_mb\)$") as failed:
+                    await endpoint.post("/chat", b"{}", "application/json", lambda payload: payload)
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+            await endpoint.close()
+            assert failed.value.attempts == 1 and len(server.requests) == 1
+            assert peak < 10_000_000   # the 50 MB it inflates to were never held
     asyncio.run(go())

@@ -168,7 +168,8 @@ class Endpoint:
 
     async def open(self) -> None:
         """Create the pooled connections' client (inside the running loop)."""
-        self._client = Client(self.info.timeout, verify_ssl=self.info.verify_ssl, headers=self._headers(), max_idle=self.info.batch_size + 4)
+        self._client = Client(self.info.timeout, verify_ssl=self.info.verify_ssl, headers=self._headers(), max_idle=self.info.batch_size + 4,
+                              max_body=max(self.max_reply, ERROR_BODY_LIMIT))
 
     async def close(self) -> None:
         if self._client is not None:

@@ -8,6 +8,7 @@ import ssl
 import time
 import zlib
 from collections import defaultdict
+from functools import partial
 from typing import Optional
 from urllib.parse import quote, unquote, urlsplit
 
@@ -110,7 +111,8 @@ class _Connection(asyncio.Protocol):
     """One keep-alive connection: writes a request, parses its reply as the bytes arrive (head, then a body by
     length, by chunks, or to the close), and hands the body to the Response piece by piece."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_body: int = 0) -> None:
+        self.max_body = max_body              # bytes of a decompressed body worth holding (0: any); see _inflated
         self.transport: Optional[asyncio.Transport] = None
         self.closed = False
         self.used = False                     # a request was written on it before (a reused connection)
@@ -307,10 +309,9 @@ class _Connection(asyncio.Protocol):
         if response is None:
             raise BadResponse("bytes after the end of a reply")
         if self._inflate is not None:
-            try:
-                data = self._inflate.decompress(data) + (self._inflate.flush() if last else b"")
-            except zlib.error as exc:
-                raise BadResponse(f"cannot decompress the reply: {exc}") from None
+            data = self._inflated(data, response, last)
+            if self._response is None:
+                return
         if data:
             response.pieces.append((data, time.perf_counter()))
             response.size += len(data)
@@ -319,6 +320,26 @@ class _Connection(asyncio.Protocol):
             self._response = None
             self._mode = ""
         response._wake()
+
+    def _inflated(self, data: bytes, response: Response, last: bool) -> bytes:
+        """A compressed piece, decompressed no further than max_body + 1 bytes of body: a kilobyte of gzip can hold a
+        gigabyte of zeros. Past that the reply is left unread (the reader sees it is longer than it takes, and
+        the connection is closed); the bytes up to it are its last piece."""
+        inflate = self._inflate
+        assert inflate is not None
+        room = self.max_body + 1 - response.size if self.max_body else 0
+        try:
+            data = inflate.decompress(data, max(room, 1) if self.max_body else 0)
+            if self.max_body and (inflate.unconsumed_tail or len(data) >= room):
+                response.pieces.append((data, time.perf_counter()))
+                response.size += len(data)
+                self._response = None   # never done, never failed: too large is for its reader to say
+                response._wake()
+                self.abort()
+                return b""
+            return data + (inflate.flush() if last else b"")
+        except zlib.error as exc:
+            raise BadResponse(f"cannot decompress the reply: {exc}") from None
 
     def _finish(self, data: bytes) -> None:
         self._piece(data, last=True)
@@ -391,8 +412,10 @@ class Client:
     """Keep-alive HTTP/1.1 connections, per origin, for one endpoint. A request has a total timeout, from its start to
     the end of its body; its connection goes back to the pool once the body was read whole (`Request.release`)."""
 
-    def __init__(self, timeout: float, verify_ssl: bool = True, headers: Optional[dict[str, str]] = None, max_idle: int = 64):
+    def __init__(self, timeout: float, verify_ssl: bool = True, headers: Optional[dict[str, str]] = None, max_idle: int = 64,
+                 max_body: int = 0):
         self.timeout = timeout
+        self.max_body = max_body   # the most body bytes any reader of a reply takes (0: any); a compressed one stops there
         self.max_idle = max_idle
         self._ssl: "ssl.SSLContext | None" = None
         self._verify = verify_ssl
@@ -425,7 +448,7 @@ class Client:
         context = self._context() if origin.scheme == "https" else None
         try:
             _, connection = await asyncio.wait_for(
-                loop.create_connection(_Connection, origin.host, origin.port, ssl=context), max(0.0, deadline - loop.time()))
+                loop.create_connection(partial(_Connection, self.max_body), origin.host, origin.port, ssl=context), max(0.0, deadline - loop.time()))
         except ssl.SSLCertVerificationError as exc:
             raise CertificateFailed(f"cannot connect to {origin.name}: {exc}", str(exc)) from None
         except asyncio.TimeoutError:
