@@ -3,6 +3,8 @@ split at every boundary; keep-alive reuse and stale connections; timeouts, bad r
 
 import asyncio
 import gzip
+import http.server
+import threading
 import json
 import random
 import tracemalloc
@@ -11,7 +13,7 @@ import zlib
 import pytest
 
 from lalmeval.config.schema import ModelInfo
-from lalmeval.inference.client import Endpoint, RequestFailed
+from lalmeval.inference.client import STREAM_CUT, Endpoint, RequestFailed
 from lalmeval.inference.http import BadResponse, Client, ConnectFailed, Disconnected
 
 
@@ -325,3 +327,48 @@ def test_a_gzip_bomb_fails_its_sample_as_too_large_without_holding_the_inflated_
             assert failed.value.attempts == 1 and len(server.requests) == 1
             assert peak < 10_000_000   # the 50 MB it inflates to were never held
     asyncio.run(go())
+
+
+def _event(delta: str, finish=None) -> bytes:
+    choice = {"index": 0, "delta": {"content": delta} if delta else {}, "finish_reason": finish}
+    return b"data: " + json.dumps({"choices": [choice]}).encode() + b"\n\n"
+
+
+@pytest.mark.parametrize("ending, whole", [
+    (_event("", "stop"), True),               # the last event says why it stopped
+    (b"data: [DONE]\n\n", True),             # or the stream's end marker does
+    (b"", False),                             # cut between two events
+    (_event("three")[:-2], False),            # cut before an event's blank line
+])
+def test_an_http10_stream_that_ends_at_the_close_is_whole_only_when_it_says_it_ended(ending, whole):
+    class Handler(http.server.BaseHTTPRequestHandler):   # Python's own server: HTTP/1.0, the body ends at the close
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            self.wfile.write(_event("one ") + _event("two ") + ending)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    async def go():
+        info = ModelInfo(name="m", url=f"http://127.0.0.1:{server.server_address[1]}/v1", model="m", stream=True, retry_attempts=1)
+        endpoint = Endpoint(info)
+        await endpoint.open()
+        try:
+            reply = await endpoint.post("/chat/completions", b"{}", "application/json", lambda payload: payload["choices"][0])
+            return reply.value["message"]["content"]
+        except RequestFailed as failed:
+            return failed.reason, failed.attempts
+        finally:
+            await endpoint.close()
+    try:
+        outcome = asyncio.run(go())
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert outcome == ("one two " if whole else (STREAM_CUT, 2))

@@ -52,6 +52,7 @@ class Response:
         self.reason = reason
         self.headers = headers
         self.keep_alive = keep_alive
+        self.by_close = False   # the body ends where the server closes: a cut looks the same as its end
         length = headers.get("Content-Length")
         self.content_length: Optional[int] = int(length) if length is not None and length.strip().isdigit() else None
         self.content_type = (headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
@@ -215,7 +216,7 @@ class _Connection(asyncio.Protocol):
         elif headers.get("Content-Length") is not None:
             raise BadResponse(f"bad Content-Length {headers.get('Content-Length')!r}")
         else:
-            self._mode, response.keep_alive = "close", False
+            self._mode, response.keep_alive, response.by_close = "close", False, True
         waiter, self._head_waiter = self._head_waiter, None
         if waiter is not None and not waiter.done():
             waiter.set_result(response)
