@@ -372,3 +372,35 @@ def test_an_http10_stream_that_ends_at_the_close_is_whole_only_when_it_says_it_e
         server.shutdown()
         server.server_close()
     assert outcome == ("one two " if whole else (STREAM_CUT, 2))
+
+
+def test_an_idle_connection_that_received_stray_bytes_is_closed_not_left_open_when_the_pool_skips_it():
+    closed: list[int] = []
+
+    async def serve(reader, writer):
+        number = len(closed)
+        closed.append(0)
+        try:
+            while True:
+                await reader.readuntil(b"\r\n\r\n")
+                await reader.readexactly(2)
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                await asyncio.sleep(0.05)
+                writer.write(b"\r\n")   # a stray line after the reply, as some servers write one
+        except (asyncio.IncompleteReadError, ConnectionError):
+            closed[number] = 1   # the client closed it
+        finally:
+            writer.close()
+
+    async def go():
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+        client = Client(timeout=5)
+        await post(client, url, b"{}")
+        await asyncio.sleep(0.2)   # the stray bytes arrive while the connection is idle
+        await post(client, url, b"{}")
+        await asyncio.sleep(0.2)
+        assert closed == [1, 0]   # the first was closed when it was found unusable, the second serves on
+        await client.close()
+        server.close()
+    asyncio.run(go())

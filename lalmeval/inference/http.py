@@ -465,6 +465,7 @@ class Client:
             connection = idle.pop()
             if connection.reusable():
                 return connection
+            connection.abort()   # closed by the server, or holding bytes no request asked for: its socket must not linger
             self._open.discard(connection)
         return None
 
