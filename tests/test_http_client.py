@@ -404,3 +404,19 @@ def test_an_idle_connection_that_received_stray_bytes_is_closed_not_left_open_wh
         await client.close()
         server.close()
     asyncio.run(go())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_head_whose_lines_end_in_a_bare_lf_is_read_and_crlfs_in_its_body_stay_body(seed):
+    body = b'{"text": "a\r\n\r\nb"}'
+    reply = (b"HTTP/1.1 100 Continue\n\nHTTP/1.1 200 OK\nContent-Type: application/json\r\nContent-Length: %d\n\n" % len(body)) + body
+
+    async def go():
+        async with ByteServer(lambda n, request: split_everywhere(reply, seed + n)) as server:
+            client = Client(timeout=5)
+            for _ in range(2):
+                response, got = await post(client, server.url)
+                assert (response.status, response.content_type, got) == (200, "application/json", body)
+            assert server.connections == 1
+            await client.close()
+    asyncio.run(go())

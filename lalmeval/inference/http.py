@@ -169,13 +169,18 @@ class _Connection(asyncio.Protocol):
     def _read_head(self) -> bool:
         """Parse the reply's head once it is whole (skipping 1xx interim replies); False while more is due."""
         while True:
-            end = self._buffer.find(b"\r\n\r\n")
+            buffer = self._buffer
+            end, size = buffer.find(b"\r\n\r\n"), 4
+            bare = buffer.find(b"\n\n", 0, end if end >= 0 else len(buffer))
+            if bare >= 0:   # lines ended by a bare LF, which RFC 9112 2.2 lets a client accept (and aiohttp did)
+                end, size = bare, 2
             if end < 0:
-                if len(self._buffer) > MAX_HEAD:
+                if len(buffer) > MAX_HEAD:
                     raise BadResponse(f"reply head longer than {MAX_HEAD} bytes")
                 return False
-            lines = self._buffer[:end].decode("latin-1").split("\r\n")
-            self._buffer = self._buffer[end + 4:]
+            text = buffer[:end].decode("latin-1")
+            lines = text.split("\r\n") if size == 4 else [line.rstrip("\r") for line in text.split("\n")]
+            self._buffer = buffer[end + size:]
             version, _, rest = lines[0].partition(" ")
             code, _, reason = rest.partition(" ")
             if not version.startswith("HTTP/1.") or not code.isdigit() or len(code) != 3:
