@@ -124,6 +124,7 @@ class _Connection(asyncio.Protocol):
         self._left = 0                        # bytes of the body ("length") or of the current chunk ("chunked") still due
         self._chunk_state = "size"            # chunked: "size", "data", "crlf", "trailer"
         self._inflate: Optional["zlib._Decompress"] = None
+        self._wrapped_unknown = False
         self._got_bytes = False               # any byte of a reply arrived (a reused connection closed before: stale)
         self._paused = False
 
@@ -205,6 +206,7 @@ class _Connection(asyncio.Protocol):
         encoding = (headers.get("Content-Encoding") or "").strip().lower()
         if encoding in ("gzip", "x-gzip", "deflate"):
             self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS if "gzip" in encoding else zlib.MAX_WBITS)
+            self._wrapped_unknown = encoding == "deflate"   # its first byte says whether it has its zlib header
         elif encoding not in ("", "identity"):
             raise BadResponse(f"unsupported Content-Encoding {encoding!r}")
         else:
@@ -333,6 +335,10 @@ class _Connection(asyncio.Protocol):
         the connection is closed); the bytes up to it are its last piece."""
         inflate = self._inflate
         assert inflate is not None
+        if self._wrapped_unknown and data:
+            self._wrapped_unknown = False
+            if data[0] & 0x0F != 8:   # deflate without its zlib header, as some servers send it (and aiohttp read)
+                inflate = self._inflate = zlib.decompressobj(-zlib.MAX_WBITS)
         room = self.max_body + 1 - response.size if self.max_body else 0
         try:
             data = inflate.decompress(data, max(room, 1) if self.max_body else 0)
