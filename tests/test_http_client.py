@@ -176,6 +176,8 @@ def test_gzip_and_deflate_bodies_are_decompressed():
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\n", BadResponse, "bad chunk size"),
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX", BadResponse, "not followed by CRLF"),
     (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\nhello", BadResponse, "two Content-Length headers"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Endless: " + b"a" * 100_000, BadResponse,
+     "trailer longer than"),
     (b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 1\r\n\r\nx", BadResponse, "unsupported Content-Encoding"),
     (b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly part", Disconnected, "closed the connection"),
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", Disconnected, "closed the connection"),

@@ -272,6 +272,8 @@ class _Connection(asyncio.Protocol):
                 if buffer.startswith(b"\r\n", at) or find(b"\r\n\r\n", at) >= 0:
                     self._buffer = b""
                     return self._finish(b"".join(out))
+                if end_of_data - at > MAX_HEAD:   # trailer fields are a head: bounded as one
+                    raise BadResponse(f"chunked trailer longer than {MAX_HEAD} bytes")
                 break
             line_end = find(b"\r\n", at)
             if line_end < 0:
