@@ -467,7 +467,12 @@ class Client:
             raise CertificateFailed(f"cannot connect to {origin.name}: {exc}", str(exc)) from None
         except asyncio.TimeoutError:
             raise
-        except (OSError, ssl.SSLError) as exc:
+        except ssl.SSLError as exc:
+            # What OpenSSL says when the answer to its hello is not TLS: the server speaks plain HTTP there.
+            plain = exc.reason in ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG")
+            hint = " (the server answers in plain HTTP: write http:// instead of https:// in url)" if plain else ""
+            raise ConnectFailed(f"cannot connect to {origin.name}: {exc}{hint}") from None
+        except OSError as exc:
             raise ConnectFailed(f"cannot connect to {origin.name}: {exc}") from None
         self._open.add(connection)
         return connection
@@ -499,7 +504,11 @@ class Client:
                 try:
                     request.response = await connection.send(head, body)
                     return request
-                except Disconnected:
+                except Disconnected as exc:
+                    if pooled is None and not connection._got_bytes and origin.scheme == "http":
+                        # A new connection closed without a byte in answer: what a TLS server does with plain HTTP.
+                        raise Disconnected(f"{exc} (not a byte in answer: if the server speaks TLS, write https:// "
+                                           "instead of http:// in url)") from None
                     # A kept-alive connection closed before a byte of its reply: most likely the server had closed it
                     # meanwhile, so the request goes again, once, on a new connection. (The server may also have read
                     # it and dropped it: a resend on every idle connection would deliver it a dozen times.)
