@@ -172,9 +172,9 @@ class _Connection(asyncio.Protocol):
         while True:
             buffer = self._buffer
             end, size = buffer.find(b"\r\n\r\n"), 4
-            bare = buffer.find(b"\n\n", 0, end if end >= 0 else len(buffer))
-            if bare >= 0:   # lines ended by a bare LF, which RFC 9112 2.2 lets a client accept (and aiohttp did)
-                end, size = bare, 2
+            status_end = buffer.find(b"\n", 0, 64)
+            if status_end > 0 and buffer[status_end - 1] != 13:   # 13: CR. A status line ended by a bare LF, which
+                end, size = self._bare_lf_end(buffer)          # RFC 9112 2.2 lets a client accept (aiohttp did)
             if end < 0:
                 if len(buffer) > MAX_HEAD:
                     raise BadResponse(f"reply head longer than {MAX_HEAD} bytes")
@@ -197,6 +197,13 @@ class _Connection(asyncio.Protocol):
                 headers.add(name, value.strip())
             self._start(status, reason, version, CIMultiDictProxy(headers))
             return True
+
+    @staticmethod
+    def _bare_lf_end(buffer: bytes) -> tuple[int, int]:
+        """Where a head whose lines end in LF ends (its blank line, LF or CRLF), and that line's length; -1 while due."""
+        end = buffer.find(b"\n\n")
+        crlf = buffer.find(b"\n\r\n", 0, end if end >= 0 else len(buffer))
+        return (crlf, 3) if crlf >= 0 else (end, 2)
 
     def _start(self, status: int, reason: str, version: str, headers: CIMultiDictProxy) -> None:
         connection = (headers.get("Connection") or "").lower()
