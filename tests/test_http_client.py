@@ -428,3 +428,18 @@ def test_a_head_whose_lines_end_in_a_bare_lf_is_read_and_crlfs_in_its_body_stay_
             assert server.connections == 1
             await client.close()
     asyncio.run(go())
+
+
+def test_a_server_that_answered_before_and_then_drops_a_request_gets_no_hint_about_https():
+    async def go():
+        async with ByteServer(lambda n, body: [b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"] if n == 0 else None) as server:
+            client = Client(timeout=5)
+            await post(client, server.url)
+            with pytest.raises(Disconnected) as dropped:
+                await post(client, server.url)
+            assert "https" not in str(dropped.value)
+            await client.close()
+        async with ByteServer(lambda n, body: None) as server:   # never a byte: it may be a TLS server
+            with pytest.raises(Disconnected, match="if the server speaks TLS, write https:// instead of http:// in url"):
+                await post(Client(timeout=5), server.url)
+    asyncio.run(go())

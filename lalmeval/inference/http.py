@@ -407,6 +407,7 @@ class _Origin:
         self.host_line = f"Host: {shown}" + ("" if port == DEFAULT_PORTS[scheme] else f":{port}") + "\r\n"
         self.authorization = authorization
         self.name = f"{shown}:{port}"
+        self.answered = False   # a reply's head came from it: it speaks HTTP on this scheme
 
 
 def _parse(url: str) -> tuple[_Origin, str]:
@@ -510,9 +511,10 @@ class Client:
                 request.connection = connection
                 try:
                     request.response = await connection.send(head, body)
+                    origin.answered = True
                     return request
                 except Disconnected as exc:
-                    if pooled is None and not connection._got_bytes and origin.scheme == "http":
+                    if not origin.answered and not connection._got_bytes and origin.scheme == "http":
                         # A new connection closed without a byte in answer: what a TLS server does with plain HTTP.
                         raise Disconnected(f"{exc} (not a byte in answer: if the server speaks TLS, write https:// "
                                            "instead of http:// in url)") from None
