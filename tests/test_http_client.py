@@ -3,12 +3,17 @@ split at every boundary; keep-alive reuse and stale connections; timeouts, bad r
 
 import asyncio
 import gzip
+import http.server
+import threading
 import json
 import random
+import tracemalloc
 import zlib
 
 import pytest
 
+from lalmeval.config.schema import ModelInfo
+from lalmeval.inference.client import STREAM_CUT, Endpoint, RequestFailed
 from lalmeval.inference.http import BadResponse, Client, ConnectFailed, Disconnected
 
 
@@ -145,8 +150,14 @@ def test_the_request_carries_host_length_fixed_headers_and_basic_auth_from_the_u
     asyncio.run(go())
 
 
+def _raw_deflate(data: bytes) -> bytes:
+    packer = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    return packer.compress(data) + packer.flush()
+
+
 def test_gzip_and_deflate_bodies_are_decompressed():
-    for encoding, packed in (("gzip", gzip.compress(BODY)), ("deflate", zlib.compress(BODY))):
+    # "deflate" comes with its zlib header (RFC 9110) or, from some servers, without it
+    for encoding, packed in (("gzip", gzip.compress(BODY)), ("deflate", zlib.compress(BODY)), ("deflate", _raw_deflate(BODY))):
         reply = b"HTTP/1.1 200 OK\r\nContent-Encoding: %s\r\nContent-Length: %d\r\n\r\n" % (encoding.encode(), len(packed)) + packed
 
         async def go():
@@ -164,6 +175,9 @@ def test_gzip_and_deflate_bodies_are_decompressed():
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", BadResponse, "bad chunk size"),
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\n", BadResponse, "bad chunk size"),
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX", BadResponse, "not followed by CRLF"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\nhello", BadResponse, "two Content-Length headers"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Endless: " + b"a" * 100_000, BadResponse,
+     "trailer longer than"),
     (b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 1\r\n\r\nx", BadResponse, "unsupported Content-Encoding"),
     (b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly part", Disconnected, "closed the connection"),
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", Disconnected, "closed the connection"),
@@ -225,4 +239,207 @@ def test_a_streamed_body_arrives_in_pieces_with_their_arrival_times_in_order():
             assert b"".join(p for p, _ in pieces) == b"".join(events) and len(pieces) > 1
             assert [t for _, t in pieces] == sorted(t for _, t in pieces)
             await client.close()
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize("head", [
+    b"HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n",
+    b"HTTP/1.1 304 Not Modified\r\nContent-Length: 120\r\n\r\n",
+])
+def test_a_204_or_304_reply_has_no_body_whatever_its_head_announces(head):
+    async def go():
+        async with ByteServer(lambda n, body: [head]) as server:
+            client = Client(timeout=2)
+            for _ in range(2):   # and its connection serves the next request
+                response, body = await post(client, server.url)
+                assert response.status == int(head[9:12]) and body == b"" and response.done
+            assert server.connections == 1
+            await client.close()
+    asyncio.run(go())
+
+
+def test_a_path_with_spaces_or_letters_beyond_ascii_is_sent_percent_encoded_and_an_idn_host_in_idna():
+    async def go():
+        async with ByteServer(lambda n, body: [b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"]) as server:
+            client = Client(timeout=5)
+            port = server.url.split(":")[2].split("/")[0]
+            response, body = await post(client, f"http://127.0.0.1:{port}/v1/deployments/modèle a/chat?q=à b&x=%2F")
+            assert body == b"ok"
+            assert server.requests[0].startswith(b"POST /v1/deployments/mod%C3%A8le%20a/chat?q=%C3%A0%20b&x=%2F HTTP/1.1\r\n")
+            await client.close()
+        origin, target = Client(timeout=5)._origin("https://bücher.example/v1")
+        assert (origin.host, origin.host_line, target) == ("xn--bcher-kva.example", "Host: xn--bcher-kva.example\r\n", "/v1")
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999/v1", "http://[::1/v1", "ftp://127.0.0.1/v1", "http:///v1"])
+def test_a_url_that_names_no_reachable_origin_fails_as_a_connection_error_naming_only_its_scheme(url):
+    async def go():
+        with pytest.raises(ConnectFailed, match="not an http\\(s\\) URL") as caught:
+            await post(Client(timeout=5), url)
+        assert "127.0.0.1" not in str(caught.value) and "v1" not in str(caught.value)
+    asyncio.run(go())
+
+
+def test_a_request_the_server_drops_unanswered_is_resent_once_on_a_new_connection_not_once_per_idle_one():
+    # A server that reads a request and closes without a byte of reply looks like a stale kept-alive connection;
+    # resending on every idle connection would deliver a request that crashes the server's worker a dozen times.
+    ok = [b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"]
+
+    async def go():
+        async with ByteServer(lambda n, body: ok if body == b"warm" else None) as server:
+            client = Client(timeout=5)
+            await asyncio.gather(*(post(client, server.url, b"warm") for _ in range(6)))
+            assert server.connections == 6
+            with pytest.raises(Disconnected):
+                await post(client, server.url, b"poison")
+            assert sum(r.endswith(b"poison") for r in server.requests) == 2   # the first send and one resend
+            await client.close()
+    asyncio.run(go())
+
+
+def test_a_compressed_body_is_decompressed_no_further_than_the_largest_body_read():
+    bomb = gzip.compress(b"\0" * 50_000_000, compresslevel=1)   # some 200 kB that inflate to 50 MB
+    reply = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(bomb) + bomb
+    small = gzip.compress(BODY)
+    fine = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(small) + small
+
+    async def go():
+        async with ByteServer(lambda n, body: [reply] if body == b"bomb" else [fine]) as server:
+            client = Client(timeout=10, max_body=1_000_000)
+            response, body = await post(client, server.url, b"bomb", limit=1_000_000)
+            assert len(body) == 1_000_001 and response.size == 1_000_001 and not response.done
+            response, body = await post(client, server.url, b"fine", limit=1_000_000)
+            assert body == BODY and response.done and server.connections == 2
+            await client.close()
+    asyncio.run(go())
+
+
+def test_a_gzip_bomb_fails_its_sample_as_too_large_without_holding_the_inflated_body():
+    bomb = gzip.compress(b"\0" * 50_000_000, compresslevel=1)
+    reply = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(bomb) + bomb
+
+    async def go():
+        async with ByteServer(lambda n, body: [reply]) as server:
+            info = ModelInfo(name="m", url=server.url.rsplit("/", 1)[0], model="m", max_reply_mb=1, retry_attempts=2)
+            endpoint = Endpoint(info)
+            await endpoint.open()
+            tracemalloc.start()
+            try:
+                with pytest.raises(RequestFailed, match=r"^reply too large: more than 1 MB \(max_reply_mb\)$") as failed:
+                    await endpoint.post("/chat", b"{}", "application/json", lambda payload: payload)
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+            await endpoint.close()
+            assert failed.value.attempts == 1 and len(server.requests) == 1
+            assert peak < 10_000_000   # the 50 MB it inflates to were never held
+    asyncio.run(go())
+
+
+def _event(delta: str, finish=None) -> bytes:
+    choice = {"index": 0, "delta": {"content": delta} if delta else {}, "finish_reason": finish}
+    return b"data: " + json.dumps({"choices": [choice]}).encode() + b"\n\n"
+
+
+@pytest.mark.parametrize("ending, whole", [
+    (_event("", "stop"), True),               # the last event says why it stopped
+    (b"data: [DONE]\n\n", True),             # or the stream's end marker does
+    (b"", False),                             # cut between two events
+    (_event("three")[:-2], False),            # cut before an event's blank line
+])
+def test_an_http10_stream_that_ends_at_the_close_is_whole_only_when_it_says_it_ended(ending, whole):
+    class Handler(http.server.BaseHTTPRequestHandler):   # Python's own server: HTTP/1.0, the body ends at the close
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            self.wfile.write(_event("one ") + _event("two ") + ending)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    async def go():
+        info = ModelInfo(name="m", url=f"http://127.0.0.1:{server.server_address[1]}/v1", model="m", stream=True, retry_attempts=1)
+        endpoint = Endpoint(info)
+        await endpoint.open()
+        try:
+            reply = await endpoint.post("/chat/completions", b"{}", "application/json", lambda payload: payload["choices"][0])
+            return reply.value["message"]["content"]
+        except RequestFailed as failed:
+            return failed.reason, failed.attempts
+        finally:
+            await endpoint.close()
+    try:
+        outcome = asyncio.run(go())
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert outcome == ("one two " if whole else (STREAM_CUT, 2))
+
+
+def test_an_idle_connection_that_received_stray_bytes_is_closed_not_left_open_when_the_pool_skips_it():
+    closed: list[int] = []
+
+    async def serve(reader, writer):
+        number = len(closed)
+        closed.append(0)
+        try:
+            while True:
+                await reader.readuntil(b"\r\n\r\n")
+                await reader.readexactly(2)
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                await asyncio.sleep(0.05)
+                writer.write(b"\r\n")   # a stray line after the reply, as some servers write one
+        except (asyncio.IncompleteReadError, ConnectionError):
+            closed[number] = 1   # the client closed it
+        finally:
+            writer.close()
+
+    async def go():
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+        client = Client(timeout=5)
+        await post(client, url, b"{}")
+        await asyncio.sleep(0.2)   # the stray bytes arrive while the connection is idle
+        await post(client, url, b"{}")
+        await asyncio.sleep(0.2)
+        assert closed == [1, 0]   # the first was closed when it was found unusable, the second serves on
+        await client.close()
+        server.close()
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_head_whose_lines_end_in_a_bare_lf_is_read_and_crlfs_in_its_body_stay_body(seed):
+    body = b'{"text": "a\r\n\r\nb"}'
+    reply = (b"HTTP/1.1 100 Continue\n\nHTTP/1.1 200 OK\nContent-Type: application/json\r\nContent-Length: %d\n\n" % len(body)) + body
+
+    async def go():
+        async with ByteServer(lambda n, request: split_everywhere(reply, seed + n)) as server:
+            client = Client(timeout=5)
+            for _ in range(2):
+                response, got = await post(client, server.url)
+                assert (response.status, response.content_type, got) == (200, "application/json", body)
+            assert server.connections == 1
+            await client.close()
+    asyncio.run(go())
+
+
+def test_a_server_that_answered_before_and_then_drops_a_request_gets_no_hint_about_https():
+    async def go():
+        async with ByteServer(lambda n, body: [b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"] if n == 0 else None) as server:
+            client = Client(timeout=5)
+            await post(client, server.url)
+            with pytest.raises(Disconnected) as dropped:
+                await post(client, server.url)
+            assert "https" not in str(dropped.value)
+            await client.close()
+        async with ByteServer(lambda n, body: None) as server:   # never a byte: it may be a TLS server
+            with pytest.raises(Disconnected, match="if the server speaks TLS, write https:// instead of http:// in url"):
+                await post(Client(timeout=5), server.url)
     asyncio.run(go())

@@ -114,3 +114,19 @@ def test_a_launched_self_signed_server_is_seen_answering_with_verify_ssl_false(w
     configure(ws, url, launch=launch, launch_timeout=30, verify_ssl=False)
     assert main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", "lenient"]) == 0
     assert [r["prediction"] for r in ws.records("cmds", "m", "lenient")] == ["ok"]
+
+
+def test_the_wrong_scheme_either_way_fails_naming_the_scheme_to_write_and_the_fix_works(ws, server_tls):
+    commands(ws)
+    with ScriptedEndpoint(lambda seen, n: "ok", ssl_context=server_tls[0]) as tls, ScriptedEndpoint(lambda seen, n: "ok") as plain:
+        for server, wrong, says in ((tls, tls.url.replace("https://", "http://"), "write https:// instead of http:// in url"),
+                                    (plain, plain.url.replace("http://", "https://"), "write http:// instead of https:// in url")):
+            run = wrong.split(":")[0]
+            configure(ws, wrong, verify_ssl=False)
+            assert main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", f"wrong-{run}"]) == 3
+            errors = [r["error"] for r in ws.records("cmds", "m", f"wrong-{run}")]
+            assert len(errors) == 2 and all(e.startswith("connection error") and says in e for e in errors), errors
+            assert server.requests == []
+            configure(ws, server.url, verify_ssl=False)   # the hint followed
+            assert main(["run", "--config", str(ws.root / "config.yaml"), "--run-id", f"right-{run}"]) == 0
+            assert [r["error"] for r in ws.records("cmds", "m", f"right-{run}")] == [None, None]

@@ -31,6 +31,8 @@ ERROR_BODY_LIMIT = 64 * 1024   # an error reply is read only this far: its messa
 REASON_LIMIT = 300             # characters of a server's message kept in a recorded reason
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 MAX_REDIRECTS = 5
+STREAM_CUT = ("connection error: the stream was cut: the server closed the connection before the stream's end "
+              "(no finish_reason nor [DONE] came)")
 DECODE_IN_THREAD = 1 << 20   # bytes: a larger reply body (some 15 s of streamed pcm16 audio) is decoded in a thread
 COALESCE = 0.05   # seconds a stream's later deltas gather in the socket between reads, once its first text and audio are timed
 
@@ -116,6 +118,12 @@ def _escapes_unicode(raw: bytes) -> bool:
     return b"\\" in raw and b"\\u" in raw
 
 
+def _stream_ended(payload: Any, raw: bytes) -> bool:
+    """Whether an assembled stream says it ended (a finish_reason, or [DONE]), or holds the server's error."""
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    return b"[DONE]" in raw[-64:] or not choices or not isinstance(choices[0], dict) or bool(choices[0].get("finish_reason"))
+
+
 def _since(moment: Optional[float], start: float) -> Optional[float]:
     return None if moment is None else moment - start
 
@@ -168,7 +176,8 @@ class Endpoint:
 
     async def open(self) -> None:
         """Create the pooled connections' client (inside the running loop)."""
-        self._client = Client(self.info.timeout, verify_ssl=self.info.verify_ssl, headers=self._headers(), max_idle=self.info.batch_size + 4)
+        self._client = Client(self.info.timeout, verify_ssl=self.info.verify_ssl, headers=self._headers(), max_idle=self.info.batch_size + 4,
+                              max_body=max(self.max_reply, ERROR_BODY_LIMIT))
 
     async def close(self) -> None:
         if self._client is not None:
@@ -283,7 +292,7 @@ class Endpoint:
         if reads == "binary":
             return self._binary(raw, marks, parse)
         streamed = self.info.stream and (resp.content_type or "").startswith("text/event-stream")
-        decode = partial(self._decode_stream, raw, marks, parse) if streamed else partial(self._decode, raw, parse)
+        decode = partial(self._decode_stream, raw, marks, parse, resp.by_close) if streamed else partial(self._decode, raw, parse)
         if len(raw) > DECODE_IN_THREAD:   # the event loop only waits: a long spoken reply takes milliseconds to read
             return await asyncio.get_running_loop().run_in_executor(None, decode)
         return decode()
@@ -296,13 +305,16 @@ class Endpoint:
             return _Outcome(reason=clip(f"bad reply: {exc}", self.redact, REASON_LIMIT), retryable=True)
         return _Outcome(value=value, first_audio=marks[0][1] if marks and self.info.stream else None)
 
-    def _decode_stream(self, raw: bytes, marks: Marks, parse: Callable[[Any], Any]) -> _Outcome:
-        """A streamed (SSE) body → its deltas assembled into one completion, parsed as a whole one is, with its first arrivals."""
+    def _decode_stream(self, raw: bytes, marks: Marks, parse: Callable[[Any], Any], by_close: bool = False) -> _Outcome:
+        """A streamed (SSE) body → its deltas assembled into one completion, parsed as a whole one is, with its first arrivals.
+        `by_close`: the body ended where the server closed (HTTP/1.0): only the stream itself can say it was whole."""
         try:
             assembled = assemble(raw, marks)
         except (ValueError, RecursionError) as exc:
             return _Outcome(reason=clip(f"malformed JSON reply: {exc}", self.redact, 200), retryable=True)
         payload = assembled.payload
+        if by_close and not _stream_ended(payload, raw):   # the text so far is not what the model said
+            return _Outcome(reason=STREAM_CUT, retryable=True)
         if _escapes_unicode(raw):  # as in _decode: a lone surrogate is mended before anything reads it
             payload = mended(payload)
         payload = scrub(payload, self.redact) if self.redact else payload

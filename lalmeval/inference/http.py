@@ -8,13 +8,15 @@ import ssl
 import time
 import zlib
 from collections import defaultdict
+from functools import partial
 from typing import Optional
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
 MAX_HEAD = 64 * 1024   # bytes of status line and headers; a longer head is not an HTTP reply we can use
 DEFAULT_PORTS = {"http": 80, "https": 443}
+URL_SAFE = "!#$%&'()*+,/:;=?@[]~"   # kept as written in a request target: reserved characters and escapes already made
 Piece = tuple[bytes, float]   # body bytes of one network read, and perf_counter when they arrived
 
 
@@ -50,6 +52,7 @@ class Response:
         self.reason = reason
         self.headers = headers
         self.keep_alive = keep_alive
+        self.by_close = False   # the body ends where the server closes: a cut looks the same as its end
         length = headers.get("Content-Length")
         self.content_length: Optional[int] = int(length) if length is not None and length.strip().isdigit() else None
         self.content_type = (headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
@@ -109,7 +112,8 @@ class _Connection(asyncio.Protocol):
     """One keep-alive connection: writes a request, parses its reply as the bytes arrive (head, then a body by
     length, by chunks, or to the close), and hands the body to the Response piece by piece."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_body: int = 0) -> None:
+        self.max_body = max_body              # bytes of a decompressed body worth holding (0: any); see _inflated
         self.transport: Optional[asyncio.Transport] = None
         self.closed = False
         self.used = False                     # a request was written on it before (a reused connection)
@@ -120,6 +124,7 @@ class _Connection(asyncio.Protocol):
         self._left = 0                        # bytes of the body ("length") or of the current chunk ("chunked") still due
         self._chunk_state = "size"            # chunked: "size", "data", "crlf", "trailer"
         self._inflate: Optional["zlib._Decompress"] = None
+        self._wrapped_unknown = False
         self._got_bytes = False               # any byte of a reply arrived (a reused connection closed before: stale)
         self._paused = False
 
@@ -165,13 +170,18 @@ class _Connection(asyncio.Protocol):
     def _read_head(self) -> bool:
         """Parse the reply's head once it is whole (skipping 1xx interim replies); False while more is due."""
         while True:
-            end = self._buffer.find(b"\r\n\r\n")
+            buffer = self._buffer
+            end, size = buffer.find(b"\r\n\r\n"), 4
+            status_end = buffer.find(b"\n", 0, 64)
+            if status_end > 0 and buffer[status_end - 1] != 13:   # 13: CR. A status line ended by a bare LF, which
+                end, size = self._bare_lf_end(buffer)          # RFC 9112 2.2 lets a client accept (aiohttp did)
             if end < 0:
-                if len(self._buffer) > MAX_HEAD:
+                if len(buffer) > MAX_HEAD:
                     raise BadResponse(f"reply head longer than {MAX_HEAD} bytes")
                 return False
-            lines = self._buffer[:end].decode("latin-1").split("\r\n")
-            self._buffer = self._buffer[end + 4:]
+            text = buffer[:end].decode("latin-1")
+            lines = text.split("\r\n") if size == 4 else [line.rstrip("\r") for line in text.split("\n")]
+            self._buffer = buffer[end + size:]
             version, _, rest = lines[0].partition(" ")
             code, _, reason = rest.partition(" ")
             if not version.startswith("HTTP/1.") or not code.isdigit() or len(code) != 3:
@@ -188,6 +198,13 @@ class _Connection(asyncio.Protocol):
             self._start(status, reason, version, CIMultiDictProxy(headers))
             return True
 
+    @staticmethod
+    def _bare_lf_end(buffer: bytes) -> tuple[int, int]:
+        """Where a head whose lines end in LF ends (its blank line, LF or CRLF), and that line's length; -1 while due."""
+        end = buffer.find(b"\n\n")
+        crlf = buffer.find(b"\n\r\n", 0, end if end >= 0 else len(buffer))
+        return (crlf, 3) if crlf >= 0 else (end, 2)
+
     def _start(self, status: int, reason: str, version: str, headers: CIMultiDictProxy) -> None:
         connection = (headers.get("Connection") or "").lower()
         keep_alive = "close" not in connection and (version != "HTTP/1.0" or "keep-alive" in connection)
@@ -196,20 +213,24 @@ class _Connection(asyncio.Protocol):
         encoding = (headers.get("Content-Encoding") or "").strip().lower()
         if encoding in ("gzip", "x-gzip", "deflate"):
             self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS if "gzip" in encoding else zlib.MAX_WBITS)
+            self._wrapped_unknown = encoding == "deflate"   # its first byte says whether it has its zlib header
         elif encoding not in ("", "identity"):
             raise BadResponse(f"unsupported Content-Encoding {encoding!r}")
         else:
             self._inflate = None
-        if "chunked" in (headers.get("Transfer-Encoding") or "").lower():
-            self._mode, self._chunk_state = "chunked", "size"
-        elif status in (204, 304):
+        if status in (204, 304):   # never a body, whatever the head says of one (RFC 9112 6.3)
             self._mode, self._left = "length", 0
+        elif "chunked" in (headers.get("Transfer-Encoding") or "").lower():
+            self._mode, self._chunk_state = "chunked", "size"
         elif response.content_length is not None:
+            if len(lengths := headers.getall("Content-Length")) > 1 and len(set(lengths)) > 1:
+                # Two lengths: which one frames the body is a guess, and a wrong guess reads the next reply's bytes.
+                raise BadResponse(f"two Content-Length headers that differ: {', '.join(lengths)[:40]}")
             self._mode, self._left = "length", response.content_length
         elif headers.get("Content-Length") is not None:
             raise BadResponse(f"bad Content-Length {headers.get('Content-Length')!r}")
         else:
-            self._mode, response.keep_alive = "close", False
+            self._mode, response.keep_alive, response.by_close = "close", False, True
         waiter, self._head_waiter = self._head_waiter, None
         if waiter is not None and not waiter.done():
             waiter.set_result(response)
@@ -258,6 +279,8 @@ class _Connection(asyncio.Protocol):
                 if buffer.startswith(b"\r\n", at) or find(b"\r\n\r\n", at) >= 0:
                     self._buffer = b""
                     return self._finish(b"".join(out))
+                if end_of_data - at > MAX_HEAD:   # trailer fields are a head: bounded as one
+                    raise BadResponse(f"chunked trailer longer than {MAX_HEAD} bytes")
                 break
             line_end = find(b"\r\n", at)
             if line_end < 0:
@@ -303,10 +326,9 @@ class _Connection(asyncio.Protocol):
         if response is None:
             raise BadResponse("bytes after the end of a reply")
         if self._inflate is not None:
-            try:
-                data = self._inflate.decompress(data) + (self._inflate.flush() if last else b"")
-            except zlib.error as exc:
-                raise BadResponse(f"cannot decompress the reply: {exc}") from None
+            data = self._inflated(data, response, last)
+            if self._response is None:
+                return
         if data:
             response.pieces.append((data, time.perf_counter()))
             response.size += len(data)
@@ -315,6 +337,30 @@ class _Connection(asyncio.Protocol):
             self._response = None
             self._mode = ""
         response._wake()
+
+    def _inflated(self, data: bytes, response: Response, last: bool) -> bytes:
+        """A compressed piece, decompressed no further than max_body + 1 bytes of body: a kilobyte of gzip can hold a
+        gigabyte of zeros. Past that the reply is left unread (the reader sees it is longer than it takes, and
+        the connection is closed); the bytes up to it are its last piece."""
+        inflate = self._inflate
+        assert inflate is not None
+        if self._wrapped_unknown and data:
+            self._wrapped_unknown = False
+            if data[0] & 0x0F != 8:   # deflate without its zlib header, as some servers send it (and aiohttp read)
+                inflate = self._inflate = zlib.decompressobj(-zlib.MAX_WBITS)
+        room = self.max_body + 1 - response.size if self.max_body else 0
+        try:
+            data = inflate.decompress(data, max(room, 1) if self.max_body else 0)
+            if self.max_body and (inflate.unconsumed_tail or len(data) >= room):
+                response.pieces.append((data, time.perf_counter()))
+                response.size += len(data)
+                self._response = None   # never done, never failed: too large is for its reader to say
+                response._wake()
+                self.abort()
+                return b""
+            return data + (inflate.flush() if last else b"")
+        except zlib.error as exc:
+            raise BadResponse(f"cannot decompress the reply: {exc}") from None
 
     def _finish(self, data: bytes) -> None:
         self._piece(data, last=True)
@@ -361,14 +407,37 @@ class _Origin:
         self.host_line = f"Host: {shown}" + ("" if port == DEFAULT_PORTS[scheme] else f":{port}") + "\r\n"
         self.authorization = authorization
         self.name = f"{shown}:{port}"
+        self.answered = False   # a reply's head came from it: it speaks HTTP on this scheme
+
+
+def _parse(url: str) -> tuple[_Origin, str]:
+    """The origin of `url` and its request target, as a request line can carry them: a space or a character beyond
+    ASCII in the path or query is percent-encoded, a host name beyond ASCII is spelt in IDNA (as aiohttp sent them)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or DEFAULT_PORTS[parts.scheme]
+        host = parts.hostname or ""
+        host = host if host.isascii() else host.encode("idna").decode("ascii")
+    except (KeyError, ValueError, UnicodeError):
+        host, port = "", 0
+    if not host:   # the URL is named by its scheme only: the rest may hold a key
+        raise ConnectFailed(f"not an http(s) URL with a host and a valid port: {url.split(':', 1)[0][:10]}://...")
+    authorization = None
+    if parts.username is not None:   # user:password@host, as a browser would send it
+        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+        authorization = "Basic " + base64.b64encode(pair).decode()
+    target = quote(parts.path or "/", safe=URL_SAFE) + (f"?{quote(parts.query, safe=URL_SAFE)}" if parts.query else "")
+    return _Origin(parts.scheme, host, port, authorization), target
 
 
 class Client:
     """Keep-alive HTTP/1.1 connections, per origin, for one endpoint. A request has a total timeout, from its start to
     the end of its body; its connection goes back to the pool once the body was read whole (`Request.release`)."""
 
-    def __init__(self, timeout: float, verify_ssl: bool = True, headers: Optional[dict[str, str]] = None, max_idle: int = 64):
+    def __init__(self, timeout: float, verify_ssl: bool = True, headers: Optional[dict[str, str]] = None, max_idle: int = 64,
+                 max_body: int = 0):
         self.timeout = timeout
+        self.max_body = max_body   # the most body bytes any reader of a reply takes (0: any); a compressed one stops there
         self.max_idle = max_idle
         self._ssl: "ssl.SSLContext | None" = None
         self._verify = verify_ssl
@@ -381,18 +450,10 @@ class Client:
         """The origin of `url` and the request target (path and query), parsed once per URL."""
         known = self._origins.get(url)
         if known is None:
-            parts = urlsplit(url)
-            if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
-                raise ConnectFailed(f"not an http(s) URL: {parts.scheme}://{parts.hostname or ''}")
-            authorization = None
-            if parts.username is not None:   # user:password@host, as a browser would send it
-                pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
-                authorization = "Basic " + base64.b64encode(pair).decode()
-            origin = _Origin(parts.scheme, parts.hostname, parts.port or DEFAULT_PORTS[parts.scheme], authorization)
-            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            known = _parse(url)
             if len(self._origins) > 256:
                 self._origins.clear()
-            known = self._origins[url] = (origin, target)
+            self._origins[url] = known
         return known
 
     def _context(self) -> ssl.SSLContext:
@@ -409,12 +470,17 @@ class Client:
         context = self._context() if origin.scheme == "https" else None
         try:
             _, connection = await asyncio.wait_for(
-                loop.create_connection(_Connection, origin.host, origin.port, ssl=context), max(0.0, deadline - loop.time()))
+                loop.create_connection(partial(_Connection, self.max_body), origin.host, origin.port, ssl=context), max(0.0, deadline - loop.time()))
         except ssl.SSLCertVerificationError as exc:
             raise CertificateFailed(f"cannot connect to {origin.name}: {exc}", str(exc)) from None
         except asyncio.TimeoutError:
             raise
-        except (OSError, ssl.SSLError) as exc:
+        except ssl.SSLError as exc:
+            # What OpenSSL says when the answer to its hello is not TLS: the server speaks plain HTTP there.
+            plain = exc.reason in ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG")
+            hint = " (the server answers in plain HTTP: write http:// instead of https:// in url)" if plain else ""
+            raise ConnectFailed(f"cannot connect to {origin.name}: {exc}{hint}") from None
+        except OSError as exc:
             raise ConnectFailed(f"cannot connect to {origin.name}: {exc}") from None
         self._open.add(connection)
         return connection
@@ -425,6 +491,7 @@ class Client:
             connection = idle.pop()
             if connection.reusable():
                 return connection
+            connection.abort()   # closed by the server, or holding bytes no request asked for: its socket must not linger
             self._open.discard(connection)
         return None
 
@@ -435,22 +502,29 @@ class Client:
         if origin.authorization is not None and "Authorization:" not in self._fixed:
             lines += f"Authorization: {origin.authorization}\r\n"
         head = (f"POST {target} HTTP/1.1\r\n{origin.host_line}{self._fixed}{lines}Content-Length: {len(body)}\r\n"
-                "Accept: */*\r\nAccept-Encoding: gzip, deflate\r\n\r\n").encode("latin-1")
+                "Accept: */*\r\nAccept-Encoding: gzip, deflate\r\n\r\n").encode()   # UTF-8, as aiohttp wrote header values
         request = Request(self, (origin.scheme, origin.host, origin.port))
         try:
+            pooled = self._pooled(request.key)
             while True:
-                pooled = self._pooled(request.key)
                 connection = pooled or await self._connect(origin, request.deadline)
                 request.connection = connection
                 try:
                     request.response = await connection.send(head, body)
+                    origin.answered = True
                     return request
-                except Disconnected:
-                    # A kept-alive connection the server had closed meanwhile, closed before a byte of its reply:
-                    # the request never reached the server, so it goes again, on another connection.
+                except Disconnected as exc:
+                    if not origin.answered and not connection._got_bytes and origin.scheme == "http":
+                        # A new connection closed without a byte in answer: what a TLS server does with plain HTTP.
+                        raise Disconnected(f"{exc} (not a byte in answer: if the server speaks TLS, write https:// "
+                                           "instead of http:// in url)") from None
+                    # A kept-alive connection closed before a byte of its reply: most likely the server had closed it
+                    # meanwhile, so the request goes again, once, on a new connection. (The server may also have read
+                    # it and dropped it: a resend on every idle connection would deliver it a dozen times.)
                     if pooled is None or connection._got_bytes:
                         raise
                     self._open.discard(connection)
+                    pooled = None
         except BaseException:
             request.release()
             raise
