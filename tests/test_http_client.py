@@ -443,3 +443,22 @@ def test_a_server_that_answered_before_and_then_drops_a_request_gets_no_hint_abo
             with pytest.raises(Disconnected, match="if the server speaks TLS, write https:// instead of http:// in url"):
                 await post(Client(timeout=5), server.url)
     asyncio.run(go())
+
+
+def test_an_endpoints_requests_reuse_its_kept_alive_connections_however_many_are_sent():
+    """A run's requests to one endpoint travel on at most batch_size connections, each reused: a connection opened
+    per request (one the pool failed to take back) would cost a connect, and a TCP handshake, every time."""
+    from lalmeval.config.schema import ModelInfo
+    from lalmeval.inference.client import Endpoint
+
+    reply = json.dumps({"choices": [{"message": {"role": "assistant", "content": "ok"}}]}).encode()
+
+    async def go():
+        async with ByteServer(lambda n, body: [b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(reply), reply]) as server:
+            endpoint = Endpoint(ModelInfo(name="m", url=server.url.rsplit("/chat", 1)[0], model="m", batch_size=4))
+            await endpoint.open()
+            replies = await asyncio.gather(*(endpoint.post("/chat", b'{"q": 1}', "application/json", lambda p: p) for _ in range(60)))
+            await endpoint.close()
+            assert len(replies) == 60 and len(server.requests) == 60
+            assert server.connections <= 4
+    asyncio.run(go())
