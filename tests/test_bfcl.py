@@ -8,7 +8,7 @@ import pytest
 from lalmeval.catalog.runspecs import BUILTIN_DIR, Catalog
 from lalmeval.metrics.bfcl import calls_in, matches, reference_calls
 from tests.support.endpoint import ScriptedEndpoint
-from tests.support.workspace import model
+from tests.support.workspace import model, runspec_dataset
 from tests.test_catalog import hub_folder
 
 TOOLS = [{"name": "math.area", "description": "Area of a shape.",
@@ -79,11 +79,8 @@ def test_bfcl_match_score_credits_and_prints_what_au_harnesss_own_bfcl_code_does
     from lalmeval.postprocess.general import GeneralPostprocessor
     from lalmeval.results.records import Record
 
-    folder = tmp_path / "runspecs" / "r"
-    folder.mkdir(parents=True)
-    (folder / "b.json").write_text(json.dumps({"b": {"hf_repo": "x.jsonl", "language": "en", "protocol": "au_harness",
-                                                     "target_column": ["reference", "tools"], "metrics": ["bfcl_match_score"]}}))
-    metric = BfclMatchScore(Catalog.load([tmp_path / "runspecs"]).datasets["b"], GeneralPostprocessor())
+    ds = runspec_dataset(tmp_path, language="en", protocol="au_harness", target_column=["reference", "tools"], metrics=["bfcl_match_score"])
+    metric = BfclMatchScore(ds, GeneralPostprocessor())
     items = [metric.score_record(Record(id=str(i), prompt="", system=None, params={}, reference=reference(c["truth"], c["tools"]), prediction=c["reply"]))
              for i, c in enumerate(AU_BFCL["cases"])]
     assert [x["score"] for x in items] == [c["peer"] for c in AU_BFCL["cases"]]

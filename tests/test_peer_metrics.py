@@ -14,7 +14,7 @@ from lalmeval.metrics.air_bench import ratings
 from lalmeval.metrics.gsm8k import reference_answer, reply_answer
 from lalmeval.run.runner import run
 from tests.support.endpoint import ScriptedEndpoint
-from tests.support.workspace import demo_rows, model
+from tests.support.workspace import demo_rows, model, runspec_dataset
 
 SOLUTION = "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\nShe sold 48+24 = <<48+24=72>>72 clips.\n#### 1,072"
 
@@ -199,15 +199,12 @@ AU_GSM8K = json.loads((Path(__file__).parent / "fixtures" / "peer_scores" / "au_
 
 
 def test_gsm8k_exact_match_credits_and_prints_what_au_harnesss_own_metric_does(tmp_path):
-    from lalmeval.catalog.runspecs import Catalog
     from lalmeval.metrics.gsm8k import Gsm8kExactMatch
     from lalmeval.postprocess.general import GeneralPostprocessor
     from lalmeval.results.records import Record
 
-    folder = tmp_path / "runspecs" / "r"
-    folder.mkdir(parents=True)
-    (folder / "g.json").write_text(json.dumps({"g": {"hf_repo": "x.jsonl", "language": "en", "protocol": "au_harness", "metrics": ["gsm8k_exact_match"]}}))
-    metric = Gsm8kExactMatch(Catalog.load([tmp_path / "runspecs"]).datasets["g"], GeneralPostprocessor())
+    ds = runspec_dataset(tmp_path, language="en", protocol="au_harness", metrics=["gsm8k_exact_match"])
+    metric = Gsm8kExactMatch(ds, GeneralPostprocessor())
     cases = AU_GSM8K["cases"]
     items = [metric.score_record(Record(id=str(i), prompt="", system=None, params={}, reference=c["reference"], prediction=c["reply"]))
              for i, c in enumerate(cases)]
@@ -220,16 +217,13 @@ AU_IFEVAL = json.loads((Path(__file__).parent / "fixtures" / "peer_scores" / "au
 
 
 def test_instruction_following_follows_and_prints_what_au_harnesss_own_ifeval_code_does(tmp_path):
-    from lalmeval.catalog.runspecs import Catalog
     from lalmeval.metrics.instruction_following import InstructionFollowing
     from lalmeval.postprocess.general import GeneralPostprocessor
     from lalmeval.results.records import Record
 
-    folder = tmp_path / "runspecs" / "r"
-    folder.mkdir(parents=True)
-    (folder / "i.json").write_text(json.dumps({"i": {"hf_repo": "x.jsonl", "language": "en", "protocol": "au_harness",
-                                                     "target_column": ["instruction_id_list", "kwargs"], "metrics": ["instruction_following"]}}))
-    metric = InstructionFollowing(Catalog.load([tmp_path / "runspecs"]).datasets["i"], GeneralPostprocessor())
+    ds = runspec_dataset(tmp_path, language="en", protocol="au_harness", target_column=["instruction_id_list", "kwargs"],
+                         metrics=["instruction_following"])
+    metric = InstructionFollowing(ds, GeneralPostprocessor())
     cases = AU_IFEVAL["cases"]
     items = [metric.score_record(Record(id=str(i), prompt="", system=None, params={}, prediction=c["reply"],
                                         reference=json.dumps({"instruction_id_list": c["instruction_id_list"], "kwargs": c["kwargs"]})))

@@ -11,7 +11,7 @@ import pytest
 from lalmeval.metrics.bleu import Bleu
 from lalmeval.postprocess.general import GeneralPostprocessor
 from lalmeval.results.records import Record
-from lalmeval.catalog.runspecs import Catalog
+from tests.support.workspace import runspec_dataset
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = json.loads((HERE / "fixtures" / "peer_scores" / "bleu.json").read_text())
@@ -20,13 +20,6 @@ PAIRS = HERE / "data" / "protocols"
 
 def pairs(name: str) -> list[dict]:
     return [json.loads(line) for line in (PAIRS / f"heldout_{name}.jsonl").read_text().splitlines()]
-
-
-def dataset(tmp_path: Path, **fields):
-    folder = tmp_path / "runspecs" / "st"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "t.json").write_text(json.dumps({"d": {"hf_repo": "x.jsonl", **fields}}))
-    return Catalog.load([tmp_path / "runspecs"]).datasets["d"]
 
 
 def bleu_of(ds, rows: list[dict]) -> tuple[float, dict]:
@@ -41,7 +34,7 @@ CASES = FIXTURES["bleu"]
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c['protocol']}-{c['set']}-to-{c['target_language']}" for c in CASES])
 def test_bleu_under_a_peer_protocol_is_the_number_that_peers_code_prints(tmp_path, case):
-    ds = dataset(tmp_path, language=case["language"], target_language=case["target_language"], protocol=case["protocol"],
+    ds = runspec_dataset(tmp_path, language=case["language"], target_language=case["target_language"], protocol=case["protocol"],
                  reproduces=case["reproduces"], metrics=["bleu"])
     value, details = bleu_of(ds, pairs(case["set"]))
     assert round(value, 2) == round(case["printed"], 2)
@@ -51,9 +44,9 @@ def test_bleu_under_a_peer_protocol_is_the_number_that_peers_code_prints(tmp_pat
 
 
 def test_bleu_under_lalmevals_own_protocol_scores_the_texts_as_written_and_prints_one_number(tmp_path):
-    ds = dataset(tmp_path, language="fr", target_language="en", metrics=["bleu"])
+    ds = runspec_dataset(tmp_path, language="fr", target_language="en", metrics=["bleu"])
     value, details = bleu_of(ds, pairs("en"))
-    peer = bleu_of(dataset(tmp_path / "au", language="fr", target_language="en", protocol="au_harness", metrics=["bleu"]), pairs("en"))
+    peer = bleu_of(runspec_dataset(tmp_path / "au", language="fr", target_language="en", protocol="au_harness", metrics=["bleu"]), pairs("en"))
     assert "lalmeval" not in details and value == pytest.approx(peer[1]["lalmeval"]["score"])
 
 
@@ -65,7 +58,7 @@ def test_meteor_under_au_harness_is_the_number_its_run_prints_pair_by_pair(tmp_p
 
     if wordnet_dir() is None:
         pytest.skip("WordNet 3.0 is not installed (apt-get install wordnet-base)")
-    ds = dataset(tmp_path, language=METEOR["language"], protocol=METEOR["protocol"], metrics=["meteor"])
+    ds = runspec_dataset(tmp_path, language=METEOR["language"], protocol=METEOR["protocol"], metrics=["meteor"])
     metric = Meteor(ds, GeneralPostprocessor())
     rows = pairs(METEOR["set"])
     items = [{"id": r["id"], **metric.score_record(Record(id=r["id"], prompt="", system=None, params={}, reference=r["reference"],
@@ -120,7 +113,7 @@ WER_CASES = json.loads((HERE / "fixtures" / "peer_scores" / "word_error_rate.jso
 def test_a_task_that_scores_its_own_way_prints_what_its_peers_task_code_prints(tmp_path, case):
     from lalmeval.metrics.wer import WordErrorRate
 
-    ds = dataset(tmp_path, language=case["language"], protocol=case["protocol"], normalizer=case["normalizer"], metrics=["word_error_rate"])
+    ds = runspec_dataset(tmp_path, language=case["language"], protocol=case["protocol"], normalizer=case["normalizer"], metrics=["word_error_rate"])
     metric = WordErrorRate(ds, GeneralPostprocessor())
     rows = case.get("pairs") or pairs(case["set"])  # inline pairs: references the peer's rules turn into nothing
     items = [{"id": r["id"], **metric.score_record(Record(id=r["id"], prompt="", system=None, params={}, reference=r["reference"],
@@ -134,18 +127,18 @@ def test_scoring_parity_counts_an_entry_only_when_each_of_its_metrics_is_checked
     from scripts.check_parity import scoring_checks, scoring_verdict
 
     checks = scoring_checks()
-    assert scoring_verdict(dataset(tmp_path / "a", language="zh", protocol="au_harness", metrics=["word_error_rate", "bleu", "meteor"]), checks) is None
-    judged = dataset(tmp_path / "b", language="en", protocol="au_harness", metrics=["word_error_rate", "llm_judge_binary"])
+    assert scoring_verdict(runspec_dataset(tmp_path / "a", language="zh", protocol="au_harness", metrics=["word_error_rate", "bleu", "meteor"]), checks) is None
+    judged = runspec_dataset(tmp_path / "b", language="en", protocol="au_harness", metrics=["word_error_rate", "llm_judge_binary"])
     assert scoring_verdict(judged, checks) == "llm_judge_binary with judge template None: no check against the peer's code"
-    peer_judge = dataset(tmp_path / "d", language="en", protocol="au_harness", judge_template="au_harness_binary_json", metrics=["llm_judge_binary"])
+    peer_judge = runspec_dataset(tmp_path / "d", language="en", protocol="au_harness", judge_template="au_harness_binary_json", metrics=["llm_judge_binary"])
     assert scoring_verdict(peer_judge, checks) is None
-    judged_elsewhere = dataset(tmp_path / "e", language="en", protocol="kimi", metrics=["llm_judge_detailed"])
+    judged_elsewhere = runspec_dataset(tmp_path / "e", language="en", protocol="kimi", metrics=["llm_judge_detailed"])
     assert scoring_verdict(judged_elsewhere, checks) == "llm_judge_detailed with judge template None: no check against the peer's code"
-    kimi_judge = dataset(tmp_path / "f", language="en", protocol="kimi", judge_template="kimi_open_qa", metrics=["llm_judge_detailed"])
+    kimi_judge = runspec_dataset(tmp_path / "f", language="en", protocol="kimi", judge_template="kimi_open_qa", metrics=["llm_judge_detailed"])
     assert scoring_verdict(kimi_judge, checks) is None
-    unchecked = dataset(tmp_path / "g", language="en", protocol="au_harness", metrics=["bertscore"])
+    unchecked = runspec_dataset(tmp_path / "g", language="en", protocol="au_harness", metrics=["bertscore"])
     assert scoring_verdict(unchecked, checks) == "bertscore under au_harness: no check against the peer's code"
-    other_rules = dataset(tmp_path / "c", language="en", protocol="lmms", normalizer="basic", metrics=["word_error_rate"])
+    other_rules = runspec_dataset(tmp_path / "c", language="en", protocol="lmms", normalizer="basic", metrics=["word_error_rate"])
     assert "normalizer basic" in scoring_verdict(other_rules, checks)
 
 
@@ -176,7 +169,7 @@ def test_multiple_choice_tasks_credit_the_option_lmms_evals_own_task_code_credit
 def test_accuracy_under_a_guessing_parser_counts_each_guess_at_its_expected_value_and_says_so(tmp_path):
     from lalmeval.metrics.accuracy import Accuracy
 
-    ds = dataset(tmp_path, language="en", protocol="lmms", choices_column="choices", answer_extraction="mmmu", metrics=["accuracy"])
+    ds = runspec_dataset(tmp_path, language="en", protocol="lmms", choices_column="choices", answer_extraction="mmmu", metrics=["accuracy"])
     metric = Accuracy(ds, GeneralPostprocessor())
     replies = ["(C)", "I cannot tell.", "B", "None of them."]  # right, guessed, wrong, guessed
     items = [metric.score_record(Record(id=str(i), prompt="", system=None, params={}, reference="C", prediction=reply,
@@ -195,7 +188,7 @@ def test_voicebench_multiple_choice_credits_the_letter_lmms_evals_own_code_credi
     from lalmeval.metrics.accuracy import Accuracy
     from lalmeval.postprocess.voicebench_mcq import VoiceBenchMcqPostprocessor
 
-    ds = dataset(tmp_path, language="en", protocol="lmms", postprocessor="VoiceBenchMcqPostprocessor", metrics=["accuracy"])
+    ds = runspec_dataset(tmp_path, language="en", protocol="lmms", postprocessor="VoiceBenchMcqPostprocessor", metrics=["accuracy"])
     metric = Accuracy(ds, VoiceBenchMcqPostprocessor())
     credited = [g for g in "ABCD" if metric.score_record(Record(id="x", prompt="", system=None, params={}, reference=g,
                                                                    prediction=case["reply"]))["score"] == 1.0]
@@ -220,7 +213,7 @@ def test_clotho_aqa_exact_match_credits_what_lmms_evals_own_exact_match_credits_
     from lalmeval.metrics.accuracy import Accuracy
 
     for protocol in ("lmms", "lmms_v0.3"):
-        ds = dataset(tmp_path / protocol, language="en", protocol=protocol, answer_extraction="exact_match", metrics=["accuracy"])
+        ds = runspec_dataset(tmp_path / protocol, language="en", protocol=protocol, answer_extraction="exact_match", metrics=["accuracy"])
         metric = Accuracy(ds, GeneralPostprocessor())
         items = [metric.score_record(Record(id=str(i), prompt="", system=None, params={}, reference=c["reference"],
                                             prediction=GeneralPostprocessor().process(c["reply"])))
@@ -239,7 +232,7 @@ def test_exact_match_on_a_multiple_choice_dataset_is_refused_with_the_fix(tmp_pa
     from lalmeval.errors import UserError
 
     with pytest.raises(UserError, match="answer_extraction exact_match reads a free answer, and this dataset is multiple choice: use a multiple-choice extraction"):
-        dataset(tmp_path, language="en", answer_extraction="exact_match", choices_column="choices", target_column="answer", metrics=["accuracy"])
+        runspec_dataset(tmp_path, language="en", answer_extraction="exact_match", choices_column="choices", target_column="answer", metrics=["accuracy"])
 
 
 REFUSAL = json.loads((HERE / "fixtures" / "peer_scores" / "voicebench_refusal.json").read_text(encoding="utf-8"))
@@ -248,7 +241,7 @@ REFUSAL = json.loads((HERE / "fixtures" / "peer_scores" / "voicebench_refusal.js
 def test_voicebench_advbench_counts_the_refusals_lmms_evals_own_code_counts_without_a_reference(tmp_path):
     from lalmeval.metrics.accuracy import Accuracy
 
-    ds = dataset(tmp_path, language="en", protocol="lmms", answer_extraction="refusal", metrics=["accuracy"])
+    ds = runspec_dataset(tmp_path, language="en", protocol="lmms", answer_extraction="refusal", metrics=["accuracy"])
     metric = Accuracy(ds, GeneralPostprocessor())
     items = [metric.score_record(Record(id=str(i), prompt="", system=None, params={}, reference=None, prediction=reply))
              for i, reply in enumerate(REFUSAL["replies"])]
@@ -263,7 +256,7 @@ VGGSOUND = json.loads((HERE / "fixtures" / "peer_scores" / "vggsound.json").read
 def test_vggsound_credits_the_labels_lmms_evals_own_code_credits(tmp_path):
     from lalmeval.metrics.accuracy import Accuracy
 
-    ds = dataset(tmp_path, language="en", protocol="lmms", answer_extraction="whole_label", metrics=["accuracy"])
+    ds = runspec_dataset(tmp_path, language="en", protocol="lmms", answer_extraction="whole_label", metrics=["accuracy"])
     metric = Accuracy(ds, GeneralPostprocessor())
     for case in VGGSOUND["cases"]:
         item = metric.score_record(Record(id="1", prompt="", system=None, params={}, reference=case["reference"], prediction=case["reply"]))

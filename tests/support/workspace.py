@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 import yaml
 
+from lalmeval.catalog.runspecs import Catalog
 from lalmeval.config.schema import load_config
 from lalmeval.run.plan import Plan, build_plan
 from lalmeval.run.runner import RunResult, run
@@ -95,3 +96,9 @@ def model(url: str, name: str = "m", **settings: Any) -> dict[str, Any]:
     return {"name": name, "url": url, "model": f"scripted-{name}", "batch_size": 4, "timeout": 10, **settings}
 
 
+def runspec_dataset(tmp_path: Path, **fields: Any):
+    """The catalog entry of one runspec dataset with these fields (hf_repo x.jsonl unless given), as a metric gets it."""
+    folder = tmp_path / "runspecs" / "t"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "t.json").write_text(json.dumps({"d": {"hf_repo": "x.jsonl", **fields}}))
+    return Catalog.load([tmp_path / "runspecs"]).datasets["d"]
