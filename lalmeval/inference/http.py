@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import ssl
+import threading
 import time
 import zlib
 from collections import defaultdict
@@ -18,6 +19,8 @@ MAX_HEAD = 64 * 1024   # bytes of status line and headers; a longer head is not 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 URL_SAFE = "!#$%&'()*+,/:;=?@[]~"   # kept as written in a request target: reserved characters and escapes already made
 Piece = tuple[bytes, float]   # body bytes of one network read, and perf_counter when they arrived
+READ_SIZE = 256 * 1024   # bytes one network read may take (as asyncio's own reads)
+_reads = threading.local()   # the buffer every read of a thread's connections lands in, copied out at once
 
 
 class HTTPError(Exception):
@@ -108,9 +111,13 @@ class Response:
             self._connection.resume()
 
 
-class _Connection(asyncio.Protocol):
+class _Connection(asyncio.BufferedProtocol):
     """One keep-alive connection: writes a request, parses its reply as the bytes arrive (head, then a body by
-    length, by chunks, or to the close), and hands the body to the Response piece by piece."""
+    length, by chunks, or to the close), and hands the body to the Response piece by piece.
+
+    Reads land in one buffer kept for the thread (recv_into) and only the bytes that came are copied out: a plain
+    recv would allocate READ_SIZE bytes on every read and shrink them, which costs a read of a few kilobytes four
+    times the read itself (a streamed reply is many such reads)."""
 
     def __init__(self, max_body: int = 0) -> None:
         self.max_body = max_body              # bytes of a decompressed body worth holding (0: any); see _inflated
@@ -139,6 +146,15 @@ class _Connection(asyncio.Protocol):
             self._finish(b"")   # a body delimited by the close of the connection ends here
             return
         self._fail(Disconnected("server closed the connection" + (f": {exc}" if exc else "") + " before its reply was complete"))
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        view = getattr(_reads, "view", None)
+        if view is None:
+            view = _reads.view = memoryview(bytearray(READ_SIZE))
+        return view
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data_received(bytes(_reads.view[:nbytes]))
 
     def data_received(self, data: bytes) -> None:
         self._got_bytes = True
@@ -264,7 +280,7 @@ class _Connection(asyncio.Protocol):
                 self._buffer = b""
                 return self._piece(out[0]) if take else None
             self._chunk_state = "crlf"
-        find = buffer.find
+        find, view = buffer.find, memoryview(buffer)   # chunks are cut as views: their bytes are copied once, by the join
         while True:
             if self._chunk_state == "crlf":
                 if not b"\r\n".startswith(buffer[at:at + 2]):
@@ -299,11 +315,11 @@ class _Connection(asyncio.Protocol):
                 continue
             stop = start + size
             if stop + 2 <= end_of_data and buffer[stop:stop + 2] == b"\r\n":   # the usual case: a whole chunk
-                out.append(buffer[start:stop])
+                out.append(view[start:stop])
                 at = stop + 2
                 continue
             take = min(size, end_of_data - start)
-            out.append(buffer[start:start + take])
+            out.append(view[start:start + take])
             at, self._left = start + take, size - take
             self._chunk_state = "data" if self._left else "crlf"
             if self._left:
