@@ -201,3 +201,36 @@ def test_the_first_text_of_a_usual_reply_is_dated_by_its_own_event():
     raw = _sse(events)
     got = assemble(raw, _marks(raw))
     assert raw.index(b'"Hi"') < got.first_token < raw.index(b'"!"')
+
+
+def _spoken_body(words: list[str]) -> bytes:
+    """A spoken reply as OpenAI streams it: transcript deltas, then audio deltas (base64 pcm16), then [DONE]."""
+    deltas = [{"audio": {"transcript": w}} for w in words] + [{"audio": {"data": "AAAA" * 50}}, {"audio": {"data": "AQAB"}}]
+    events = [{"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    return b"".join(b"data: " + json.dumps(e, ensure_ascii=False).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+
+
+def test_a_spoken_reply_in_characters_beyond_ascii_is_dated_by_its_events_bytes():
+    # The plain reader walks the body as text; a first arrival is still found by the byte its event ends at.
+    raw = _spoken_body(["Grüße", " 日本語", " ok"])
+    got = assemble(raw, _marks(raw))
+    said = got.payload["choices"][0]["message"]["audio"]
+    assert said["transcript"] == "Grüße 日本語 ok" and said["data"] == ["AAAA" * 50, "AQAB"]
+    # byte i arrived at time i: each first is the time of its event's last byte
+    assert got.first_audio == raw.index(b"\n\n", raw.index(b'"AAAA')) - 1
+    assert got.first_token == raw.index(b"\n\n", raw.index(b"Gr")) - 1
+
+
+@pytest.mark.parametrize("spelling", [b"data:", b"data:  "])
+@pytest.mark.parametrize("words", [["plain"], ["Grüße", " 日本語"]])
+def test_every_spelling_of_a_data_line_gives_the_plain_readers_completion(spelling, words):
+    plain = _spoken_body(words)
+    other = plain.replace(b"data: ", spelling)
+    want, got = assemble(plain, _marks(plain)), assemble(other, _marks(other))
+    assert got.payload == want.payload and got.deltas == want.deltas
+
+
+def test_an_event_with_space_after_its_value_is_still_read():
+    raw = _body().replace(b"}\n\n", b"} \n\n")
+    assert assemble(raw, _marks(raw)).payload["choices"][0]["message"]["content"] == "Hello there, friend"

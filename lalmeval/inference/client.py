@@ -240,7 +240,7 @@ class Endpoint:
             if (firsts is None or firsts.seen) and not resp.done:
                 resp.pause_reading()
                 try:
-                    await asyncio.sleep(COALESCE)
+                    await asyncio.sleep(COALESCE - asyncio.get_running_loop().time() % COALESCE)
                 finally:
                     resp.resume_reading()
         return b"".join(chunks), marks

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import json.scanner
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
@@ -69,34 +70,40 @@ def _arrival(marks: Marks, end: int) -> float:
 _LINE = re.compile(rb"([^\r\n]*)(?:\r\n|\r|\n)")
 
 
-def _plain_events(raw: bytes) -> Optional[tuple[list[Any], Callable[[int], int]]]:
-    """The events of a body of the common shape (LF line ends, one `data:` line per event, nothing else), split in
-    one pass in C and parsed as one JSON array, and where the i-th ends: no line is walked in Python, not even one of
-    base64 audio. None for any other shape, or an event that is not one JSON value: `_spec_events` reads those."""
-    if b"\r" in raw:
-        return None
-    # Split on single newlines (a search for one byte; two are searched for far more slowly): the plain shape is
-    # then a data line, an empty line, a data line, ..., with the body ending in a blank line.
-    lines = raw.split(b"\n")
-    blocks, gaps = lines[0:-1:2], lines[1::2]
-    if len(lines) % 2 == 0 or lines[-1] or any(gaps):
-        return None   # a body that does not end in a blank line, or an event of more than one line
-    if blocks and blocks[-1][5:].strip() == b"[DONE]":
-        blocks.pop()
-    datas = [block[5:] for block in blocks if block[:5] == b"data:"]
-    if len(datas) != len(blocks):
-        return None   # a comment, another field (`event:`, `id:`) or an empty event
-    try:
-        events = json.loads(b"[" + b",".join(datas) + b"]")
-    except ValueError:
-        return None
-    if len(events) != len(datas):   # an event of two values (`1,2`) would shift every event after it
-        return None
+_scan = json.scanner.make_scanner(json.JSONDecoder())   # one JSON value from an offset: (value, where it ends)
 
-    def end_of(index: int) -> int:
-        # Only the first text and the first audio are dated: a sum over the events before them.
-        return sum(len(block) + 2 for block in blocks[:index + 1]) - 2
-    return events, end_of
+
+def _plain_events(raw: bytes) -> Optional[tuple[list[Any], Callable[[int], int]]]:
+    """The events of a body of the common shape (LF line ends, one `data: ` line per event, nothing else), read by
+    the JSON scanner from one event straight to the next: no line is searched for or copied in Python, not even one
+    of base64 audio. None for any other shape, or an event that is not one JSON value: `_spec_events` reads those."""
+    if not raw.startswith(b"data: ") or not raw.endswith(b"\n\n"):
+        return None
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError:
+        return None
+    events: list[Any] = []
+    ends: list[int] = []
+    at, last = 6, len(text) - 2
+    scan, starts = _scan, text.startswith
+    try:
+        while True:
+            if at == last - 6 and starts("[DONE]", at):
+                break
+            event, at = scan(text, at)
+            events.append(event)
+            ends.append(at)
+            if at == last:
+                break
+            if not starts("\n\ndata: ", at):
+                return None   # an event of more than one line or value, a comment, another field, CR line ends
+            at += 8
+    except (StopIteration, ValueError, RecursionError):
+        return None
+    if len(text) == len(raw):
+        return events, ends.__getitem__
+    return events, lambda index: len(text[:ends[index]].encode())   # offsets in bytes, where a character is several
 
 
 def _spec_events(raw: bytes) -> tuple[list[bytes], list[int]]:
