@@ -1,10 +1,12 @@
 """Client CPU per request of a streamed reply against the same reply sent whole (the budget: at most 1.3x).
 
-    python benchmarks/stream_cpu.py [--requests 160] [--concurrency 8] [--rounds 5] [--reply spoken|written] [--handling-only]
+    python benchmarks/stream_cpu.py [--requests 160] [--concurrency 8] [--rounds 5] [--reply spoken|written] [--handling-only] [--instant-whole]
 
 A server in another process answers every chat request with one fixed reply, either as one chat.completion or as
 OpenAI-style SSE chunks, one network write per chunk, spaced 1 ms apart so that each arrives in a read of its own
-(the client's worst case: a real server spaces them further). Two replies: a spoken one (a 60-word transcript and
+(the client's worst case: a real server spaces them further). The whole reply comes after the same pauses, as a
+model takes as long to say a reply whole as to stream it (with --instant-whole, at once: the client then also pays
+for waking from the stream's pauses that the whole path never makes, which shows as CPU of its own). Two replies: a spoken one (a 60-word transcript and
 5 s of pcm16 audio in 0.2 s deltas, as OpenAI streams them) and a written one (300 text deltas). The client is
 lalmeval's own: one Endpoint, the chat protocol's parse, and the spoken reply's audio decoded as the run keeps it.
 Only this process's CPU time is counted (time.process_time), so the server's work never enters the figures.
@@ -66,13 +68,16 @@ def _replies(spoken: bool) -> tuple[bytes, list[bytes]]:
     return whole, events
 
 
-def _serve(port: int) -> None:
+def _serve(port: int, paced: bool = True) -> None:
     replies = {spoken: _replies(spoken) for spoken in (True, False)}
 
     async def chat(request: web.Request) -> web.StreamResponse:
         body = await request.json()
         whole, events = replies["audio" in body.get("modalities", [])]
         if not body.get("stream"):
+            if paced:   # the model takes as long to say it whole as to stream it
+                for _ in events:
+                    await asyncio.sleep(0.001)
             return web.Response(body=whole, content_type="application/json")
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
@@ -153,17 +158,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of whole and streamed")
     parser.add_argument("--reply", choices=("spoken", "written", "both"), default="both", help="which reply to measure")
     parser.add_argument("--handling-only", action="store_true", help="only the reply's handling (a text prompt in)")
+    parser.add_argument("--instant-whole", action="store_true", help="send the whole reply at once, not after the stream's pauses")
     args = parser.parse_args()
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = multiprocessing.get_context("spawn").Process(target=_serve, args=(port,), daemon=True)
+    server = multiprocessing.get_context("spawn").Process(target=_serve, args=(port, not args.instant_whole), daemon=True)
     server.start()
     _wait_for(port)
     url = f"http://127.0.0.1:{port}/v1"
     clip = CLIP.read_bytes()
     print(f"client CPU per request, median (range) over {args.rounds} interleaved rounds of {args.requests} requests, "
-          f"{args.concurrency} in flight")
+          f"{args.concurrency} in flight; the whole reply sent {'at once' if args.instant_whole else 'after the pauses of the stream'}")
     try:
         for spoken in [kind == "spoken" for kind in ("spoken", "written") if args.reply in (kind, "both")]:
             kind = "spoken reply (60 words, 5 s pcm16)" if spoken else "written reply (300 text deltas)"
