@@ -176,6 +176,32 @@ def test_models_of_a_dataset_share_each_decoded_clip_and_drop_it_once_all_took_i
     assert kept_at_the_end == 2  # the capacity bounds what models that never ask leave behind
 
 
+def test_clips_are_prepared_most_urgent_first_and_a_more_urgent_ask_hurries_a_queued_one():
+    """One worker: while it prepares the first clip, three more wait. The model with the fewest slots (the lowest
+    urgency) goes first, and a clip queued by a roomier model moves up when that model asks for it too."""
+    async def scenario():
+        cache = AudioCache(capacity=8, workers=1)
+        for _ in range(2):
+            cache.expect("d")
+        clips = samples(4)
+        done: list[str] = []
+
+        async def ask(sample, urgency):
+            await cache.get("d", sample, 0, urgency=urgency)
+            done.append(sample.id)
+
+        tasks = [asyncio.ensure_future(ask(clips[0], 64))]
+        await asyncio.sleep(0)   # the worker is busy with s0
+        tasks += [asyncio.ensure_future(ask(sample, 64)) for sample in clips[1:3]]
+        tasks.append(asyncio.ensure_future(ask(clips[3], 16)))
+        await asyncio.sleep(0)   # s1, s2 (roomy model) and s3 (the model of 16 slots) are queued
+        tasks.append(asyncio.ensure_future(ask(clips[2], 8)))   # the busiest model wants s2 as well
+        await asyncio.gather(*tasks)
+        return done
+
+    assert asyncio.run(scenario()) == ["s0", "s2", "s2", "s3", "s1"]
+
+
 def test_every_sample_of_a_fan_out_run_ends_as_one_record(ws):
     """3 models x 3 datasets (a one-row-group parquet, a save_to_disk folder, files listed in a jsonl)
     x 2 metrics, one endpoint per model: every pair scores every sample, each model records each once."""

@@ -10,8 +10,11 @@ answer it, a sample is held until every model has taken it, and an endpoint prep
 from __future__ import annotations
 
 import asyncio
+import heapq
 import itertools
+import os
 from collections import Counter, OrderedDict, deque
+from functools import partial
 from typing import Any, Callable, Hashable, Iterator, Optional
 
 from lalmeval.data.source import EmptySelection
@@ -237,17 +240,37 @@ class FeedReader:
         self.wake()
 
 
+class _Preparation:
+    """One clip's decoding: queued with the urgency of the most urgent pass that asked for it."""
+
+    __slots__ = ("call", "urgency", "future", "started")
+
+    def __init__(self, call: Callable[[], PreparedAudio], urgency: float):
+        self.call, self.urgency, self.started = call, urgency, False
+        self.future: asyncio.Future = asyncio.get_running_loop().create_future()
+
+
 class AudioCache:
     """Prepared clips shared by the models of a run. A clip one model prepared (decoded, encoded) is
     kept until every model expected to ask for it has (then dropped at once), or until `capacity`
     newer clips push it out (a model that never asks: its record was stored, its request failed).
-    With one model nothing is kept. A clip that cannot be decoded fails the same way for every model."""
+    With one model nothing is kept. A clip that cannot be decoded fails the same way for every model.
 
-    def __init__(self, capacity: int, max_seconds: Optional[float] = None):
+    At most `workers` clips are prepared at once, off the loop; the others wait their turn, the most urgent
+    first (a clip takes the urgency of the most urgent pass that asked for it, then first asked first served).
+    The passes of the model with the fewest slots are the most urgent: that model sets the run's length, and
+    at the start every model asks for clips at once. Nor do the data readers, which share the loop's threads,
+    wait behind a queue of every clip asked for."""
+
+    def __init__(self, capacity: int, max_seconds: Optional[float] = None, workers: Optional[int] = None):
         self.capacity = capacity
         self.max_seconds = max_seconds
+        self.workers = workers or min(32, (os.cpu_count() or 1) + 4)   # as many as the loop's default threads
         self._expected: Counter[Hashable] = Counter()
-        self._items: OrderedDict[tuple, list[Any]] = OrderedDict()   # key -> [future, times served]
+        self._items: OrderedDict[tuple, list[Any]] = OrderedDict()   # key -> [preparation, times served]
+        self._queue: list[tuple[float, int, _Preparation]] = []
+        self._order = itertools.count()
+        self._running = 0
 
     def __len__(self) -> int:
         """Clips kept for models that have not asked for them yet."""
@@ -257,19 +280,49 @@ class AudioCache:
         """One more reader will ask for the clips of `group` (a dataset and how its clips are cut)."""
         self._expected[group] += 1
 
-    async def get(self, group: Hashable, sample: Sample, index: int, first_seconds: Optional[float] = None) -> PreparedAudio:
-        """Clip `index` of `sample`, decoded (at most `first_seconds` of it) and encoded off the loop."""
+    async def get(self, group: Hashable, sample: Sample, index: int, first_seconds: Optional[float] = None,
+                  urgency: float = 0.0) -> PreparedAudio:
+        """Clip `index` of `sample`, decoded (at most `first_seconds` of it) and encoded off the loop; the lower
+        `urgency`, the sooner."""
         ref = sample.audio[index]
         key = (group, sample.id, index)
         entry = self._items.get(key)
         if entry is None:
-            future = asyncio.get_running_loop().run_in_executor(None, prepare, ref.source, ref.span, self.max_seconds, first_seconds)
-            entry = [future, 0]
+            entry = [_Preparation(lambda: prepare(ref.source, ref.span, self.max_seconds, first_seconds), urgency), 0]
+            self._queued(entry[0])
             if self.capacity and self._expected[group] > 1:
                 self._items[key] = entry
                 while len(self._items) > self.capacity:
                     self._items.popitem(last=False)
+        elif not entry[0].started and urgency < entry[0].urgency:
+            entry[0].urgency = urgency   # queued again, sooner; the later copy is skipped once it has run
+            heapq.heappush(self._queue, (urgency, next(self._order), entry[0]))
         entry[1] += 1
         if entry[1] >= self._expected[group]:
             self._items.pop(key, None)
-        return await entry[0]
+        return await entry[0].future
+
+    def _queued(self, job: _Preparation) -> None:
+        heapq.heappush(self._queue, (job.urgency, next(self._order), job))
+        self._next()
+
+    def _next(self) -> None:
+        """Start queued preparations while fewer than `workers` run; one given up by every waiter is dropped."""
+        while self._running < self.workers and self._queue:
+            job = heapq.heappop(self._queue)[2]
+            if job.started or job.future.done():
+                continue
+            job.started = True
+            self._running += 1
+            asyncio.get_running_loop().run_in_executor(None, job.call).add_done_callback(partial(self._ran, job))
+
+    def _ran(self, job: _Preparation, done: asyncio.Future) -> None:
+        self._running -= 1
+        if not job.future.done():
+            if done.cancelled():
+                job.future.cancel()
+            elif done.exception() is not None:
+                job.future.set_exception(done.exception())
+            else:
+                job.future.set_result(done.result())
+        self._next()

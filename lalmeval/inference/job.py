@@ -196,6 +196,9 @@ class InferenceJob:
         self.reader: FeedReader = self.feed.reader(repeats)
         windows = windows if windows is not None else {}
         self.windows = {e: windows.get(e) or asyncio.Semaphore(width(e.info.batch_size)) for e in endpoints}
+        # Every model answers every sample, so the one with the fewest slots has the most to do per slot: its clips
+        # are prepared first (a lower urgency is sooner).
+        self.urgency = float(sum(e.info.batch_size for e in endpoints))
         self.stream = RecordStream()
         self.reused = 0
         self.failure: Optional[str] = None   # why the pass as a whole could not go on, if it could not
@@ -457,7 +460,7 @@ class InferenceJob:
             return []
         if not sample.audio:
             raise AudioError("sample has no audio")
-        return [await self.audio.get(self.audio_group, sample, i, self.first_seconds) for i in range(len(sample.audio))]
+        return [await self.audio.get(self.audio_group, sample, i, self.first_seconds, self.urgency) for i in range(len(sample.audio))]
 
     async def _request(self, record: Record, prompt: Prompt, audio: list[PreparedAudio], home: Endpoint, images: list[ImagePart]) -> str:
         """Send the clip (cut by long_audio when longer than chunk_size) and join the replies in order."""
