@@ -3,6 +3,7 @@ a save_to_disk folder without keeping its pages; many models x datasets x metric
 dataset, one window per endpoint and each decoded clip, while every sample still ends as one record."""
 
 import asyncio
+import gc
 import hashlib
 import json
 import os
@@ -177,8 +178,9 @@ def test_models_of_a_dataset_share_each_decoded_clip_and_drop_it_once_all_took_i
 
 
 def test_clips_are_prepared_most_urgent_first_and_a_more_urgent_ask_hurries_a_queued_one():
-    """One worker: while it prepares the first clip, three more wait. The model with the fewest slots (the lowest
-    urgency) goes first, and a clip queued by a roomier model moves up when that model asks for it too."""
+    """One worker. Every ask is made in one turn of the loop, so the first clip is the only one started before the
+    rest are queued (a finished preparation is heard of in a later turn): the model with the fewest slots (the lowest
+    urgency) goes next, and a clip queued by a roomier model moves up when that model asks for it too."""
     async def scenario():
         cache = AudioCache(capacity=8, workers=1)
         for _ in range(2):
@@ -190,16 +192,58 @@ def test_clips_are_prepared_most_urgent_first_and_a_more_urgent_ask_hurries_a_qu
             await cache.get("d", sample, 0, urgency=urgency)
             done.append(sample.id)
 
-        tasks = [asyncio.ensure_future(ask(clips[0], 64))]
-        await asyncio.sleep(0)   # the worker is busy with s0
-        tasks += [asyncio.ensure_future(ask(sample, 64)) for sample in clips[1:3]]
-        tasks.append(asyncio.ensure_future(ask(clips[3], 16)))
-        await asyncio.sleep(0)   # s1, s2 (roomy model) and s3 (the model of 16 slots) are queued
-        tasks.append(asyncio.ensure_future(ask(clips[2], 8)))   # the busiest model wants s2 as well
-        await asyncio.gather(*tasks)
+        asks = [(clips[0], 64), (clips[1], 64), (clips[2], 64), (clips[3], 16), (clips[2], 8)]
+        await asyncio.gather(*(ask(sample, urgency) for sample, urgency in asks))
         return done
 
     assert asyncio.run(scenario()) == ["s0", "s2", "s2", "s3", "s1"]
+
+
+def test_a_clip_one_model_gave_up_is_still_prepared_for_another():
+    """A pass's workers are cancelled (its pass failed, or the run stops) while a clip it shares with another model
+    is queued or being prepared: the other model still gets the clip; one wanted by nobody is not prepared."""
+    async def scenario():
+        cache = AudioCache(capacity=8, workers=1)
+        for _ in range(2):
+            cache.expect("d")
+        clips = samples(3)
+        first = asyncio.ensure_future(cache.get("d", clips[0], 0))      # takes the one worker
+        gone = [asyncio.ensure_future(cache.get("d", clips[1], 0)), asyncio.ensure_future(cache.get("d", clips[2], 0))]
+        kept = asyncio.ensure_future(cache.get("d", clips[1], 0))       # the other model wants s1 too
+        await asyncio.sleep(0)
+        for task in gone:
+            task.cancel()
+        got = await asyncio.gather(first, kept, *gone, return_exceptions=True)
+        return got, cache._running, len(cache._queue)
+
+    (first, kept, *gone), running, queued = asyncio.run(scenario())
+    assert first.seconds > 0 and kept.seconds > 0
+    assert all(isinstance(g, asyncio.CancelledError) for g in gone)
+    assert running == 0 and queued == 0
+
+
+def test_a_clip_that_fails_for_a_waiter_gone_leaves_nothing_unretrieved(tmp_path):
+    """A clip that cannot be decoded, whose only waiter was cancelled: its error is not logged as never retrieved."""
+    broken = tmp_path / "broken.wav"
+    broken.write_bytes(b"RIFF not audio at all" * 50)
+    logged: list[str] = []
+
+    async def scenario():
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: logged.append(context["message"]))
+        cache = AudioCache(capacity=0, workers=1)
+        cache.expect("d")
+        waiter = asyncio.ensure_future(cache.get("d", Sample(id="b", reference="r", audio=(AudioRef(str(broken)),)), 0))
+        await asyncio.sleep(0)
+        waiter.cancel()
+        await asyncio.gather(waiter, return_exceptions=True)
+        while cache._running:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)
+        gc.collect()
+        await asyncio.sleep(0.01)
+
+    asyncio.run(scenario())
+    assert logged == []
 
 
 def test_every_sample_of_a_fan_out_run_ends_as_one_record(ws):

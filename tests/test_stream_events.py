@@ -234,3 +234,14 @@ def test_every_spelling_of_a_data_line_gives_the_plain_readers_completion(spelli
 def test_an_event_with_space_after_its_value_is_still_read():
     raw = _body().replace(b"}\n\n", b"} \n\n")
     assert assemble(raw, _marks(raw)).payload["choices"][0]["message"]["content"] == "Hello there, friend"
+
+
+@pytest.mark.parametrize("gap", [b"\n", b"\n\n"])
+def test_a_value_spread_over_lines_is_read_as_sse_reads_it(gap):
+    # SSE ends a data line at its line end: `{"content":` alone is not JSON, even where a JSON parser would read on.
+    raw = b'data: {"choices":[{"index":0,"delta":{"content":' + gap + b'"Hi"},"finish_reason":null}]}\n\ndata: [DONE]\n\n'
+    with pytest.raises(ValueError, match="not one JSON value"):
+        assemble(raw, _marks(raw))
+    firsts = Firsts(audio=False)
+    firsts.feed(raw)
+    assert not firsts.text

@@ -243,10 +243,10 @@ class FeedReader:
 class _Preparation:
     """One clip's decoding: queued with the urgency of the most urgent pass that asked for it."""
 
-    __slots__ = ("call", "urgency", "future", "started")
+    __slots__ = ("call", "urgency", "future", "started", "waiters")
 
     def __init__(self, call: Callable[[], PreparedAudio], urgency: float):
-        self.call, self.urgency, self.started = call, urgency, False
+        self.call, self.urgency, self.started, self.waiters = call, urgency, False, 0
         self.future: asyncio.Future = asyncio.get_running_loop().create_future()
 
 
@@ -300,29 +300,46 @@ class AudioCache:
         entry[1] += 1
         if entry[1] >= self._expected[group]:
             self._items.pop(key, None)
-        return await entry[0].future
+        job = entry[0]
+        job.waiters += 1
+        try:
+            return await asyncio.shield(job.future)   # one waiter cancelled does not cancel the clip for the others
+        finally:
+            job.waiters -= 1
+            if not job.waiters and not job.started and not job.future.done():
+                job.future.cancel()   # queued and wanted by nobody now: dropped (a later ask queues it anew)
+                if self._items.get(key) is entry:
+                    del self._items[key]
 
     def _queued(self, job: _Preparation) -> None:
         heapq.heappush(self._queue, (job.urgency, next(self._order), job))
         self._next()
 
     def _next(self) -> None:
-        """Start queued preparations while fewer than `workers` run; one given up by every waiter is dropped."""
+        """Start queued preparations while fewer than `workers` run; one that every waiter gave up is skipped."""
         while self._running < self.workers and self._queue:
             job = heapq.heappop(self._queue)[2]
             if job.started or job.future.done():
                 continue
             job.started = True
+            try:
+                running = asyncio.get_running_loop().run_in_executor(None, job.call)
+            except Exception as exc:   # the executor was shut down: every waiter hears why
+                job.future.set_exception(exc)
+                job.future.exception()   # logged by nobody when no waiter is left
+                continue
             self._running += 1
-            asyncio.get_running_loop().run_in_executor(None, job.call).add_done_callback(partial(self._ran, job))
+            running.add_done_callback(partial(self._ran, job))
 
     def _ran(self, job: _Preparation, done: asyncio.Future) -> None:
         self._running -= 1
+        error = None if done.cancelled() else done.exception()   # retrieved even when nobody waits any more
         if not job.future.done():
             if done.cancelled():
                 job.future.cancel()
-            elif done.exception() is not None:
-                job.future.set_exception(done.exception())
+            elif error is not None:
+                job.future.set_exception(error)
+                job.future.exception()   # its waiters raise it; with none left (all cancelled) nothing is logged
             else:
                 job.future.set_result(done.result())
         self._next()

@@ -77,7 +77,7 @@ def _plain_events(raw: bytes) -> Optional[tuple[list[Any], Callable[[int], int]]
     """The events of a body of the common shape (LF line ends, one `data: ` line per event, nothing else), read by
     the JSON scanner from one event straight to the next: no line is searched for or copied in Python, not even one
     of base64 audio. None for any other shape, or an event that is not one JSON value: `_spec_events` reads those."""
-    if not raw.startswith(b"data: ") or not raw.endswith(b"\n\n"):
+    if not raw.startswith(b"data: ") or not raw.endswith(b"\n\n") or b"\r" in raw:
         return None
     try:
         text = raw.decode()
@@ -86,12 +86,15 @@ def _plain_events(raw: bytes) -> Optional[tuple[list[Any], Callable[[int], int]]
     events: list[Any] = []
     ends: list[int] = []
     at, last = 6, len(text) - 2
-    scan, starts = _scan, text.startswith
+    scan, starts, find = _scan, text.startswith, text.find
     try:
         while True:
             if at == last - 6 and starts("[DONE]", at):
                 break
+            begun = at
             event, at = scan(text, at)
+            if find("\n", begun, at) >= 0:
+                return None   # the scanner skips a line end between a value's tokens, where SSE ends the data line
             events.append(event)
             ends.append(at)
             if at == last:

@@ -42,6 +42,9 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 RUNNING, FINISHING = "running", "finishing"
 
 
+THREADS = min(8, (os.cpu_count() or 2) + 2)   # the run loop's default executor; AudioCache prepares as many clips at once
+
+
 class Execution:
     """The state of one run: endpoints per replica group, jobs, engines, the stop signal."""
 
@@ -123,7 +126,7 @@ class Execution:
         # and the clips one model prepared for the others (nothing to share with one model).
         windows = {e: asyncio.Semaphore(width(e.info.batch_size)) for e in self.all_endpoints()}
         shared = 2 * sum(width(e.info.batch_size) for e in self.all_endpoints()) if len(plan.groups) > 1 else 0
-        audio = AudioCache(capacity=shared, max_seconds=plan.config.max_audio_seconds)
+        audio = AudioCache(capacity=shared, max_seconds=plan.config.max_audio_seconds, workers=THREADS)
         jobs: Jobs = {}
         for planned in plan.datasets:
             if planned.name not in sources:
@@ -234,7 +237,7 @@ class Execution:
         Ctrl-C is handled from the first step; when it ends the run outside inference, `ended_early`
         says so and nothing is returned."""
         loop = asyncio.get_running_loop()
-        loop.set_default_executor(ThreadPoolExecutor(max_workers=min(8, (os.cpu_count() or 2) + 2)))
+        loop.set_default_executor(ThreadPoolExecutor(max_workers=THREADS))
         self._main = asyncio.current_task()
         previous = {sig: signal.getsignal(sig) for sig in SIGNALS}
         for sig in SIGNALS:
