@@ -116,8 +116,8 @@ class _Connection(asyncio.BufferedProtocol):
     length, by chunks, or to the close), and hands the body to the Response piece by piece.
 
     Reads land in one buffer kept for the thread (recv_into) and only the bytes that came are copied out: a plain
-    recv would allocate READ_SIZE bytes on every read and shrink them, which costs a read of a few kilobytes four
-    times the read itself (a streamed reply is many such reads)."""
+    recv would allocate READ_SIZE bytes on every read and shrink them, which costs a read of a few kilobytes about
+    three times the read itself (a streamed reply is many such reads)."""
 
     def __init__(self, max_body: int = 0) -> None:
         self.max_body = max_body              # bytes of a decompressed body worth holding (0: any); see _inflated

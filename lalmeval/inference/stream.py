@@ -75,8 +75,9 @@ _scan = json.scanner.make_scanner(json.JSONDecoder())   # one JSON value from an
 
 def _plain_events(raw: bytes) -> Optional[tuple[list[Any], Callable[[int], int]]]:
     """The events of a body of the common shape (LF line ends, one `data: ` line per event, nothing else), read by
-    the JSON scanner from one event straight to the next: no line is searched for or copied in Python, not even one
-    of base64 audio. None for any other shape, or an event that is not one JSON value: `_spec_events` reads those."""
+    the JSON scanner from one event straight to the next: no line is split or copied, not even one of base64 audio
+    (each event is only searched for a line end, in C). None for any other shape, or an event that is not one JSON
+    value: `_spec_events` reads those."""
     if not raw.startswith(b"data: ") or not raw.endswith(b"\n\n") or b"\r" in raw:
         return None
     try:
