@@ -11,9 +11,11 @@ for waking from the stream's pauses that the whole path never makes, which shows
 lalmeval's own: one Endpoint, the chat protocol's parse, and the spoken reply's audio decoded as the run keeps it.
 Only this process's CPU time is counted (time.process_time), so the server's work never enters the figures.
 
-The two paths are measured in interleaved rounds (whole, streamed, whole, streamed, ...), so that a change in the
-machine's load falls on both; each case prints the median per-request CPU of each path, its range over the rounds, the
-median of the rounds' ratios and the load average, since a shared machine's figures move with it.
+The two paths take turns batch by batch (a batch: `--concurrency` requests at once; whole, streamed, whole, ...), each
+path on its own kept-alive connections, so that a drift in the machine's speed falls on both alike; each case prints the
+median per-request CPU of each path over the rounds, its range, the median of the rounds' ratios and the load average,
+since a shared machine's figures move with it. The client runs as a run runs it: uvloop, the run's GIL switch interval
+and its frozen garbage-collector generation (`_event_loop_run`).
 
 Each case is measured twice: per request as a run makes it (a 2.2 s demo clip read, resampled and sent as base64 WAV,
 the reply read and its audio decoded), which is the budget's figure; and the reply's handling alone (a bare text
@@ -41,6 +43,7 @@ from lalmeval.inference.protocols import PROTOCOLS
 from lalmeval.media.audio import prepare
 from lalmeval.results.records import Prompt
 from lalmeval.results.spoken import decoded
+from lalmeval.run.runner import _event_loop_run
 from lalmeval.serve.speech import interleaved
 from lalmeval.catalog.bundled import ROOT
 
@@ -92,16 +95,22 @@ def _serve(port: int, paced: bool = True) -> None:
     web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
 
 
-async def _measure(url: str, spoken: bool, stream: bool, requests: int, concurrency: int, clip: bytes = b"") -> float:
-    """Client CPU seconds per request; with `clip`, each request is built from it as a run builds one (decoded,
-    resampled, base64 WAV in the body), else the request is a bare text prompt and only the reply's handling counts."""
+async def _measure(url: str, spoken: bool, requests: int, concurrency: int, clip: bytes = b"") -> tuple[float, float]:
+    """Client CPU seconds per request of the whole path and of the streamed one, taking turns batch by batch (a batch:
+    `concurrency` requests at once), so that a drift in the machine's speed falls on both alike. With `clip`, each
+    request is built from it as a run builds one (decoded, resampled, base64 WAV in the body), else the request is a
+    bare text prompt and only the reply's handling counts."""
     extra = {"modalities": ["text", "audio"], "audio": {"format": "pcm16"}} if spoken else {}
-    info = ModelInfo(name="bench", url=url, model="bench", batch_size=concurrency, stream=stream, **extra)
-    endpoint, protocol = Endpoint(info), PROTOCOLS.get("openai")
-    bare = json.dumps({"model": "bench", "messages": [{"role": "user", "content": "hi"}], **_fields(info)}).encode()
-    await endpoint.open()
+    protocol = PROTOCOLS.get("openai")
+    paths = []
+    for stream in (False, True):
+        info = ModelInfo(name="bench", url=url, model="bench", batch_size=concurrency, stream=stream, **extra)
+        endpoint = Endpoint(info)
+        await endpoint.open()
+        bare = json.dumps({"model": "bench", "messages": [{"role": "user", "content": "hi"}], **_fields(info)}).encode()
+        paths.append((info, endpoint, bare))
 
-    async def one() -> None:
+    async def one(info: ModelInfo, endpoint: Endpoint, bare: bytes) -> None:
         body = bare
         if clip:
             audio = prepare(clip)
@@ -111,13 +120,18 @@ async def _measure(url: str, spoken: bool, stream: bool, requests: int, concurre
             decoded(reply.value.audio.data)   # as the run keeps it (there, in a thread: the same CPU)
         assert reply.value.text.startswith("the quick")
 
-    await asyncio.gather(*(one() for _ in range(concurrency)))   # warm the pool and the code paths
-    started = time.process_time()
-    for _ in range(requests // concurrency):
-        await asyncio.gather(*(one() for _ in range(concurrency)))
-    spent = time.process_time() - started
-    await endpoint.close()
-    return spent / (requests // concurrency * concurrency)
+    for path in paths:   # warm each pool and its code paths
+        await asyncio.gather(*(one(*path) for _ in range(concurrency)))
+    spent = [0.0, 0.0]
+    batches = requests // concurrency
+    for _ in range(batches):
+        for index, path in enumerate(paths):
+            started = time.process_time()
+            await asyncio.gather(*(one(*path) for _ in range(concurrency)))
+            spent[index] += time.process_time() - started
+    for _, endpoint, _ in paths:
+        await endpoint.close()
+    return spent[0] / (batches * concurrency), spent[1] / (batches * concurrency)
 
 
 def _fields(info: ModelInfo) -> dict:
@@ -140,11 +154,12 @@ def _wait_for(port: int, timeout: float = 60.0) -> None:
 
 
 def _case(url: str, spoken: bool, clip: bytes, args: argparse.Namespace) -> str:
-    """One case over interleaved rounds: medians, ranges and the median ratio."""
+    """One case over its rounds: medians, ranges and the median ratio."""
     whole, streamed = [], []
     for _ in range(args.rounds):
-        whole.append(asyncio.run(_measure(url, spoken, False, args.requests, args.concurrency, clip)))
-        streamed.append(asyncio.run(_measure(url, spoken, True, args.requests, args.concurrency, clip)))
+        cpu = _event_loop_run(_measure(url, spoken, args.requests, args.concurrency, clip))   # as a run runs: uvloop, its GIL switch interval
+        whole.append(cpu[0])
+        streamed.append(cpu[1])
     ratios = [s / w for s, w in zip(streamed, whole)]
     shown = lambda xs: f"{statistics.median(xs) * 1e3:.2f} ms ({min(xs) * 1e3:.2f}-{max(xs) * 1e3:.2f})"
     return (f"whole {shown(whole)}, streamed {shown(streamed)}, ratio {statistics.median(ratios):.2f}x "
@@ -155,7 +170,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=160, help="requests per path and round")
     parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of whole and streamed")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds, each of --requests per path taking turns by batch")
     parser.add_argument("--reply", choices=("spoken", "written", "both"), default="both", help="which reply to measure")
     parser.add_argument("--handling-only", action="store_true", help="only the reply's handling (a text prompt in)")
     parser.add_argument("--instant-whole", action="store_true", help="send the whole reply at once, not after the stream's pauses")
@@ -168,7 +183,7 @@ def main() -> None:
     _wait_for(port)
     url = f"http://127.0.0.1:{port}/v1"
     clip = CLIP.read_bytes()
-    print(f"client CPU per request, median (range) over {args.rounds} interleaved rounds of {args.requests} requests, "
+    print(f"client CPU per request, median (range) over {args.rounds} rounds of {args.requests} requests per path, taking turns by batch, "
           f"{args.concurrency} in flight; the whole reply sent {'at once' if args.instant_whole else 'after the pauses of the stream'}")
     try:
         for spoken in [kind == "spoken" for kind in ("spoken", "written") if args.reply in (kind, "both")]:

@@ -105,6 +105,26 @@ def test_bodies_by_length_by_chunks_and_to_the_close_read_whole_however_the_byte
     asyncio.run(go())
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_runs_of_many_chunks_read_whole_whatever_their_size_lines_and_data_hold(seed):
+    """Hundreds of chunks, as a stream sends them: size lines in upper case, with leading zeros or an extension, data
+    that holds CRLF or a size line's look, a chunk of one byte; read whole however the bytes are split."""
+    rng = random.Random(seed)
+    datas = [rng.choice([b"data: {}\n\n", b"a\r\nb", b"\r\n", b"5\r\nhello\r\n", b"x", b"y" * rng.randint(1, 3000)]) for _ in range(300)]
+    lines = [rng.choice([b"%x", b"%X", b"00%x", b"%x;ext=1"]) % len(data) for data in datas]
+    body = b"".join(datas)
+    reply = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+             + b"".join(line + b"\r\n" + data + b"\r\n" for line, data in zip(lines, datas)) + b"0\r\n\r\n")
+
+    async def go():
+        async with ByteServer(lambda n, _: split_everywhere(reply, seed + n)) as server:
+            client = Client(timeout=10)
+            for _ in range(2):
+                assert (await post(client, server.url, limit=len(body) + 1))[1] == body
+            await client.close()
+    asyncio.run(go())
+
+
 def test_a_kept_alive_connection_the_server_closed_is_replaced_and_the_request_sent_once():
     reply = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 
@@ -175,6 +195,10 @@ def test_gzip_and_deflate_bodies_are_decompressed():
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", BadResponse, "bad chunk size"),
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\n", BadResponse, "bad chunk size"),
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX", BadResponse, "not followed by CRLF"),
+    # the same after a run of whole chunks (read by the quick loop, which leaves a bad one to the careful one)
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"3\r\nabc\r\n" * 20 + b"zz\r\n", BadResponse, "bad chunk size"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"3\r\nabc\r\n" * 20 + b"-1\r\n", BadResponse, "bad chunk size"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"3\r\nabc\r\n" * 20 + b"3\r\nabcX", BadResponse, "not followed by CRLF"),
     (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\nhello", BadResponse, "two Content-Length headers"),
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Endless: " + b"a" * 100_000, BadResponse,
      "trailer longer than"),

@@ -1,6 +1,7 @@
 """The SSE reader of streamed replies: every spelling of the grammar gives the same completion, broken bodies fail with their reason."""
 
 import asyncio
+import base64
 import json
 
 import pytest
@@ -245,3 +246,59 @@ def test_a_value_spread_over_lines_is_read_as_sse_reads_it(gap):
     firsts = Firsts(audio=False)
     firsts.feed(raw)
     assert not firsts.text
+
+
+B64 = base64.b64encode(bytes(range(256)) * 3).decode()   # 1024 characters, `/` and `+` among them
+
+
+def _audio_events(event: str) -> bytes:
+    """A spoken reply whose second event is `event` (written as is), between a transcript delta and the finish."""
+    words = {"choices": [{"index": 0, "delta": {"audio": {"transcript": "hi"}}, "finish_reason": None}]}
+    end = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    return (b"data: " + json.dumps(words).encode() + b"\n\ndata: " + event.encode() + b"\n\ndata: " + json.dumps(end).encode()
+            + b"\n\ndata: [DONE]\n\n")
+
+
+@pytest.mark.parametrize("event, data", [
+    # OpenAI's own shape, compact; and with spaces around the colon
+    ('{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"audio":{"id":"audio_1","data":"%s",'
+     '"expires_at":1,"transcript":""}},"finish_reason":null}],"usage":null}' % B64, B64),
+    ('{"choices": [{"index": 0, "delta": {"audio": {"data" : "%s"}}}]}' % B64, B64),
+    # an escape in the base64 (`\/`, as some JSON writers spell `/`) is read as JSON reads it
+    ('{"choices": [{"index": 0, "delta": {"audio": {"data": "%s"}}}]}' % B64.replace("/", "\\/"), B64),
+    # a second data key: JSON keeps the last
+    ('{"choices": [{"index": 0, "delta": {"audio": {"data": "%s", "data": "AQAB"}}}]}' % B64, "AQAB"),
+    # another long string under a data key elsewhere, and "data" as a value
+    ('{"data": "%s", "choices": [{"index": 0, "delta": {"audio": {"data": "AQAB"}}}]}' % B64, "AQAB"),
+    ('{"data": "%s", "choices": [{"index": 0, "delta": {"audio": {"data": ""}}}]}' % B64, None),   # no sound at all
+    ('{"type": "data", "choices": [{"index": 0, "delta": {"audio": {"data": "%s"}}}]}' % B64, B64),
+    ('{"choices": [{"index": 0, "delta": {"audio": {"data": "%s"}}}], "kind": "data"}' % B64, B64),
+    # a key that only ends in data
+    ('{"choices": [{"index": 0, "delta": {"audio": {"\\"data": "%s", "data": "AQAB"}}}]}' % B64, "AQAB"),
+])
+def test_long_audio_data_reads_as_json_reads_it_whatever_the_event_around_it(event, data):
+    # A delta's base64 is taken from the text as it stands, not scanned; what comes out is what json.loads reads.
+    raw = _audio_events(event)
+    got = assemble(raw, _marks(raw))
+    assert got.payload["choices"][0]["message"]["audio"]["data"] == ([data] if data else [])
+    assert got.payload == assemble(raw.replace(b"\n", b"\r\n"), _marks(raw)).payload   # the spec reader: json.loads per event
+    assert got.first_audio == (raw.index(b"\n\n", raw.index(b"data: {", 10)) - 1 if data else None)
+
+
+@pytest.mark.parametrize("broken", [
+    '{"choices": [{"index": 0, "delta": {"audio": {"data": "%s"}}}]} 1' % B64,      # two values on the line
+    '{"choices": [{"index": 0, "delta": {"audio": {"data": "%s"}}}]' % B64,          # a value cut short
+    '{"choices": [{"index": 0, "delta": {"audio": {"data": "%s" "x"}}}]}' % B64,     # not JSON after the data
+])
+def test_a_broken_event_with_long_audio_data_still_fails(broken):
+    raw = _audio_events(broken)
+    with pytest.raises(ValueError, match="not one JSON value"):
+        assemble(raw, _marks(raw))
+
+
+def test_a_delta_of_words_and_sound_together_keeps_both_in_order():
+    events = [{"choices": [{"index": 0, "delta": {"audio": {"transcript": w, "data": d}}}]} for w, d in (("a", B64), ("", "AQAB"), ("b", ""))]
+    raw = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+    got = assemble(raw, _marks(raw))
+    said = got.payload["choices"][0]["message"]["audio"]
+    assert said["transcript"] == "ab" and said["data"] == [B64, "AQAB"] and got.deltas == 2

@@ -281,6 +281,18 @@ class _Connection(asyncio.BufferedProtocol):
                 return self._piece(out[0]) if take else None
             self._chunk_state = "crlf"
         find, view = buffer.find, memoryview(buffer)   # chunks are cut as views: their bytes are copied once, by the join
+        if self._chunk_state == "size":   # the usual run: whole chunks back to back, each cut by a few calls in C
+            ends_line = buffer.startswith
+            while (line_end := find(b"\r\n", at, at + 20)) > at:
+                try:
+                    size = int(buffer[at:line_end], 16)
+                except ValueError:
+                    break
+                stop = line_end + 2 + size
+                if size <= 0 or not ends_line(b"\r\n", stop):
+                    break   # the body's end, a chunk this read cut, or a bad one: the loop below reads it
+                out.append(view[line_end + 2:stop])
+                at = stop + 2
         while True:
             if self._chunk_state == "crlf":
                 if not b"\r\n".startswith(buffer[at:at + 2]):

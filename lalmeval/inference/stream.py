@@ -72,12 +72,43 @@ _LINE = re.compile(rb"([^\r\n]*)(?:\r\n|\r|\n)")
 
 _scan = json.scanner.make_scanner(json.JSONDecoder())   # one JSON value from an offset: (value, where it ends)
 
+SPLICE_MIN = 512   # an audio delta's base64 at least this long is taken as it stands, not scanned character by character
+
+
+def _spliced(text: str, at: int, end: int) -> Any:
+    """The event on `text[at:end]` (one line), read with its audio data's base64 taken as it stands: the JSON scanner
+    reads a string character by character, at several times the cost of copying it, and base64 holds nothing a JSON
+    string would escape. The event is scanned with that string left empty, and the string put back where the scanner
+    put the empty one. Taken only where it gives what scanning the whole gives: the event's only `"data"` key, under
+    choices[0].delta.audio, its string free of backslashes (an escape, `\\/`, is left to the scanner); else None. (Save one
+    case: a raw control character in the string, which JSON forbids, is refused not here but by the strict base64
+    decoding of the audio that a spoken reply's record keeps.)"""
+    key = text.find('"data"', at, end)
+    if key < 0:
+        return None
+    opened = text.find('"', key + 6, key + 9)
+    if opened < 0 or text[key + 6:opened].strip() != ":":
+        return None
+    closed = text.find('"', opened + 1, end)
+    if closed - opened <= SPLICE_MIN or text.find("\\", opened, closed) >= 0 or text.find('"data"', closed, end) >= 0:
+        return None
+    short = text[at:opened + 1] + text[closed:end]
+    try:
+        event, stop = _scan(short, 0)
+        said = event["choices"][0]["delta"]["audio"]
+    except (StopIteration, ValueError, RecursionError, LookupError, TypeError):
+        return None
+    if stop != len(short) or type(said) is not dict or said.get("data") != "":
+        return None
+    said["data"] = text[opened + 1:closed]
+    return event
+
 
 def _plain_events(raw: bytes) -> Optional[tuple[list[Any], Callable[[int], int]]]:
     """The events of a body of the common shape (LF line ends, one `data: ` line per event, nothing else), read by
-    the JSON scanner from one event straight to the next: no line is split or copied, not even one of base64 audio
-    (each event is only searched for a line end, in C). None for any other shape, or an event that is not one JSON
-    value: `_spec_events` reads those."""
+    the JSON scanner from one event straight to the next: no line is split or copied, and an audio delta's base64 is
+    not scanned (_spliced). None for any other shape, or an event that is not one JSON value: `_spec_events` reads
+    those."""
     if not raw.startswith(b"data: ") or not raw.endswith(b"\n\n") or b"\r" in raw:
         return None
     try:
@@ -92,17 +123,18 @@ def _plain_events(raw: bytes) -> Optional[tuple[list[Any], Callable[[int], int]]
         while True:
             if at == last - 6 and starts("[DONE]", at):
                 break
-            begun = at
-            event, at = scan(text, at)
-            if find("\n", begun, at) >= 0:
-                return None   # the scanner skips a line end between a value's tokens, where SSE ends the data line
+            end = find("\n", at)   # the event's line: SSE ends its data there, so the value must end there too
+            if end - at <= SPLICE_MIN or (event := _spliced(text, at, end)) is None:
+                event, stop = scan(text, at)
+                if stop != end:
+                    return None   # a value spread over lines, or more than one value on the line
             events.append(event)
-            ends.append(at)
-            if at == last:
+            ends.append(end)
+            if end == last:
                 break
-            if not starts("\n\ndata: ", at):
-                return None   # an event of more than one line or value, a comment, another field, CR line ends
-            at += 8
+            if not starts("\n\ndata: ", end):
+                return None   # an event of more than one line, a comment, another field, CR line ends
+            at = end + 8
     except (StopIteration, ValueError, RecursionError):
         return None
     if len(text) == len(raw):
@@ -242,14 +274,14 @@ def _walk(events: list[Any]) -> tuple[_Parts, Optional[str], Optional[dict], Opt
     for index, event in enumerate(events):
         if type(event) is not dict:
             raise ValueError(f"a streamed event is {type(event).__name__}, not an object")
-        if "choices" not in event and "error" in event:
+        choices = event.get("choices")
+        if choices is None and "error" in event and "choices" not in event:
             return parts, None, None, event
         if event.get("usage"):
             usage = event["usage"]
-        choices = event.get("choices")
         # The common event (one choice, index 0) is read inline: this loop runs for every token of every streamed reply.
-        if type(choices) is list and len(choices) == 1 and type(choices[0]) is dict and choices[0].get("index", 0) == 0:
-            choice = choices[0]
+        if type(choices) is list and len(choices) == 1 and type(choice := choices[0]) is dict and choice.get("index", 0) == 0:
+            pass
         elif (choice := _first_choice(event)) is None:
             continue
         if choice.get("finish_reason"):
@@ -262,6 +294,17 @@ def _walk(events: list[Any]) -> tuple[_Parts, Optional[str], Optional[dict], Opt
                 parts.deltas += 1
                 if parts.first_token is None:
                     parts.first_token = index
+            elif len(delta) == 1 and type(said := delta.get("audio")) is dict:   # a spoken reply's delta: words or sound
+                words, data = said.get("transcript"), said.get("data")
+                if type(words) is str and words:
+                    parts.transcript.append(words)
+                    parts.deltas += 1
+                    if parts.first_token is None:
+                        parts.first_token = index
+                if type(data) is str and data:
+                    parts.audio.append(data)
+                    if parts.first_audio is None:
+                        parts.first_audio = index
             else:
                 parts.add(delta, index)
     return parts, finish, usage, None
