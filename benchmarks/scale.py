@@ -293,7 +293,7 @@ def all_scores(work: Path, run_id: str) -> list[dict]:
 
 
 def model(base: str, name: str = "bench", batch: int = 64, **extra) -> dict:
-    """A model entry; entries with the same `model` id are replicas of one model."""
+    """A model entry; entries with the same name are replicas of one model."""
     return {"name": name, "url": base + "/v1", "model": "bench", "batch_size": batch, "timeout": 60, **extra}
 
 
@@ -468,7 +468,7 @@ def replicas(work: Path) -> None:
     fast, fast_url = start_endpoint(0.1, 16)
     slow, slow_url = start_endpoint(0.3, 16)
     try:
-        config = write_config(work, "set1000.parquet", [model(fast_url, "fast", 16), model(slow_url, "slow", 16)])
+        config = write_config(work, "set1000.parquet", [model(fast_url, "bench", 16), model(slow_url, "bench", 16)])   # one model, two replicas
         out = evaluate(config, "split")
         served = stats_of(fast_url)["requests"], stats_of(slow_url)["requests"]
     finally:
@@ -480,7 +480,7 @@ def replicas(work: Path) -> None:
     fast, fast_url = start_endpoint(0.1, 16)
     doomed, doomed_url = start_endpoint(0.1, 16)
     try:
-        config = write_config(work, "set1000.parquet", [model(fast_url, "a", 16, retry_attempts=1), model(doomed_url, "b", 16, retry_attempts=1)])
+        config = write_config(work, "set1000.parquet", [model(fast_url, "bench", 16, retry_attempts=1), model(doomed_url, "bench", 16, retry_attempts=1)])
         threading.Timer(2.0, doomed.kill).start()  # dies with requests in flight
         out = evaluate(config, "killed")
     finally:
