@@ -199,6 +199,8 @@ def test_gzip_and_deflate_bodies_are_decompressed():
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"3\r\nabc\r\n" * 20 + b"zz\r\n", BadResponse, "bad chunk size"),
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"3\r\nabc\r\n" * 20 + b"-1\r\n", BadResponse, "bad chunk size"),
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"3\r\nabc\r\n" * 20 + b"3\r\nabcX", BadResponse, "not followed by CRLF"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"3\r\nabc\r\n" * 20 + b"3\r\nabcXY\r\n0\r\n\r\n", BadResponse,
+     "not followed by CRLF"),
     (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\nhello", BadResponse, "two Content-Length headers"),
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Endless: " + b"a" * 100_000, BadResponse,
      "trailer longer than"),

@@ -10,7 +10,7 @@ from aiohttp import web
 from lalmeval.config.schema import ModelInfo
 from lalmeval.inference.client import Endpoint, RequestFailed
 from lalmeval.inference.protocols import PROTOCOLS
-from lalmeval.inference.stream import Firsts, _written, assemble
+from lalmeval.inference.stream import Firsts, _spliced, _written, assemble
 
 WORDS = ["Hello", " there", ",", " friend"]
 
@@ -273,8 +273,13 @@ def _audio_events(event: str) -> bytes:
     ('{"data": "%s", "choices": [{"index": 0, "delta": {"audio": {"data": ""}}}]}' % B64, None),   # no sound at all
     ('{"type": "data", "choices": [{"index": 0, "delta": {"audio": {"data": "%s"}}}]}' % B64, B64),
     ('{"choices": [{"index": 0, "delta": {"audio": {"data": "%s"}}}], "kind": "data"}' % B64, B64),
-    # a key that only ends in data
+    # a key that only ends in data; a second data key spelled with an escape (JSON keeps the last)
     ('{"choices": [{"index": 0, "delta": {"audio": {"\\"data": "%s", "data": "AQAB"}}}]}' % B64, "AQAB"),
+    ('{"choices": [{"index": 0, "delta": {"audio": {"data": "%s", "d\\u0061ta": ""}}}]}' % B64, None),
+    ('{"data": "%s", "choices": [{"index": 0, "delta": {"audio": {"d\\u0061ta": "AQAB"}}}]}' % B64, "AQAB"),
+    # the long data string is not the audio's: an audio object without data, an audio that is no object
+    ('{"data": "%s", "choices": [{"index": 0, "delta": {"audio": {"transcript": "x"}}}]}' % B64, None),
+    ('{"data": "%s", "choices": [{"index": 0, "delta": {"audio": ["x"]}}]}' % B64, None),
 ])
 def test_long_audio_data_reads_as_json_reads_it_whatever_the_event_around_it(event, data):
     # A delta's base64 is taken from the text as it stands, not scanned; what comes out is what json.loads reads.
@@ -302,3 +307,17 @@ def test_a_delta_of_words_and_sound_together_keeps_both_in_order():
     got = assemble(raw, _marks(raw))
     said = got.payload["choices"][0]["message"]["audio"]
     assert said["transcript"] == "ab" and said["data"] == [B64, "AQAB"] and got.deltas == 2
+
+
+def test_a_usual_audio_delta_is_read_without_scanning_its_base64():
+    # OpenAI's shape and lalmeval serve's: the base64 is sliced from the text (the quick path is the one taken)
+    for event in ('{"choices":[{"index":0,"delta":{"audio":{"id":"a","data":"%s","transcript":""}},"finish_reason":null}]}' % B64,
+                  '{"choices": [{"index": 0, "delta": {"audio": {"data": "%s"}}, "finish_reason": null}]}' % B64):
+        text = "data: " + event
+        got = _spliced(text, 6, len(text))
+        assert got == json.loads(event) and got["choices"][0]["delta"]["audio"]["data"] == B64
+    # and is not taken where a full scan could read otherwise: an escape anywhere on the line, a short string
+    for event in ('{"choices": [{"index": 0, "delta": {"audio": {"data": "%s", "transcript": "\\u00e9"}}}]}' % B64,
+                  '{"choices": [{"index": 0, "delta": {"audio": {"data": "AQAB"}}}]}'):
+        text = "data: " + event
+        assert _spliced(text, 6, len(text)) is None

@@ -79,18 +79,19 @@ def _spliced(text: str, at: int, end: int) -> Any:
     """The event on `text[at:end]` (one line), read with its audio data's base64 taken as it stands: the JSON scanner
     reads a string character by character, at several times the cost of copying it, and base64 holds nothing a JSON
     string would escape. The event is scanned with that string left empty, and the string put back where the scanner
-    put the empty one. Taken only where it gives what scanning the whole gives: the event's only `"data"` key, under
-    choices[0].delta.audio, its string free of backslashes (an escape, `\\/`, is left to the scanner); else None. (Save one
-    case: a raw control character in the string, which JSON forbids, is refused not here but by the strict base64
-    decoding of the audio that a spoken reply's record keeps.)"""
+    put the empty one. Taken only on a line without a backslash (every key is then spelled as it reads, so the search
+    finds every `"data"` key), for the line's only `"data"` key, under choices[0].delta.audio; else None. Then it gives
+    what scanning the whole line gives, save one case: a raw control character in the string, which JSON forbids. A
+    full scan refuses the reply as malformed (and it is retried); here a spoken reply's record refuses it when its
+    audio is decoded (strict base64: not retried), and a reply whose audio is not kept is read as if it were valid."""
     key = text.find('"data"', at, end)
-    if key < 0:
+    if key < 0 or text.find("\\", at, end) >= 0:
         return None
     opened = text.find('"', key + 6, key + 9)
     if opened < 0 or text[key + 6:opened].strip() != ":":
         return None
     closed = text.find('"', opened + 1, end)
-    if closed - opened <= SPLICE_MIN or text.find("\\", opened, closed) >= 0 or text.find('"data"', closed, end) >= 0:
+    if closed - opened <= SPLICE_MIN or text.find('"data"', closed, end) >= 0:
         return None
     short = text[at:opened + 1] + text[closed:end]
     try:
@@ -106,8 +107,8 @@ def _spliced(text: str, at: int, end: int) -> Any:
 
 def _plain_events(raw: bytes) -> Optional[tuple[list[Any], Callable[[int], int]]]:
     """The events of a body of the common shape (LF line ends, one `data: ` line per event, nothing else), read by
-    the JSON scanner from one event straight to the next: no line is split or copied, and an audio delta's base64 is
-    not scanned (_spliced). None for any other shape, or an event that is not one JSON value: `_spec_events` reads
+    the JSON scanner from one event straight to the next: no line is split, and an audio delta's base64 is sliced
+    out, not scanned (_spliced). None for any other shape, or an event that is not one JSON value: `_spec_events` reads
     those."""
     if not raw.startswith(b"data: ") or not raw.endswith(b"\n\n") or b"\r" in raw:
         return None
