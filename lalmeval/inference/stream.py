@@ -281,10 +281,10 @@ def _walk(events: list[Any]) -> tuple[_Parts, Optional[str], Optional[dict], Opt
         if event.get("usage"):
             usage = event["usage"]
         # The common event (one choice, index 0) is read inline: this loop runs for every token of every streamed reply.
-        if type(choices) is list and len(choices) == 1 and type(choice := choices[0]) is dict and choice.get("index", 0) == 0:
-            pass
-        elif (choice := _first_choice(event)) is None:
-            continue
+        if not (type(choices) is list and len(choices) == 1 and type(choice := choices[0]) is dict and choice.get("index", 0) == 0):
+            choice = _first_choice(event)
+            if choice is None:
+                continue
         if choice.get("finish_reason"):
             finish = choice["finish_reason"]
         delta = choice.get("delta")
@@ -295,17 +295,6 @@ def _walk(events: list[Any]) -> tuple[_Parts, Optional[str], Optional[dict], Opt
                 parts.deltas += 1
                 if parts.first_token is None:
                     parts.first_token = index
-            elif len(delta) == 1 and type(said := delta.get("audio")) is dict:   # a spoken reply's delta: words or sound
-                words, data = said.get("transcript"), said.get("data")
-                if type(words) is str and words:
-                    parts.transcript.append(words)
-                    parts.deltas += 1
-                    if parts.first_token is None:
-                        parts.first_token = index
-                if type(data) is str and data:
-                    parts.audio.append(data)
-                    if parts.first_audio is None:
-                        parts.first_audio = index
             else:
                 parts.add(delta, index)
     return parts, finish, usage, None
