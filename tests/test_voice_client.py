@@ -32,8 +32,12 @@ def test_ttft_and_ttfa_are_within_5_percent_of_a_streaming_endpoints_known_delay
     records = ws.records("qs", "m")
     assert len(records) == 3 and all(r["error"] is None for r in records)
     for record in records:
-        assert record["ttft"] == pytest.approx(FIRST_TOKEN, rel=0.05)
-        assert record["ttfa"] == pytest.approx(FIRST_AUDIO, rel=0.05)
+        # The endpoint kept its delays (a stall of the test process it shares with the run can only lengthen them),
+        # and the client read each first within 5 % of when it was written, timed from the request.
+        text, audio = endpoint.kept[record["reply"]]
+        assert FIRST_TOKEN <= text < FIRST_TOKEN + 0.25 and FIRST_AUDIO <= audio < FIRST_AUDIO + 0.25
+        assert record["ttft"] == pytest.approx(text, rel=0.05)
+        assert record["ttfa"] == pytest.approx(audio, rel=0.05)
         # the end is seen at the next read after it: later deltas gather COALESCE seconds between reads
         assert END <= record["latency"] <= END * 1.05 + COALESCE
         # 40 completion tokens (the usage the stream reported) over the time after the first one
@@ -43,7 +47,9 @@ def test_ttft_and_ttfa_are_within_5_percent_of_a_streaming_endpoints_known_delay
     assert score.score == 0.0
     latency = score.details["latency"]
     assert set(latency["ttft"]) >= {"p50", "p90", "p99"} and set(latency["ttfa"]) >= {"p50", "p90", "p99"}
-    assert latency["ttft"]["p50"] == pytest.approx(FIRST_TOKEN, rel=0.05) and latency["ttfa"]["p99"] == pytest.approx(FIRST_AUDIO, rel=0.05)
+    kept = sorted(endpoint.kept.values())
+    assert latency["ttft"]["p50"] == pytest.approx(kept[1][0], rel=0.05)
+    assert latency["ttfa"]["p99"] == pytest.approx(max(audio for _, audio in kept), rel=0.05)
     final = json.loads((ws.root / "runs" / "t" / "final_scores.json").read_text())
     assert final["scores"][0]["details"]["latency"]["ttfa"]["p90"] == latency["ttfa"]["p90"]
 

@@ -37,8 +37,12 @@ class StreamingEndpoint(ScriptedEndpoint):
         super().__init__()
         self.answer, self.first_token, self.first_audio, self.end = answer, first_token, first_audio, end
         self.audio = tone(audio_seconds)
+        # reply text -> (first text, first audio) as they were written, in seconds after the request came in: the delays
+        # this endpoint really kept (a test process's own stalls, which it shares with the run, can make them longer)
+        self.kept: dict[str, tuple[float, float]] = {}
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        arrived = asyncio.get_running_loop().time()
         seen = await self._parse(request)
         self.requests.append(seen)
         if not (seen.body or {}).get("stream"):
@@ -56,8 +60,12 @@ class StreamingEndpoint(ScriptedEndpoint):
         words = self.answer(seen).split(" ")
         for i, word in enumerate(words):
             await send(self.first_token, {"audio": {"transcript": (" " if i else "") + word}})
-        for piece in pieces(self.audio):
+            if not i:
+                first_text = asyncio.get_running_loop().time() - arrived
+        for i, piece in enumerate(pieces(self.audio)):
             await send(self.first_audio, {"audio": {"data": piece}})
+            if not i:
+                self.kept[" ".join(words)] = (first_text, asyncio.get_running_loop().time() - arrived)
         await send(self.end, {}, usage={"prompt_tokens": 3, "completion_tokens": 40, "total_tokens": 43})
         await response.write(b"data: [DONE]\r\n\r\n")
         await response.write_eof()
