@@ -275,9 +275,9 @@ def _walk(events: list[Any]) -> tuple[_Parts, Optional[str], Optional[dict], Opt
     for index, event in enumerate(events):
         if type(event) is not dict:
             raise ValueError(f"a streamed event is {type(event).__name__}, not an object")
-        choices = event.get("choices")
-        if choices is None and "error" in event and "choices" not in event:
+        if "choices" not in event and "error" in event:
             return parts, None, None, event
+        choices = event.get("choices")
         if event.get("usage"):
             usage = event["usage"]
         # The common event (one choice, index 0) is read inline: this loop runs for every token of every streamed reply.
